@@ -1,0 +1,164 @@
+package gale
+
+// SpoutCollector emits a spout task's tuples. It belongs to the task and
+// must only be used from the spout's own methods (NextTuple, Ack, Fail,
+// Activate, Deactivate). Emit never blocks: backpressure is applied between
+// calls to NextTuple.
+type SpoutCollector struct {
+	task *spoutTask
+}
+
+// Emit emits values on the default stream. With a non-nil msgID the tuple's
+// tree is tracked and Ack or Fail is later called with msgID; with nil it
+// is an unreliable (at-most-once) emit. It returns the ids of the tasks the
+// tuple was sent to; the slice is reused by the next emit.
+func (c *SpoutCollector) Emit(msgID any, values ...any) ([]int, error) {
+	return c.task.emit(DefaultStream, msgID, -1, values)
+}
+
+// EmitStream emits values on a named stream; see Emit.
+func (c *SpoutCollector) EmitStream(stream string, msgID any, values ...any) ([]int, error) {
+	return c.task.emit(stream, msgID, -1, values)
+}
+
+// EmitDirect emits values on a direct stream to one task.
+func (c *SpoutCollector) EmitDirect(task int, stream string, msgID any, values ...any) ([]int, error) {
+	if task < 0 {
+		task = 0
+	}
+	return c.task.emit(stream, msgID, int32(task), values)
+}
+
+// ReportError reports an error: logged, counted, and shown by the UI later.
+func (c *SpoutCollector) ReportError(err error) {
+	c.task.rt.reportError(c.task.em.comp.id, int(c.task.em.task), err)
+	c.task.em.log.Error("reported error", "err", err)
+}
+
+// Pending is the number of this task's trees in flight.
+func (c *SpoutCollector) Pending() int { return c.task.pending.len() }
+
+// BoltCollector emits a bolt task's tuples and acks or fails its inputs. It
+// belongs to the task and must only be used from the bolt's own methods.
+// Emit may block while downstream queues are full (backpressure).
+type BoltCollector struct {
+	task *boltTask
+}
+
+// Emit emits values on the default stream anchored on anchor (nil for an
+// unanchored emit, which leaves the tree). It returns the ids of the tasks
+// the tuple was sent to; the slice is reused by the next emit.
+func (c *BoltCollector) Emit(anchor *Tuple, values ...any) ([]int, error) {
+	if err := c.task.em.emitBolt(DefaultStream, anchor, nil, values, -1); err != nil {
+		return nil, err
+	}
+	return c.task.em.targetIDs(), nil
+}
+
+// EmitStream emits values on stream anchored on every tuple of anchors
+// (multi-anchoring: the new tuple belongs to all their trees).
+func (c *BoltCollector) EmitStream(stream string, anchors []*Tuple, values ...any) ([]int, error) {
+	if err := c.task.em.emitBolt(stream, nil, anchors, values, -1); err != nil {
+		return nil, err
+	}
+	return c.task.em.targetIDs(), nil
+}
+
+// EmitDirect emits values on a direct stream to one task.
+func (c *BoltCollector) EmitDirect(task int, stream string, anchors []*Tuple, values ...any) ([]int, error) {
+	if task < 0 {
+		task = 0
+	}
+	if err := c.task.em.emitBolt(stream, nil, anchors, values, int32(task)); err != nil {
+		return nil, err
+	}
+	return c.task.em.targetIDs(), nil
+}
+
+// Ack acks an input tuple. Acking a tuple twice is a no-op.
+func (c *BoltCollector) Ack(t *Tuple) { c.task.em.ack(t) }
+
+// Fail fails the trees of an input tuple; the spout's Fail gets a
+// *FailedError naming this bolt and err.
+func (c *BoltCollector) Fail(t *Tuple, err error) { c.task.em.fail(t, err) }
+
+// ResetTimeout restarts the message timeout of the input's trees, for work
+// that takes long.
+func (c *BoltCollector) ResetTimeout(t *Tuple) { c.task.em.resetTimeout(t) }
+
+// ReportError reports an error: logged, counted, and shown by the UI later.
+func (c *BoltCollector) ReportError(err error) {
+	c.task.rt.reportError(c.task.em.comp.id, int(c.task.em.task), err)
+	c.task.em.log.Error("reported error", "err", err)
+}
+
+// BasicCollector emits anchored on the input of the current Execute.
+type BasicCollector struct {
+	task  *boltTask
+	input *Tuple
+}
+
+// Emit emits values on the default stream anchored on the input.
+func (c *BasicCollector) Emit(values ...any) ([]int, error) {
+	if err := c.task.em.emitBolt(DefaultStream, c.input, nil, values, -1); err != nil {
+		return nil, err
+	}
+	return c.task.em.targetIDs(), nil
+}
+
+// EmitStream emits values on a named stream anchored on the input.
+func (c *BasicCollector) EmitStream(stream string, values ...any) ([]int, error) {
+	if err := c.task.em.emitBolt(stream, c.input, nil, values, -1); err != nil {
+		return nil, err
+	}
+	return c.task.em.targetIDs(), nil
+}
+
+// EmitDirect emits values on a direct stream to one task, anchored on the
+// input.
+func (c *BasicCollector) EmitDirect(task int, stream string, values ...any) ([]int, error) {
+	if task < 0 {
+		task = 0
+	}
+	if err := c.task.em.emitBolt(stream, c.input, nil, values, int32(task)); err != nil {
+		return nil, err
+	}
+	return c.task.em.targetIDs(), nil
+}
+
+// ResetTimeout restarts the message timeout of the input's trees.
+func (c *BasicCollector) ResetTimeout() { c.task.em.resetTimeout(c.input) }
+
+// ReportError reports an error without failing the input.
+func (c *BasicCollector) ReportError(err error) {
+	c.task.rt.reportError(c.task.em.comp.id, int(c.task.em.task), err)
+	c.task.em.log.Error("reported error", "err", err)
+}
+
+// basicBoltAdapter runs a BasicBolt as a Bolt.
+type basicBoltAdapter struct {
+	b    BasicBolt
+	c    *BoltCollector
+	coll BasicCollector
+}
+
+func (a *basicBoltAdapter) DeclareOutputFields(d OutputDeclarer) { a.b.DeclareOutputFields(d) }
+
+func (a *basicBoltAdapter) Prepare(tc *TopologyContext, c *BoltCollector) error {
+	a.c = c
+	a.coll.task = c.task
+	return a.b.Prepare(tc)
+}
+
+func (a *basicBoltAdapter) Execute(t *Tuple) {
+	a.coll.input = t
+	err := a.b.Execute(t, &a.coll)
+	a.coll.input = nil
+	if err != nil {
+		a.c.Fail(t, err)
+		return
+	}
+	a.c.Ack(t)
+}
+
+func (a *basicBoltAdapter) Cleanup() { a.b.Cleanup() }

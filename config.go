@@ -1,0 +1,662 @@
+package gale
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Config holds configuration values by Storm key name, e.g.
+// gale.Config{gale.TopologyWorkers: 2}. Values may be of any type a JSON or
+// YAML decoder produces for the key's type; Validate and ResolveConfig check
+// and normalise them. A nil value for a key that is unset by default (such as
+// TopologyMaxSpoutPending) unsets it at that layer.
+type Config map[string]any
+
+// Errors returned, wrapped, by Validate, ResolveConfig and ForComponent.
+// Compare with errors.Is; the message of the wrapping error names the key,
+// the layer and what to do.
+var (
+	// ErrUnknownKey reports a key Gale does not know.
+	ErrUnknownKey = errors.New("config: unknown key")
+	// ErrWrongType reports a value of the wrong type for its key.
+	ErrWrongType = errors.New("config: wrong type")
+	// ErrForbiddenOverride reports a key set in a layer that may not set it.
+	ErrForbiddenOverride = errors.New("config: override not allowed")
+	// ErrOutOfRange reports a value of the right type outside its key's range.
+	ErrOutOfRange = errors.New("config: value out of range")
+)
+
+// Layer is a configuration layer. Later layers override earlier ones:
+// LayerDefault < LayerFile < LayerTopology < LayerComponent.
+type Layer int
+
+const (
+	// LayerDefault holds Gale's built-in defaults.
+	LayerDefault Layer = iota
+	// LayerFile is the cluster's gale.yaml (see LoadConfigFile).
+	LayerFile
+	// LayerTopology is the config submitted with a topology. It may set only
+	// "topology.*" keys.
+	LayerTopology
+	// LayerComponent is one component's config. It may set only the keys
+	// Storm allows per component; the component's id is kept by Effective.
+	LayerComponent
+)
+
+// String returns "default", "gale.yaml", "topology" or "component".
+func (l Layer) String() string {
+	switch l {
+	case LayerDefault:
+		return "default"
+	case LayerFile:
+		return "gale.yaml"
+	case LayerTopology:
+		return "topology"
+	case LayerComponent:
+		return "component"
+	}
+	return fmt.Sprintf("Layer(%d)", int(l))
+}
+
+// configError is one problem with one key. Its message is complete; Unwrap
+// gives the sentinel for errors.Is.
+type configError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return e.sentinel }
+
+// configLayerPhrase says where a value was set, for error messages.
+func configLayerPhrase(layer Layer, component string) string {
+	switch layer {
+	case LayerDefault:
+		return "in the built-in defaults"
+	case LayerFile:
+		return "in gale.yaml"
+	case LayerTopology:
+		return "in topology config"
+	case LayerComponent:
+		if component != "" {
+			return fmt.Sprintf("per component %q", component)
+		}
+		return "in component config"
+	}
+	return "in " + layer.String()
+}
+
+// Validate checks c as the given layer: every key is known, may be set in
+// that layer, has a value of the right type and is in range. It reports all
+// problems, joined with errors.Join. Values need not be normalised: the
+// integer and list types produced by encoding/json and YAML decoders are
+// accepted. Validate does not modify c.
+func (c Config) Validate(layer Layer) error {
+	_, err := c.normalise(layer, "")
+	return err
+}
+
+// normalise validates c as layer (component names the component for
+// LayerComponent) and returns its valid entries normalised to int, bool,
+// string, float64, []int or []string (or nil to unset), plus every problem
+// found. Keys are checked in sorted order so errors are reported
+// deterministically.
+func (c Config) normalise(layer Layer, component string) (Config, error) {
+	where := configLayerPhrase(layer, component)
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
+	out := make(Config, len(c))
+	var errs []error
+	fail := func(sentinel error, format string, args ...any) {
+		errs = append(errs, &configError{sentinel, fmt.Sprintf(format, args...)})
+	}
+	for _, key := range keys {
+		raw := c[key]
+		spec, ok := configKeyIndex[key]
+		if !ok {
+			fail(ErrUnknownKey, "config: unknown key %q %s %s", key, where, unknownKeyHint(key, raw))
+			continue
+		}
+		if msg := scopeProblem(spec, layer); msg != "" {
+			fail(ErrForbiddenOverride, "config: %q may not be set %s %s", key, where, msg)
+			continue
+		}
+		if raw == nil {
+			if spec.def != nil {
+				fail(ErrWrongType, "config: %q %s must be %s, got null (remove the key to keep the default %s)",
+					key, where, spec.kind, formatConfigValue(spec.def))
+				continue
+			}
+			out[key] = nil
+			continue
+		}
+		v, sentinel, msg := normaliseConfigValue(spec.kind, raw)
+		if msg == "" && spec.check != nil {
+			sentinel, msg = ErrOutOfRange, spec.check(v)
+		}
+		if msg != "" {
+			fail(sentinel, "config: %q %s %s", key, where, msg)
+			continue
+		}
+		out[key] = v
+	}
+	return out, errors.Join(errs...)
+}
+
+// scopeProblem returns why spec's key may not be set in layer, or "".
+func scopeProblem(spec *configKeySpec, layer Layer) string {
+	if spec.scope == ScopeSystem && layer != LayerDefault {
+		return "(Gale sets it; remove it)"
+	}
+	switch layer {
+	case LayerTopology:
+		if spec.scope == ScopeCluster {
+			return "(only topology.* keys may; set it in gale.yaml)"
+		}
+	case LayerComponent:
+		if spec.scope != ScopeComponent {
+			where := "topology config"
+			if spec.scope == ScopeCluster {
+				where = "gale.yaml"
+			}
+			return fmt.Sprintf("(allowed: %s; set it in %s)", strings.Join(componentConfigKeys, ", "), where)
+		}
+	}
+	return ""
+}
+
+// unknownKeyHint tells the author of an unknown key what to do.
+func unknownKeyHint(key string, value any) string {
+	if rv := reflect.ValueOf(value); rv.Kind() == reflect.Map {
+		for _, s := range configKeySpecs {
+			if strings.HasPrefix(s.name, key+".") {
+				return fmt.Sprintf("(keys are flat, dotted names such as %q, not nested mappings)", s.name)
+			}
+		}
+	}
+	if near := nearestConfigKey(key); near != "" {
+		return fmt.Sprintf("(did you mean %q?)", near)
+	}
+	return `(run "gale config show" to list the known keys)`
+}
+
+// nearestConfigKey returns the known key closest to key by edit distance,
+// ignoring case, if it is close enough to be a plausible typo.
+func nearestConfigKey(key string) string {
+	lower := strings.ToLower(key)
+	best, bestDist := "", max(2, len(key)/3)+1
+	for _, s := range configKeySpecs { // sorted, so ties go to the first name
+		if d := configEditDistance(lower, s.name); d < bestDist {
+			best, bestDist = s.name, d
+		}
+	}
+	return best
+}
+
+// configEditDistance is the Levenshtein distance between a and b, in bytes.
+func configEditDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// normaliseConfigValue converts raw, which is not nil, to kind's Go type. On
+// failure it returns the sentinel and a message such as
+// `must be an integer, got string "two"`.
+func normaliseConfigValue(kind configKind, raw any) (v any, sentinel error, msg string) {
+	wrong := func() (any, error, string) {
+		return nil, ErrWrongType, fmt.Sprintf("must be %s, got %s", kind, describeConfigValue(raw))
+	}
+	switch kind {
+	case configInt:
+		n, sentinel, desc := configInt64(raw)
+		if sentinel != nil {
+			return nil, sentinel, fmt.Sprintf("must be %s, got %s", configIntPhrase(sentinel), desc)
+		}
+		return n, nil, ""
+	case configBool:
+		if b, ok := raw.(bool); ok {
+			return b, nil, ""
+		}
+		return wrong()
+	case configString:
+		if s, ok := raw.(string); ok {
+			return s, nil, ""
+		}
+		return wrong()
+	case configFloat:
+		if f, ok := configFloat64(raw); ok {
+			return f, nil, ""
+		}
+		return wrong()
+	case configInts, configStrings:
+		rv := reflect.ValueOf(raw)
+		if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+			return wrong()
+		}
+		var ints []int
+		var strs []string
+		for i := range rv.Len() {
+			elem := rv.Index(i).Interface()
+			if kind == configInts {
+				n, sentinel, desc := configInt64(elem)
+				if sentinel != nil {
+					what := kind.String()
+					if sentinel == ErrOutOfRange {
+						what += " that fit in 64 bits"
+					}
+					return nil, sentinel, fmt.Sprintf("must be %s, got %s at index %d", what, desc, i)
+				}
+				ints = append(ints, n)
+				continue
+			}
+			s, ok := elem.(string)
+			if !ok {
+				return nil, ErrWrongType, fmt.Sprintf("must be %s, got %s at index %d", kind, describeConfigValue(elem), i)
+			}
+			strs = append(strs, s)
+		}
+		if kind == configInts {
+			if ints == nil {
+				ints = []int{}
+			}
+			return ints, nil, ""
+		}
+		if strs == nil {
+			strs = []string{}
+		}
+		return strs, nil, ""
+	}
+	panic(fmt.Sprintf("gale: config kind %d has no normaliser", kind))
+}
+
+// configIntPhrase says what an integer key needs, given the sentinel
+// configInt64 returned.
+func configIntPhrase(sentinel error) string {
+	if sentinel == ErrOutOfRange {
+		return "an integer that fits in 64 bits"
+	}
+	return "an integer"
+}
+
+// configInt64 converts an integer-valued raw value to int. On failure it
+// returns ErrWrongType or ErrOutOfRange (too large for an int) and a
+// description of raw ("string \"two\"", "number 1.5").
+func configInt64(raw any) (n int, sentinel error, desc string) {
+	tooBig := func() (int, error, string) {
+		return 0, ErrOutOfRange, describeConfigValue(raw)
+	}
+	switch x := raw.(type) {
+	case int:
+		return x, nil, ""
+	case int8:
+		return int(x), nil, ""
+	case int16:
+		return int(x), nil, ""
+	case int32:
+		return int(x), nil, ""
+	case int64:
+		if x < math.MinInt || x > math.MaxInt {
+			return tooBig()
+		}
+		return int(x), nil, ""
+	case uint:
+		if x > math.MaxInt {
+			return tooBig()
+		}
+		return int(x), nil, ""
+	case uint8:
+		return int(x), nil, ""
+	case uint16:
+		return int(x), nil, ""
+	case uint32:
+		if uint64(x) > math.MaxInt {
+			return tooBig()
+		}
+		return int(x), nil, ""
+	case uint64:
+		if x > math.MaxInt {
+			return tooBig()
+		}
+		return int(x), nil, ""
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return configInt64(i)
+		}
+	}
+	f, ok := configFloat64(raw)
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
+		return 0, ErrWrongType, describeConfigValue(raw)
+	}
+	// float64(math.MaxInt) rounds up to 2^63, so the upper bound is exclusive.
+	if f < math.MinInt || f >= math.MaxInt {
+		return tooBig()
+	}
+	return int(f), nil, ""
+}
+
+// configFloat64 converts any numeric raw value to float64.
+func configFloat64(raw any) (float64, bool) {
+	switch x := raw.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	rv := reflect.ValueOf(raw)
+	switch {
+	case rv.CanInt():
+		return float64(rv.Int()), true
+	case rv.CanUint():
+		return float64(rv.Uint()), true
+	}
+	return 0, false
+}
+
+// describeConfigValue names a raw value in YAML and JSON terms.
+func describeConfigValue(raw any) string {
+	switch x := raw.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("string %q", x)
+	case bool:
+		return fmt.Sprintf("boolean %t", x)
+	case float64:
+		return "number " + strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		return "number " + strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case json.Number:
+		return "number " + x.String()
+	}
+	rv := reflect.ValueOf(raw)
+	switch {
+	case rv.CanInt():
+		return fmt.Sprintf("integer %d", rv.Int())
+	case rv.CanUint():
+		return fmt.Sprintf("integer %d", rv.Uint())
+	case rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array:
+		return "a list"
+	case rv.Kind() == reflect.Map:
+		return "a mapping"
+	}
+	return fmt.Sprintf("a value of Go type %T", raw)
+}
+
+// formatConfigValue formats a normalised value for messages.
+func formatConfigValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "(unset)"
+	case string:
+		return strconv.Quote(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// configSetting is one key's effective value and where it came from.
+type configSetting struct {
+	value  any // normalised; nil when unset
+	source Layer
+}
+
+// Effective is a resolved configuration: every known key's value (or unset)
+// and the layer it came from. Build one with ResolveConfig, then
+// ForComponent for each component. An Effective is not modified after it is
+// built and is safe for concurrent use.
+//
+// The typed getters (Int, Bool, ...) panic when asked for an unknown key or a
+// key of another type: that is a programming error, not reachable from user
+// input, since Gale validates user config before building an Effective.
+type Effective struct {
+	component string // set by ForComponent
+	values    map[string]configSetting
+}
+
+// ResolveConfig layers the built-in defaults, the cluster's gale.yaml (file)
+// and a topology's config, each overriding the one before, and returns the
+// result. Either config may be nil. It validates both and reports every
+// problem at once, joined with errors.Join.
+func ResolveConfig(file, topology Config) (*Effective, error) {
+	f, fileErr := file.normalise(LayerFile, "")
+	t, topoErr := topology.normalise(LayerTopology, "")
+	if err := errors.Join(fileErr, topoErr); err != nil {
+		return nil, err
+	}
+	e := &Effective{values: make(map[string]configSetting, len(configKeySpecs))}
+	for _, s := range configKeySpecs {
+		e.values[s.name] = configSetting{s.def, LayerDefault}
+	}
+	e.overlay(f, LayerFile)
+	e.overlay(t, LayerTopology)
+	return e, nil
+}
+
+// ForComponent returns the effective config of component id: e overlaid with
+// the component's own config, which may set only the keys Storm allows per
+// component (TopologyDebug, TopologyMaxSpoutPending,
+// TopologyMaxTaskParallelism, TopologyTickTupleFreqSecs and Gale's
+// TopologyComponentPanicPolicy). e must be the topology-level config from
+// ResolveConfig, not another component's; e is not modified.
+func (e *Effective) ForComponent(id string, component Config) (*Effective, error) {
+	if e.component != "" {
+		panic(fmt.Sprintf("gale: ForComponent(%q) called on the config of component %q; call it on the topology's config", id, e.component))
+	}
+	c, err := component.normalise(LayerComponent, id)
+	if err != nil {
+		return nil, err
+	}
+	out := e.clone()
+	out.component = id
+	out.overlay(c, LayerComponent)
+	return out, nil
+}
+
+// WithTopologyName returns a copy of e with TopologyName set to name,
+// attributed to LayerTopology. Gale calls it at submission; no configuration
+// layer may set TopologyName.
+func (e *Effective) WithTopologyName(name string) *Effective {
+	out := e.clone()
+	out.values[TopologyName] = configSetting{name, LayerTopology}
+	return out
+}
+
+func (e *Effective) clone() *Effective {
+	out := &Effective{component: e.component, values: make(map[string]configSetting, len(e.values))}
+	for k, s := range e.values {
+		out.values[k] = s
+	}
+	return out
+}
+
+// overlay sets the normalised values of c, attributed to layer.
+func (e *Effective) overlay(c Config, layer Layer) {
+	for k, v := range c {
+		e.values[k] = configSetting{v, layer}
+	}
+}
+
+// setting returns the setting of key, which must be a known key of kind.
+func (e *Effective) setting(key string, kind configKind) configSetting {
+	spec, ok := configKeyIndex[key]
+	if !ok {
+		panic(fmt.Sprintf("gale: unknown config key %q", key))
+	}
+	if spec.kind != kind {
+		panic(fmt.Sprintf("gale: config key %q is %s, not %s", key, spec.kind, kind))
+	}
+	return e.values[key]
+}
+
+// Int returns the value of an integer key and whether it is set. It panics if
+// key is unknown or not an integer key.
+func (e *Effective) Int(key string) (v int, set bool) {
+	s := e.setting(key, configInt)
+	if s.value == nil {
+		return 0, false
+	}
+	return s.value.(int), true
+}
+
+// Bool returns the value of a boolean key (false when unset). It panics if
+// key is unknown or not a boolean key.
+func (e *Effective) Bool(key string) bool {
+	b, _ := e.setting(key, configBool).value.(bool)
+	return b
+}
+
+// String returns the value of a string key ("" when unset). It panics if key
+// is unknown or not a string key.
+func (e *Effective) String(key string) string {
+	s, _ := e.setting(key, configString).value.(string)
+	return s
+}
+
+// Ints returns a copy of the value of an integer-list key (nil when unset).
+// It panics if key is unknown or not an integer-list key.
+func (e *Effective) Ints(key string) []int {
+	v, _ := e.setting(key, configInts).value.([]int)
+	return slices.Clone(v)
+}
+
+// Strings returns a copy of the value of a string-list key (nil when unset).
+// It panics if key is unknown or not a string-list key.
+func (e *Effective) Strings(key string) []string {
+	v, _ := e.setting(key, configStrings).value.([]string)
+	return slices.Clone(v)
+}
+
+// Source returns the layer that set key's effective value (LayerDefault for
+// a key no layer set). It panics if key is unknown.
+func (e *Effective) Source(key string) Layer {
+	s, ok := e.values[key]
+	if !ok {
+		panic(fmt.Sprintf("gale: unknown config key %q", key))
+	}
+	return s.source
+}
+
+// Component returns the component id given to ForComponent, or "" for a
+// topology-level config.
+func (e *Effective) Component() string { return e.component }
+
+// ConfigEntry is one key of an effective config, as `gale config show`
+// prints it.
+type ConfigEntry struct {
+	// Key is the key's name, e.g. "topology.workers".
+	Key string
+	// Value is the effective value, normalised to int, bool, string,
+	// float64, []int or []string; nil when unset.
+	Value any
+	// Source is the layer the value came from.
+	Source Layer
+	// Component is the component id when Source is LayerComponent.
+	Component string
+	// Scope says which layers may set the key.
+	Scope Scope
+	// Doc is a one-line description of the key.
+	Doc string
+}
+
+// SourceName returns Source as a string, with the component id for
+// LayerComponent ("component split").
+func (c ConfigEntry) SourceName() string {
+	if c.Source == LayerComponent && c.Component != "" {
+		return "component " + c.Component
+	}
+	return c.Source.String()
+}
+
+// Entries returns every known key, sorted by key, with its effective value,
+// source, scope and documentation.
+func (e *Effective) Entries() []ConfigEntry {
+	out := make([]ConfigEntry, 0, len(configKeySpecs))
+	for _, spec := range configKeySpecs {
+		s := e.values[spec.name]
+		entry := ConfigEntry{
+			Key:    spec.name,
+			Value:  cloneConfigValue(s.value),
+			Source: s.source,
+			Scope:  spec.scope,
+			Doc:    spec.doc,
+		}
+		if s.source == LayerComponent {
+			entry.Component = e.component
+		}
+		out = append(out, entry)
+	}
+	return out
+}
+
+// Map returns the effective values of the keys that are set. The result is
+// a new map the caller may modify.
+func (e *Effective) Map() Config {
+	out := make(Config, len(e.values))
+	for k, s := range e.values {
+		if s.value != nil {
+			out[k] = cloneConfigValue(s.value)
+		}
+	}
+	return out
+}
+
+func cloneConfigValue(v any) any {
+	switch x := v.(type) {
+	case []int:
+		return slices.Clone(x)
+	case []string:
+		return slices.Clone(x)
+	}
+	return v
+}
+
+// LoadConfigFile reads a gale.yaml file: a YAML mapping of flat, dotted
+// Storm key names to values, e.g. "topology.workers: 2". An empty file gives
+// an empty Config. A file that cannot be read (including a missing file,
+// which matches fs.ErrNotExist) or is not valid YAML is an error naming the
+// path; YAML errors keep their line and column. LoadConfigFile does not
+// check the keys or values: ResolveConfig does.
+func LoadConfigFile(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err) // *fs.PathError names the path
+	}
+	var c Config
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("config: %s: %w", path, err)
+	}
+	if c == nil {
+		c = Config{}
+	}
+	return c, nil
+}

@@ -1,0 +1,338 @@
+package gale
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Configuration keys. The names and meanings are Storm's where Storm has the
+// key; Gale's own keys start with "gale." or are documented as Gale-specific.
+// The registry below (configKeySpecs) is the one place that holds each key's
+// type, default, scope and documentation.
+const (
+	// TopologyWorkers is the number of worker processes for a topology
+	// (int, default 1, ≥ 1).
+	TopologyWorkers = "topology.workers"
+	// TopologyMessageTimeoutSecs is the time a tuple tree has to complete
+	// before the spout is told it failed (int, default 30, ≥ 1).
+	TopologyMessageTimeoutSecs = "topology.message.timeout.secs"
+	// TopologyMaxSpoutPending caps the tuple trees in flight per spout task
+	// (int, default unset = no cap, ≥ 1). May be set per component.
+	TopologyMaxSpoutPending = "topology.max.spout.pending"
+	// TopologyAckerExecutors is the number of acker executors (int, default
+	// unset = one per worker; 0 turns tracking off and tuples are acked as
+	// soon as they are emitted).
+	TopologyAckerExecutors = "topology.acker.executors"
+	// TopologyTickTupleFreqSecs makes Gale send a tick tuple (stream "__tick"
+	// from component "__system") to each bolt every so many seconds (int,
+	// default unset = no ticks, ≥ 1). May be set per component.
+	TopologyTickTupleFreqSecs = "topology.tick.tuple.freq.secs"
+	// TopologyExecutorReceiveBufferSize is the capacity, in tuples, of each
+	// executor's input queue (int, default 32768, ≥ 1).
+	TopologyExecutorReceiveBufferSize = "topology.executor.receive.buffer.size"
+	// TopologyTransferBufferSize is the capacity, in tuples, of each worker's
+	// outbound transfer queue (int, default 1000, ≥ 1).
+	TopologyTransferBufferSize = "topology.transfer.buffer.size"
+	// TopologyProducerBatchSize is, in Gale, the most tuples a producer puts
+	// on a queue in one batch (int, default 100, ≥ 1).
+	TopologyProducerBatchSize = "topology.producer.batch.size"
+	// TopologyDebug logs every emitted tuple (bool, default false). May be
+	// set per component.
+	TopologyDebug = "topology.debug"
+	// TopologyMaxTaskParallelism caps the executors and tasks of each
+	// component (int, default unset = no cap, ≥ 1). May be set per component.
+	TopologyMaxTaskParallelism = "topology.max.task.parallelism"
+	// TopologyName is the topology's name (string). It is read-only: Gale
+	// sets it at submission (see Effective.WithTopologyName) and no
+	// configuration layer may set it.
+	TopologyName = "topology.name"
+	// TopologyShutdownDrainTimeoutSecs is Gale-specific: on kill or
+	// shutdown, how long a worker waits for in-flight tuple trees to
+	// complete after its spouts are deactivated, before it closes its
+	// transport (int, default 5, ≥ 0; 0 = do not wait).
+	TopologyShutdownDrainTimeoutSecs = "topology.shutdown.drain.timeout.secs"
+	// TopologyComponentPanicPolicy is Gale-specific: what happens when a
+	// spout or bolt panics (string, default PanicPolicyFailTuple). May be
+	// set per component.
+	TopologyComponentPanicPolicy = "topology.component.panic.policy"
+
+	// SupervisorSlotsPorts lists the worker slots of a supervisor, one port
+	// each (list of ints, default [6700, 6701, 6702, 6703]).
+	SupervisorSlotsPorts = "supervisor.slots.ports"
+	// SupervisorHeartbeatFrequencySecs is how often a supervisor heartbeats
+	// to the coordination store (int, default 5, ≥ 1).
+	SupervisorHeartbeatFrequencySecs = "supervisor.heartbeat.frequency.secs"
+	// SupervisorWorkerTimeoutSecs is how long a worker may go without a
+	// heartbeat before its supervisor declares it dead (int, default 30, ≥ 1).
+	SupervisorWorkerTimeoutSecs = "supervisor.worker.timeout.secs"
+	// SupervisorWorkerStartTimeoutSecs is the grace period for a starting
+	// worker's first heartbeat (int, default 120, ≥ 1).
+	SupervisorWorkerStartTimeoutSecs = "supervisor.worker.start.timeout.secs"
+
+	// NimbusSeeds lists the hosts that may run nimbus (list of strings,
+	// default ["127.0.0.1"]).
+	NimbusSeeds = "nimbus.seeds"
+	// NimbusThriftPort is the port of the nimbus API. Gale does not speak
+	// Thrift; it keeps Storm's key name (int, default 6627, 0–65535).
+	NimbusThriftPort = "nimbus.thrift.port"
+	// NimbusSupervisorTimeoutSecs is how long a supervisor may go without a
+	// heartbeat before nimbus declares it dead (int, default 60, ≥ 1).
+	NimbusSupervisorTimeoutSecs = "nimbus.supervisor.timeout.secs"
+	// NimbusTaskTimeoutSecs is how long an executor may go without a
+	// heartbeat before nimbus reassigns it (int, default 30, ≥ 1).
+	NimbusTaskTimeoutSecs = "nimbus.task.timeout.secs"
+	// NimbusMonitorFreqSecs is how often nimbus checks heartbeats and
+	// reassigns work (int, default 10, ≥ 1).
+	NimbusMonitorFreqSecs = "nimbus.monitor.freq.secs"
+
+	// WorkerHeartbeatFrequencySecs is how often a worker heartbeats (int,
+	// default 1, ≥ 1).
+	WorkerHeartbeatFrequencySecs = "worker.heartbeat.frequency.secs"
+
+	// UIPort is the port of the UI and REST API (int, default 8080, 0–65535).
+	UIPort = "ui.port"
+
+	// GaleEtcdEndpoints is Gale-specific: the etcd client endpoints of the
+	// coordination store (list of strings, default ["127.0.0.1:2379"]).
+	GaleEtcdEndpoints = "gale.etcd.endpoints"
+)
+
+// Values of TopologyComponentPanicPolicy.
+const (
+	// PanicPolicyFailTuple recovers the panic, logs it with the stack, fails
+	// the tuple being processed (a spout's pending tuple is failed back to
+	// it) and keeps the executor running. This is the default.
+	PanicPolicyFailTuple = "fail-tuple"
+	// PanicPolicyKillWorker lets the panic kill the worker process, as in
+	// Storm; its supervisor restarts it and unacked trees time out and are
+	// replayed by their spouts.
+	PanicPolicyKillWorker = "kill-worker"
+)
+
+// Scope says which configuration layers may set a key.
+type Scope int
+
+const (
+	// ScopeCluster keys may be set only by the built-in defaults and
+	// gale.yaml.
+	ScopeCluster Scope = iota + 1
+	// ScopeTopology keys may also be set by topology config. Every
+	// "topology.*" key except TopologyName has this scope or ScopeComponent,
+	// and no other key does.
+	ScopeTopology
+	// ScopeComponent keys may also be set per component.
+	ScopeComponent
+	// ScopeSystem keys are set by Gale itself; no layer may set them.
+	ScopeSystem
+)
+
+// String returns "cluster", "topology", "component" or "system".
+func (s Scope) String() string {
+	switch s {
+	case ScopeCluster:
+		return "cluster"
+	case ScopeTopology:
+		return "topology"
+	case ScopeComponent:
+		return "component"
+	case ScopeSystem:
+		return "system"
+	}
+	return fmt.Sprintf("Scope(%d)", int(s))
+}
+
+// configKind is the type of a key's value after normalisation.
+type configKind int
+
+const (
+	configInt     configKind = iota + 1 // int
+	configBool                          // bool
+	configString                        // string
+	configFloat                         // float64
+	configInts                          // []int
+	configStrings                       // []string
+)
+
+// String names the kind the way a YAML or JSON author thinks of it.
+func (k configKind) String() string {
+	switch k {
+	case configInt:
+		return "an integer"
+	case configBool:
+		return "a boolean (true or false)"
+	case configString:
+		return "a string"
+	case configFloat:
+		return "a number"
+	case configInts:
+		return "a list of integers"
+	case configStrings:
+		return "a list of strings"
+	}
+	return fmt.Sprintf("configKind(%d)", int(k))
+}
+
+// configKeySpec describes one key.
+type configKeySpec struct {
+	name  string
+	kind  configKind
+	def   any // normalised default; nil means unset
+	scope Scope
+	doc   string
+	// check returns a description of what is wrong with a normalised,
+	// non-nil value ("must be ≥ 1, got 0"), or "" if it is fine.
+	check func(v any) string
+}
+
+// configKeySpecs is the registry of every key Gale knows, sorted by name.
+var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
+	{TopologyWorkers, configInt, 1, ScopeTopology,
+		"worker processes for the topology", intAtLeast(1)},
+	{TopologyMessageTimeoutSecs, configInt, 30, ScopeTopology,
+		"seconds a tuple tree has to complete before it fails", intAtLeast(1)},
+	{TopologyMaxSpoutPending, configInt, nil, ScopeComponent,
+		"tuple trees in flight per spout task (unset = no cap)", intAtLeast(1)},
+	{TopologyAckerExecutors, configInt, nil, ScopeTopology,
+		"acker executors (unset = one per worker, 0 = no tracking)", intAtLeast(0)},
+	{TopologyTickTupleFreqSecs, configInt, nil, ScopeComponent,
+		"seconds between tick tuples to each bolt (unset = none)", intAtLeast(1)},
+	{TopologyExecutorReceiveBufferSize, configInt, 32768, ScopeTopology,
+		"capacity in tuples of each executor's input queue", intAtLeast(1)},
+	{TopologyTransferBufferSize, configInt, 1000, ScopeTopology,
+		"capacity in tuples of each worker's transfer queue", intAtLeast(1)},
+	{TopologyProducerBatchSize, configInt, 100, ScopeTopology,
+		"most tuples a producer puts on a queue in one batch", intAtLeast(1)},
+	{TopologyDebug, configBool, false, ScopeComponent,
+		"log every emitted tuple", nil},
+	{TopologyMaxTaskParallelism, configInt, nil, ScopeComponent,
+		"cap on each component's executors and tasks (unset = no cap)", intAtLeast(1)},
+	{TopologyName, configString, nil, ScopeSystem,
+		"the topology's name, set by Gale at submission", nonEmptyString},
+	{TopologyShutdownDrainTimeoutSecs, configInt, 5, ScopeTopology,
+		"seconds to drain in-flight tuple trees on shutdown (0 = none)", intAtLeast(0)},
+	{TopologyComponentPanicPolicy, configString, PanicPolicyFailTuple, ScopeComponent,
+		`on a component panic: "fail-tuple" (recover, fail the tuple) or "kill-worker"`,
+		stringOneOf(PanicPolicyFailTuple, PanicPolicyKillWorker)},
+
+	{SupervisorSlotsPorts, configInts, []int{6700, 6701, 6702, 6703}, ScopeCluster,
+		"worker slots of a supervisor, one port each", slotPorts},
+	{SupervisorHeartbeatFrequencySecs, configInt, 5, ScopeCluster,
+		"seconds between supervisor heartbeats", intAtLeast(1)},
+	{SupervisorWorkerTimeoutSecs, configInt, 30, ScopeCluster,
+		"seconds without a heartbeat before a worker is declared dead", intAtLeast(1)},
+	{SupervisorWorkerStartTimeoutSecs, configInt, 120, ScopeCluster,
+		"seconds a starting worker has to send its first heartbeat", intAtLeast(1)},
+
+	{NimbusSeeds, configStrings, []string{"127.0.0.1"}, ScopeCluster,
+		"hosts that may run nimbus", nonEmptyStrings},
+	{NimbusThriftPort, configInt, 6627, ScopeCluster,
+		"port of the nimbus API (Storm's key name; not Thrift)", intPort},
+	{NimbusSupervisorTimeoutSecs, configInt, 60, ScopeCluster,
+		"seconds without a heartbeat before a supervisor is declared dead", intAtLeast(1)},
+	{NimbusTaskTimeoutSecs, configInt, 30, ScopeCluster,
+		"seconds without a heartbeat before an executor is reassigned", intAtLeast(1)},
+	{NimbusMonitorFreqSecs, configInt, 10, ScopeCluster,
+		"seconds between nimbus's heartbeat checks", intAtLeast(1)},
+
+	{WorkerHeartbeatFrequencySecs, configInt, 1, ScopeCluster,
+		"seconds between worker heartbeats", intAtLeast(1)},
+
+	{UIPort, configInt, 8080, ScopeCluster,
+		"port of the UI and REST API", intPort},
+
+	{GaleEtcdEndpoints, configStrings, []string{"127.0.0.1:2379"}, ScopeCluster,
+		"etcd client endpoints of the coordination store", nonEmptyStrings},
+})
+
+// configKeyIndex maps a key name to its spec.
+var configKeyIndex = func() map[string]*configKeySpec {
+	m := make(map[string]*configKeySpec, len(configKeySpecs))
+	for i := range configKeySpecs {
+		m[configKeySpecs[i].name] = &configKeySpecs[i]
+	}
+	return m
+}()
+
+// componentConfigKeys lists, sorted, the keys that may be set per component.
+var componentConfigKeys = func() []string {
+	var keys []string
+	for _, s := range configKeySpecs {
+		if s.scope == ScopeComponent {
+			keys = append(keys, s.name)
+		}
+	}
+	return keys
+}()
+
+func sortedConfigKeySpecs(specs []configKeySpec) []configKeySpec {
+	slices.SortFunc(specs, func(a, b configKeySpec) int { return strings.Compare(a.name, b.name) })
+	return specs
+}
+
+func intAtLeast(min int) func(any) string {
+	return func(v any) string {
+		if n := v.(int); n < min {
+			return fmt.Sprintf("must be ≥ %d, got %d", min, n)
+		}
+		return ""
+	}
+}
+
+func intPort(v any) string {
+	if n := v.(int); n < 0 || n > 65535 {
+		return fmt.Sprintf("must be a port number from 0 to 65535, got %d", n)
+	}
+	return ""
+}
+
+func slotPorts(v any) string {
+	ports := v.([]int)
+	if len(ports) == 0 {
+		return "must list at least one port"
+	}
+	seen := make(map[int]bool, len(ports))
+	for i, p := range ports {
+		if p < 1 || p > 65535 {
+			return fmt.Sprintf("must hold port numbers from 1 to 65535, got %d at index %d", p, i)
+		}
+		if seen[p] {
+			return fmt.Sprintf("must not repeat a port, got %d twice", p)
+		}
+		seen[p] = true
+	}
+	return ""
+}
+
+func nonEmptyString(v any) string {
+	if v.(string) == "" {
+		return "must not be empty"
+	}
+	return ""
+}
+
+func nonEmptyStrings(v any) string {
+	list := v.([]string)
+	if len(list) == 0 {
+		return "must list at least one entry"
+	}
+	for i, s := range list {
+		if s == "" {
+			return fmt.Sprintf("must not hold empty strings, got one at index %d", i)
+		}
+	}
+	return ""
+}
+
+func stringOneOf(allowed ...string) func(any) string {
+	return func(v any) string {
+		if s := v.(string); !slices.Contains(allowed, s) {
+			quoted := make([]string, len(allowed))
+			for i, a := range allowed {
+				quoted[i] = fmt.Sprintf("%q", a)
+			}
+			return fmt.Sprintf("must be one of %s, got %q", strings.Join(quoted, ", "), s)
+		}
+		return ""
+	}
+}

@@ -1,0 +1,115 @@
+package gale
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// TopologyDef is the declarative, language-neutral description of a
+// topology: its components, their streams, parallelism, groupings and
+// config. It is what the builder produces, what nimbus stores and what YAML
+// or other languages will produce; docs/topology.schema.json is its JSON
+// Schema. It holds no code: a Topology pairs it with the Go factories that
+// make component instances.
+type TopologyDef struct {
+	Spouts []ComponentDef `json:"spouts"`
+	Bolts  []ComponentDef `json:"bolts"`
+}
+
+// ComponentDef describes one spout or bolt.
+type ComponentDef struct {
+	ID string `json:"id"`
+	// Language says how instances are made: "go" for a Go factory
+	// registered in the topology's binary.
+	Language    string      `json:"language"`
+	Parallelism int         `json:"parallelism"` // executors
+	Tasks       int         `json:"tasks"`       // fixed for the topology's life
+	Config      Config      `json:"config,omitempty"`
+	Streams     []StreamDef `json:"streams"`
+	Inputs      []InputDef  `json:"inputs,omitempty"`
+}
+
+// StreamDef is a declared output stream.
+type StreamDef struct {
+	ID     string   `json:"id"`
+	Fields []string `json:"fields"`
+	Direct bool     `json:"direct,omitempty"`
+}
+
+// InputDef subscribes a bolt to a stream of another component.
+type InputDef struct {
+	Component string      `json:"component"`
+	Stream    string      `json:"stream"`
+	Grouping  GroupingDef `json:"grouping"`
+}
+
+// Grouping types.
+const (
+	GroupingShuffle        = "shuffle"
+	GroupingFields         = "fields"
+	GroupingAll            = "all"
+	GroupingGlobal         = "global"
+	GroupingLocalOrShuffle = "local_or_shuffle"
+	GroupingDirect         = "direct"
+	GroupingNone           = "none"
+	GroupingCustom         = "custom"
+)
+
+// GroupingDef is the declarative form of a grouping.
+type GroupingDef struct {
+	Type   string   `json:"type"`
+	Fields []string `json:"fields,omitempty"` // fields grouping
+	Custom string   `json:"custom,omitempty"` // name of a custom grouping
+}
+
+func (g GroupingDef) String() string {
+	switch g.Type {
+	case GroupingFields:
+		return fmt.Sprintf("fields%v", g.Fields)
+	case GroupingCustom:
+		return "custom(" + g.Custom + ")"
+	}
+	return g.Type
+}
+
+// Stream returns the declared stream with the given id.
+func (c *ComponentDef) Stream(id string) (StreamDef, bool) {
+	for _, s := range c.Streams {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return StreamDef{}, false
+}
+
+// Component returns the spout or bolt with the given id.
+func (d *TopologyDef) Component(id string) (*ComponentDef, bool) {
+	for i := range d.Spouts {
+		if d.Spouts[i].ID == id {
+			return &d.Spouts[i], true
+		}
+	}
+	for i := range d.Bolts {
+		if d.Bolts[i].ID == id {
+			return &d.Bolts[i], true
+		}
+	}
+	return nil, false
+}
+
+// MarshalIndent returns the definition as indented JSON.
+func (d *TopologyDef) MarshalIndent() ([]byte, error) {
+	return json.MarshalIndent(d, "", "  ")
+}
+
+// ParseTopologyDef decodes and validates a JSON topology definition.
+func ParseTopologyDef(data []byte) (*TopologyDef, error) {
+	var d TopologyDef
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("topology definition: %w", err)
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}

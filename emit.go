@@ -1,0 +1,255 @@
+package gale
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/gale-stream/gale/internal/xrand"
+)
+
+// Emit errors; the returned error wraps one of these and names the
+// component and stream.
+var (
+	ErrUndeclaredStream = errors.New("gale: emit on an undeclared stream")
+	ErrWrongArity       = errors.New("gale: emit with the wrong number of values")
+	ErrDirect           = errors.New("gale: direct emit mismatch")
+)
+
+// emitter is the emitting half of one task: its output streams, routers,
+// random source and tuple slab. It belongs to the task's executor goroutine.
+type emitter struct {
+	rt      *runtime
+	comp    *compInfo
+	task    int32
+	out     *outbox
+	rng     *xrand.Source
+	outs    map[string]*outStream
+	defOut  *outStream
+	slab    tupleSlab
+	targets []int32
+	taskIDs []int
+	logged  map[string]bool
+	log     *slog.Logger
+}
+
+func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
+	e := &emitter{
+		rt:   rt,
+		comp: comp,
+		task: int32(task),
+		out:  out,
+		rng:  xrand.New(rt.seed ^ uint64(task)*0x9e3779b97f4a7c15),
+		outs: make(map[string]*outStream, len(comp.streams)),
+		log:  log,
+	}
+	for id, si := range comp.streams {
+		os := &outStream{info: si}
+		for _, sub := range comp.subs[id] {
+			os.subs = append(os.subs, newRouter(rt, sub, task, e.rng))
+		}
+		e.outs[id] = os
+		if id == DefaultStream {
+			e.defOut = os
+		}
+	}
+	return e
+}
+
+// emitError reports a bad emit once per stream and kind, and returns it.
+func (e *emitter) emitError(err error) error {
+	key := err.Error()
+	if !e.logged[key] {
+		if e.logged == nil {
+			e.logged = make(map[string]bool)
+		}
+		e.logged[key] = true
+		e.log.Error("emit rejected", "err", err)
+	}
+	e.rt.reportError(e.comp.id, int(e.task), err)
+	return err
+}
+
+// prepare validates an emit, makes the first tuple and chooses the target
+// tasks into e.targets.
+func (e *emitter) prepare(stream string, vals []any, direct int32) (*Tuple, error) {
+	os := e.defOut
+	if stream != DefaultStream || os == nil {
+		os = e.outs[stream]
+	}
+	if os == nil {
+		return nil, e.emitError(fmt.Errorf("%w: component %q emitted on stream %q, which it does not declare (declare it in DeclareOutputFields)", ErrUndeclaredStream, e.comp.id, stream))
+	}
+	si := os.info
+	if len(vals) != len(si.fields) {
+		return nil, e.emitError(fmt.Errorf("%w: component %q emitted %d values on stream %q, which declares %d fields %v", ErrWrongArity, e.comp.id, len(vals), stream, len(si.fields), si.fields))
+	}
+	if direct >= 0 && !si.direct {
+		return nil, e.emitError(fmt.Errorf("%w: component %q used EmitDirect on stream %q, which is not direct (declare it with DeclareDirectStream)", ErrDirect, e.comp.id, stream))
+	}
+	if direct < 0 && si.direct {
+		return nil, e.emitError(fmt.Errorf("%w: component %q emitted on direct stream %q without a task; use EmitDirect", ErrDirect, e.comp.id, stream))
+	}
+	t := e.slab.get()
+	if len(vals) <= len(t.inl) {
+		n := copy(t.inl[:], vals)
+		t.vals = t.inl[:n:n]
+	} else {
+		t.vals = append([]any(nil), vals...)
+	}
+	t.src = si
+	t.srcTask = e.task
+	e.targets = e.targets[:0]
+	for _, r := range os.subs {
+		var err error
+		if e.targets, err = r.choose(e.targets, t.vals, int(e.task), direct); err != nil {
+			return nil, e.emitError(err)
+		}
+	}
+	if direct >= 0 && len(e.targets) == 0 {
+		return nil, e.emitError(fmt.Errorf("%w: component %q sent a direct tuple on stream %q to task %d, which does not subscribe to it with direct grouping", ErrDirect, e.comp.id, stream, direct))
+	}
+	if e.rt.capture != nil {
+		e.rt.capture(e.comp.id, stream, int(e.task), t.vals)
+	}
+	return t, nil
+}
+
+// tupleFor returns the tuple for the i-th target: the first tuple itself,
+// or a copy sharing its values.
+func (e *emitter) tupleFor(first *Tuple, i int) *Tuple {
+	if i == 0 {
+		return first
+	}
+	t := e.slab.get()
+	t.vals, t.src, t.srcTask = first.vals, first.src, first.srcTask
+	return t
+}
+
+func (e *emitter) targetIDs() []int {
+	e.taskIDs = e.taskIDs[:0]
+	for _, t := range e.targets {
+		e.taskIDs = append(e.taskIDs, int(t))
+	}
+	return e.taskIDs
+}
+
+// emitSpout emits a spout tuple; with a message id and ackers it starts a
+// tree and returns its root id (0 otherwise). nTargets is how many tasks
+// got it.
+func (e *emitter) emitSpout(stream string, vals []any, direct int32, tracked bool) (root uint64, err error) {
+	first, err := e.prepare(stream, vals, direct)
+	if err != nil {
+		return 0, err
+	}
+	var xor uint64
+	if tracked && len(e.targets) > 0 {
+		root = e.rng.NonZero()
+	}
+	for i, dst := range e.targets {
+		t := e.tupleFor(first, i)
+		t.dest = dst
+		if root != 0 {
+			t.root = root
+			t.edge = e.rng.NonZero()
+			xor ^= t.edge
+		}
+		e.out.addTuple(e.rt.taskExec[dst], t)
+	}
+	if root != 0 {
+		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgInit, task: e.task, root: root, val: xor})
+	}
+	return root, nil
+}
+
+// emitBolt emits a bolt tuple anchored on a (may be nil) and anchors.
+func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any, direct int32) error {
+	first, err := e.prepare(stream, vals, direct)
+	if err != nil {
+		return err
+	}
+	acking := e.rt.numAckers > 0
+	for i, dst := range e.targets {
+		t := e.tupleFor(first, i)
+		t.dest = dst
+		if acking {
+			if a != nil {
+				e.anchor(t, a)
+			}
+			for _, x := range anchors {
+				e.anchor(t, x)
+			}
+		}
+		e.out.addTuple(e.rt.taskExec[dst], t)
+	}
+	return nil
+}
+
+// anchor ties child into every tree anchor belongs to, with a fresh edge.
+func (e *emitter) anchor(child, anchor *Tuple) {
+	if anchor.root == 0 {
+		return // not part of any tree
+	}
+	edge := e.rng.NonZero()
+	anchor.ackVal ^= edge
+	child.addPair(anchor.root, edge)
+	for _, p := range anchor.more {
+		child.addPair(p.root, edge)
+	}
+}
+
+// addPair XORs edge into the child's id for root.
+func (t *Tuple) addPair(root, edge uint64) {
+	switch {
+	case t.root == 0:
+		t.root, t.edge = root, edge
+		return
+	case t.root == root:
+		t.edge ^= edge
+		return
+	}
+	for i := range t.more {
+		if t.more[i].root == root {
+			t.more[i].edge ^= edge
+			return
+		}
+	}
+	t.more = append(t.more, anchorPair{root, edge})
+}
+
+// ack sends the acks for an input tuple.
+func (e *emitter) ack(t *Tuple) {
+	if t.done || t.root == 0 {
+		t.done = true
+		return
+	}
+	t.done = true
+	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgAck, root: t.root, val: t.edge ^ t.ackVal})
+	for _, p := range t.more {
+		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgAck, root: p.root, val: p.edge ^ t.ackVal})
+	}
+}
+
+// fail fails every tree the input tuple belongs to.
+func (e *emitter) fail(t *Tuple, reason error) {
+	if t.done || t.root == 0 {
+		t.done = true
+		return
+	}
+	t.done = true
+	fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
+	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgFail, task: e.task, root: t.root, reason: fe})
+	for _, p := range t.more {
+		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgFail, task: e.task, root: p.root, reason: fe})
+	}
+}
+
+func (e *emitter) resetTimeout(t *Tuple) {
+	if t.done || t.root == 0 {
+		return
+	}
+	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgReset, root: t.root})
+	for _, p := range t.more {
+		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgReset, root: p.root})
+	}
+}

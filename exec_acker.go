@@ -1,0 +1,72 @@
+package gale
+
+import "github.com/gale-stream/gale/internal/acker"
+
+// AckerComponent is the component id of the acker system bolt.
+const AckerComponent = "__acker"
+
+// ackerExec runs one acker: it XORs acks into its ledger and tells the
+// emitting spout task when a tree completes or fails.
+type ackerExec struct {
+	rt     *runtime
+	idx    int
+	ctl    chan *ackBatch
+	out    *outbox
+	ledger *acker.Ledger
+}
+
+func newAckerExec(rt *runtime, idx int) *ackerExec {
+	return &ackerExec{rt: rt, idx: idx, ctl: rt.execs[idx].ctl, out: newOutbox(rt, true), ledger: acker.New()}
+}
+
+func (x *ackerExec) run() {
+	defer x.rt.wg.Done()
+	tk := x.rt.clock.NewTicker(x.rt.timeout)
+	defer tk.Stop()
+	for {
+		select {
+		case b := <-x.ctl:
+			x.handle(b)
+		case <-tk.C():
+			x.ledger.Rotate()
+		case <-x.rt.quit:
+			return
+		}
+		if !x.out.flush() {
+			return
+		}
+	}
+}
+
+func (x *ackerExec) handle(b *ackBatch) {
+	for i := range b.msgs {
+		m := &b.msgs[i]
+		switch m.kind {
+		case msgInit:
+			switch out, reason := x.ledger.Init(m.root, m.val, m.task); out {
+			case acker.Complete:
+				x.tell(msgComplete, m.task, m.root, nil)
+			case acker.Failed:
+				err, _ := reason.(error)
+				x.tell(msgFailed, m.task, m.root, err)
+			}
+		case msgAck:
+			if out, task := x.ledger.Ack(m.root, m.val); out == acker.Complete {
+				x.tell(msgComplete, task, m.root, nil)
+			}
+		case msgFail:
+			if out, task := x.ledger.Fail(m.root, m.reason); out == acker.Failed {
+				x.tell(msgFailed, task, m.root, m.reason)
+			}
+		case msgReset:
+			if task, ok := x.ledger.Touch(m.root); ok {
+				x.tell(msgReset, task, m.root, nil)
+			}
+		}
+	}
+	x.rt.putAckBatch(b)
+}
+
+func (x *ackerExec) tell(kind uint8, spoutTask int32, root uint64, reason error) {
+	x.out.addMsg(x.rt.taskExec[spoutTask], ackMsg{kind: kind, task: spoutTask, root: root, reason: reason})
+}

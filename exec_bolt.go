@@ -1,0 +1,116 @@
+package gale
+
+import (
+	"time"
+)
+
+// boltTask is one bolt instance with its collector.
+type boltTask struct {
+	rt   *runtime
+	bolt Bolt
+	tc   *TopologyContext
+	coll *BoltCollector
+	em   *emitter
+}
+
+// boltExec runs a bolt's tasks in one goroutine.
+type boltExec struct {
+	rt    *runtime
+	idx   int
+	comp  *compInfo
+	first int32
+	tasks []*boltTask
+	out   *outbox
+	in    chan *batch
+	tick  time.Duration
+}
+
+func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
+	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in}
+	x.out = newOutbox(rt, true)
+	if secs, set := c.conf.Int(TopologyTickTupleFreqSecs); set {
+		x.tick = time.Duration(secs) * time.Second
+	}
+	for i := 0; i < n; i++ {
+		task := first + i
+		t := &boltTask{rt: rt, bolt: rt.topo.bolts[c.id]()}
+		t.tc = rt.context(c, task)
+		t.em = newEmitter(rt, c, task, x.out, t.tc.log)
+		t.coll = &BoltCollector{task: t}
+		x.tasks = append(x.tasks, t)
+	}
+	return x
+}
+
+func (x *boltExec) run() {
+	defer x.rt.wg.Done()
+	defer x.cleanup()
+	ticks := nilTicker{}.C()
+	if x.tick > 0 {
+		tk := x.rt.clock.NewTicker(x.tick)
+		defer tk.Stop()
+		ticks = tk.C()
+	}
+	for {
+		select {
+		case b := <-x.in:
+			x.process(b)
+		case <-ticks:
+			x.deliverTicks()
+		case <-x.rt.quit:
+			return
+		}
+		if !x.out.flush() {
+			return
+		}
+	}
+}
+
+func (x *boltExec) process(b *batch) {
+	for i := 0; i < len(b.tuples); {
+		i = x.executeFrom(b.tuples, i)
+	}
+	x.rt.putBatch(b)
+}
+
+// executeFrom executes ts[i:], returning len(ts); if a bolt panics it
+// applies the panic policy to that tuple and returns the index after it.
+func (x *boltExec) executeFrom(ts []*Tuple, i int) (next int) {
+	defer func() {
+		if r := recover(); r != nil {
+			t := ts[next]
+			task := x.tasks[t.dest-x.first]
+			pe := x.rt.handlePanic(x.comp.id, int(t.dest), r)
+			task.em.fail(t, pe)
+			next++
+		}
+	}()
+	if len(x.tasks) == 1 {
+		bolt := x.tasks[0].bolt
+		for next = i; next < len(ts); next++ {
+			bolt.Execute(ts[next])
+		}
+		return next
+	}
+	for next = i; next < len(ts); next++ {
+		t := ts[next]
+		x.tasks[t.dest-x.first].bolt.Execute(t)
+	}
+	return next
+}
+
+func (x *boltExec) deliverTicks() {
+	secs := int(x.tick / time.Second)
+	for _, task := range x.tasks {
+		t := &Tuple{src: tickInfo, srcTask: -1, dest: task.em.task}
+		t.inl[0] = secs
+		t.vals = t.inl[:1:1]
+		x.executeFrom([]*Tuple{t}, 0)
+	}
+}
+
+func (x *boltExec) cleanup() {
+	for _, t := range x.tasks {
+		x.rt.guard(x.comp.id, int(t.em.task), func() error { t.bolt.Cleanup(); return nil })
+	}
+}

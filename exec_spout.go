@@ -1,0 +1,284 @@
+package gale
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// spoutTask is one spout instance with its collector and in-flight trees.
+type spoutTask struct {
+	rt       *runtime
+	x        *spoutExec
+	spout    Spout
+	tc       *TopologyContext
+	coll     *SpoutCollector
+	em       *emitter
+	pending  *pendingMap
+	deferred []any // message ids to ack after NextTuple (acking off)
+	emits    int
+}
+
+func (t *spoutTask) emit(stream string, msgID any, direct int32, vals []any) ([]int, error) {
+	tracked := msgID != nil && t.rt.numAckers > 0
+	root, err := t.em.emitSpout(stream, vals, direct, tracked)
+	if err != nil {
+		return nil, err
+	}
+	t.emits++
+	if msgID != nil {
+		if root != 0 {
+			t.pending.put(root, pendingEntry{msgID: msgID, emitted: t.x.now})
+		} else {
+			// Acking is off, or nobody subscribes: the tree is complete
+			// now. Ack after NextTuple returns, never from inside it.
+			t.deferred = append(t.deferred, msgID)
+		}
+	}
+	return t.em.targetIDs(), nil
+}
+
+// spoutExec runs a spout's tasks in one goroutine: it calls NextTuple in
+// rounds, delivers acks and fails, and times out trees.
+type spoutExec struct {
+	rt         *runtime
+	idx        int
+	comp       *compInfo
+	first      int32
+	tasks      []*spoutTask
+	out        *outbox
+	ctl        chan *ackBatch
+	maxPending int // per task; 0 = unset
+	active     bool
+	now        int64 // clock nanos, read once per round
+	timeoutErr error
+
+	pendingCount atomic.Int64 // for shutdown and galetest
+	rounds       atomic.Int64
+	idleRounds   atomic.Int64 // consecutive rounds without an emit
+	capped       atomic.Bool  // every task is at max pending
+}
+
+func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
+	x := &spoutExec{rt: rt, idx: idx, comp: c, first: int32(first), ctl: rt.execs[idx].ctl}
+	x.out = newOutbox(rt, false)
+	x.out.ctlIn = x.ctl
+	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
+	x.timeoutErr = fmt.Errorf("%w after %s (topology.message.timeout.secs)", ErrTimeout, rt.timeout)
+	for i := 0; i < n; i++ {
+		task := first + i
+		t := &spoutTask{rt: rt, x: x, spout: rt.topo.spouts[c.id](), pending: newPendingMap()}
+		t.tc = rt.context(c, task)
+		t.em = newEmitter(rt, c, task, x.out, t.tc.log)
+		t.coll = &SpoutCollector{task: t}
+		x.tasks = append(x.tasks, t)
+	}
+	return x
+}
+
+// call runs a user callback, applying the panic policy.
+func (x *spoutExec) call(t *spoutTask, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			x.rt.handlePanic(x.comp.id, int(t.em.task), r)
+		}
+	}()
+	fn()
+}
+
+func (x *spoutExec) run() {
+	defer x.rt.wg.Done()
+	defer x.shutdown()
+	timeouts := nilTicker{}.C()
+	if x.rt.numAckers > 0 {
+		tk := x.rt.clock.NewTicker(x.rt.timeout / (pendingBuckets - 1))
+		defer tk.Stop()
+		timeouts = tk.C()
+	}
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
+	idleN := 0
+	for {
+		// Acks and fails first: they free pending slots.
+		for _, b := range x.out.parked {
+			x.handleCtl(b)
+		}
+		clear(x.out.parked)
+		x.out.parked = x.out.parked[:0]
+	drain:
+		for i := 0; i < 16; i++ {
+			select {
+			case b := <-x.ctl:
+				x.handleCtl(b)
+			case <-timeouts:
+				x.expire()
+			case <-x.rt.quit:
+				return
+			default:
+				break drain
+			}
+		}
+		if a := x.rt.active.Load(); a != x.active {
+			x.active = a
+			for _, t := range x.tasks {
+				if a {
+					x.call(t, t.spout.Activate)
+				} else {
+					x.call(t, t.spout.Deactivate)
+				}
+			}
+		}
+		emitted, capped := false, true
+		if x.active {
+			x.now = x.rt.clock.Now().UnixNano()
+			for _, t := range x.tasks {
+				e, c := x.round(t)
+				emitted = emitted || e
+				capped = capped && c
+			}
+		}
+		for _, t := range x.tasks {
+			for i, id := range t.deferred {
+				x.call(t, func() { t.spout.Ack(id) })
+				if x.rt.obs.Ack != nil {
+					x.rt.obs.Ack(x.comp.id, int(t.em.task), id)
+				}
+				t.deferred[i] = nil
+			}
+			t.deferred = t.deferred[:0]
+		}
+		if !x.out.flush() {
+			return
+		}
+		x.capped.Store(x.active && capped)
+		x.publish(emitted)
+		if emitted {
+			idleN = 0
+			continue
+		}
+		// Nothing to emit now (or at max pending): wait for an ack, a
+		// timeout tick, or a short, growing pause before asking again.
+		var pause <-chan time.Time
+		if !capped || !x.active {
+			idle.Reset(min(time.Millisecond, time.Duration(10<<min(idleN, 7))*time.Microsecond))
+			pause = idle.C
+			idleN++
+		}
+		select {
+		case b := <-x.ctl:
+			x.handleCtl(b)
+		case <-timeouts:
+			x.expire()
+		case <-pause:
+		case <-x.rt.quit:
+			return
+		}
+		if pause != nil && !idle.Stop() {
+			select {
+			case <-idle.C:
+			default:
+			}
+		}
+	}
+}
+
+// round calls NextTuple on t until it stops emitting, the batch is full or
+// the task reaches max pending. capped reports the last.
+func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
+	for i := 0; i < x.rt.batchSize; i++ {
+		if x.maxPending > 0 && t.pending.len() >= x.maxPending {
+			return emitted, true
+		}
+		before := t.emits
+		x.call(t, t.spout.NextTuple)
+		if t.emits == before {
+			return emitted, false
+		}
+		emitted = true
+	}
+	return emitted, false
+}
+
+func (x *spoutExec) publish(emitted bool) {
+	var n int
+	for _, t := range x.tasks {
+		n += t.pending.len()
+	}
+	x.pendingCount.Store(int64(n))
+	if emitted {
+		x.idleRounds.Store(0)
+	} else {
+		x.idleRounds.Add(1)
+	}
+	x.rounds.Add(1)
+}
+
+func (x *spoutExec) handleCtl(b *ackBatch) {
+	for i := range b.msgs {
+		m := &b.msgs[i]
+		t := x.tasks[m.task-x.first]
+		switch m.kind {
+		case msgComplete:
+			if e, ok := t.pending.remove(m.root); ok {
+				x.call(t, func() { t.spout.Ack(e.msgID) })
+				if x.rt.obs.Ack != nil {
+					x.rt.obs.Ack(x.comp.id, int(m.task), e.msgID)
+				}
+			}
+		case msgFailed:
+			if e, ok := t.pending.remove(m.root); ok {
+				x.fail(t, e.msgID, m.reason)
+			}
+		case msgReset:
+			t.pending.touch(m.root)
+		}
+	}
+	x.rt.putAckBatch(b)
+	x.publish(false)
+}
+
+func (x *spoutExec) fail(t *spoutTask, msgID any, reason error) {
+	x.call(t, func() { t.spout.Fail(msgID, reason) })
+	if x.rt.obs.Fail != nil {
+		x.rt.obs.Fail(x.comp.id, int(t.em.task), msgID, reason)
+	}
+}
+
+// expire rotates every task's pending generations and fails the trees that
+// fell off the end.
+func (x *spoutExec) expire() {
+	for _, t := range x.tasks {
+		for _, e := range t.pending.rotate() {
+			x.fail(t, e.msgID, x.timeoutErr)
+		}
+	}
+	x.publish(false)
+}
+
+// shutdown delivers acks that already arrived, fails the trees still in
+// flight with ErrShutdown and closes each task.
+func (x *spoutExec) shutdown() {
+	for _, b := range x.out.parked {
+		x.handleCtl(b)
+	}
+	for {
+		select {
+		case b := <-x.ctl:
+			x.handleCtl(b)
+			continue
+		default:
+		}
+		break
+	}
+	for _, t := range x.tasks {
+		if x.active {
+			x.call(t, t.spout.Deactivate)
+		}
+		for _, e := range t.pending.drain() {
+			x.fail(t, e.msgID, ErrShutdown)
+		}
+		x.call(t, t.spout.Close)
+	}
+	x.pendingCount.Store(0)
+}

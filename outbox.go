@@ -1,0 +1,171 @@
+package gale
+
+// Messages between executors travel in batches over bounded channels: one
+// channel operation moves up to topology.producer.batch.size tuples. An
+// executor buffers what it emits per destination executor and flushes at
+// the end of each unit of work (an input batch, a round of NextTuple), so a
+// lightly loaded topology sends small batches at once and a loaded one
+// sends full ones.
+
+// batch is a group of tuples for one destination executor.
+type batch struct {
+	tuples []*Tuple
+}
+
+const (
+	msgInit     uint8 = iota + 1 // spout → acker: root emitted, xor of its edges
+	msgAck                       // bolt → acker: xor val into root
+	msgFail                      // bolt → acker: fail root
+	msgReset                     // bolt → acker → spout: reset root's timeout
+	msgComplete                  // acker → spout: tree complete
+	msgFailed                    // acker → spout: tree failed
+)
+
+// ackMsg is one acker protocol message.
+type ackMsg struct {
+	kind   uint8
+	task   int32 // the spout task (init, complete, failed, reset) or failing bolt task
+	root   uint64
+	val    uint64
+	reason error
+}
+
+// ackBatch is a group of acker messages for one destination executor.
+type ackBatch struct {
+	msgs []ackMsg
+}
+
+// outbox buffers an executor's outgoing batches. It belongs to the
+// executor's goroutine.
+type outbox struct {
+	rt        *runtime
+	quit      <-chan struct{}
+	batchSize int
+
+	data      []*batch // by destination executor index
+	dataDirty []int
+	ctl       []*ackBatch // by destination executor index (ackers, spouts)
+	ctlDirty  []int
+
+	// blockOnFull: send a full batch at once, blocking until there is room
+	// (bolts and ackers). Spouts never block inside user code: their full
+	// batches wait for the flush at the end of the round.
+	blockOnFull bool
+	// whileBlocked, if set, is polled while a flush waits for room: the
+	// spout uses it to keep draining its ack channel.
+	ctlIn  <-chan *ackBatch
+	parked []*ackBatch
+}
+
+func newOutbox(rt *runtime, blockOnFull bool) *outbox {
+	n := len(rt.execs)
+	return &outbox{
+		rt:          rt,
+		quit:        rt.quit,
+		batchSize:   rt.batchSize,
+		data:        make([]*batch, n),
+		ctl:         make([]*ackBatch, n),
+		blockOnFull: blockOnFull,
+	}
+}
+
+func (o *outbox) addTuple(exec int, t *Tuple) {
+	b := o.data[exec]
+	if b == nil {
+		b = o.rt.getBatch()
+		o.data[exec] = b
+		o.dataDirty = append(o.dataDirty, exec)
+	}
+	b.tuples = append(b.tuples, t)
+	if o.blockOnFull && len(b.tuples) >= o.batchSize {
+		o.data[exec] = nil
+		o.sendData(exec, b)
+	}
+}
+
+func (o *outbox) addMsg(exec int, m ackMsg) {
+	b := o.ctl[exec]
+	if b == nil {
+		b = o.rt.getAckBatch()
+		o.ctl[exec] = b
+		o.ctlDirty = append(o.ctlDirty, exec)
+	} else if m.kind == msgAck {
+		// Acks for the same tree often come in a row (the words of one
+		// sentence): XOR is associative, so fold them into one message.
+		if last := &b.msgs[len(b.msgs)-1]; last.kind == msgAck && last.root == m.root {
+			last.val ^= m.val
+			return
+		}
+	}
+	b.msgs = append(b.msgs, m)
+	if o.blockOnFull && len(b.msgs) >= o.batchSize {
+		o.ctl[exec] = nil
+		o.sendCtl(exec, b)
+	}
+}
+
+// flush sends every buffered batch, blocking while destinations are full.
+// It returns false if the runtime is stopping.
+func (o *outbox) flush() bool {
+	for _, i := range o.dataDirty {
+		if b := o.data[i]; b != nil {
+			o.data[i] = nil
+			if !o.sendData(i, b) {
+				return false
+			}
+		}
+	}
+	o.dataDirty = o.dataDirty[:0]
+	for _, i := range o.ctlDirty {
+		if b := o.ctl[i]; b != nil {
+			o.ctl[i] = nil
+			if !o.sendCtl(i, b) {
+				return false
+			}
+		}
+	}
+	o.ctlDirty = o.ctlDirty[:0]
+	return true
+}
+
+func (o *outbox) sendData(exec int, b *batch) bool {
+	ch := o.rt.execs[exec].in
+	o.rt.inflight.Add(int64(len(b.tuples)))
+	select {
+	case ch <- b:
+		return true
+	default:
+	}
+	for {
+		select {
+		case ch <- b:
+			return true
+		case ab := <-o.ctlIn:
+			o.parked = append(o.parked, ab)
+		case <-o.quit:
+			o.rt.inflight.Add(-int64(len(b.tuples)))
+			return false
+		}
+	}
+}
+
+func (o *outbox) sendCtl(exec int, b *ackBatch) bool {
+	ch := o.rt.execs[exec].ctl
+	o.rt.inflight.Add(int64(len(b.msgs)))
+	select {
+	case ch <- b:
+		return true
+	default:
+	}
+	for {
+		select {
+		case ch <- b:
+			return true
+		case ab := <-o.ctlIn:
+			o.parked = append(o.parked, ab)
+		case <-o.quit:
+			o.rt.inflight.Add(-int64(len(b.msgs)))
+			return false
+		}
+	}
+}

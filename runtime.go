@@ -1,0 +1,392 @@
+package gale
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// compInfo is the runtime's view of one component.
+type compInfo struct {
+	id        string
+	def       *ComponentDef
+	isSpout   bool
+	firstTask int
+	numTasks  int
+	conf      *Effective
+	streams   map[string]*streamInfo
+	subs      map[string][]*subscription // by output stream
+}
+
+// subscription is one bolt's input from a stream.
+type subscription struct {
+	consumer *compInfo
+	stream   string
+	grouping GroupingDef
+	fieldIdx []int
+}
+
+// execSlot is what other executors need to reach an executor.
+type execSlot struct {
+	in    chan *batch    // bolts: input tuples
+	ctl   chan *ackBatch // spouts: completions; ackers: acker messages
+	spout *spoutExec
+}
+
+// runtime runs one topology in this process.
+type runtime struct {
+	name      string
+	topo      *Topology
+	conf      *Effective
+	clock     Clock
+	log       *slog.Logger
+	seed      uint64
+	quit      chan struct{}
+	batchSize int
+	timeout   time.Duration
+	policy    string
+
+	comps    map[string]*compInfo
+	taskExec []int // task id → executor index
+	execs    []*execSlot
+	ackers   []int // executor indexes of the ackers
+	numAckers int
+
+	spoutExecs []*spoutExec
+	boltExecs  []*boltExec
+	ackerExecs []*ackerExec
+
+	active   atomic.Bool
+	inflight atomic.Int64 // tuples and acker messages sent and not yet processed
+	errCount atomic.Int64
+
+	capture func(component, stream string, task int, vals []any)
+	obs     Observer
+
+	batchPool sync.Pool
+	ackPool   sync.Pool
+
+	wg        sync.WaitGroup
+	fatalOnce sync.Once
+	fatal     chan error
+}
+
+func (rt *runtime) getBatch() *batch {
+	if b, ok := rt.batchPool.Get().(*batch); ok {
+		return b
+	}
+	return &batch{tuples: make([]*Tuple, 0, rt.batchSize)}
+}
+
+func (rt *runtime) putBatch(b *batch) {
+	rt.inflight.Add(-int64(len(b.tuples)))
+	clear(b.tuples)
+	b.tuples = b.tuples[:0]
+	rt.batchPool.Put(b)
+}
+
+func (rt *runtime) getAckBatch() *ackBatch {
+	if b, ok := rt.ackPool.Get().(*ackBatch); ok {
+		return b
+	}
+	return &ackBatch{msgs: make([]ackMsg, 0, rt.batchSize)}
+}
+
+func (rt *runtime) putAckBatch(b *ackBatch) {
+	rt.inflight.Add(-int64(len(b.msgs)))
+	clear(b.msgs)
+	b.msgs = b.msgs[:0]
+	rt.ackPool.Put(b)
+}
+
+// ackerExec returns the executor index of the acker for root.
+func (rt *runtime) ackerExec(root uint64) int {
+	if len(rt.ackers) == 1 {
+		return rt.ackers[0]
+	}
+	return rt.ackers[root%uint64(len(rt.ackers))]
+}
+
+func (rt *runtime) reportError(component string, task int, err error) {
+	rt.errCount.Add(1)
+}
+
+// die stops the topology with err (the kill-worker panic policy).
+func (rt *runtime) die(err error) {
+	rt.fatalOnce.Do(func() { rt.fatal <- err })
+}
+
+// handlePanic reports a component's panic per the panic policy and
+// returns the error describing it.
+func (rt *runtime) handlePanic(component string, task int, v any) *PanicError {
+	pe := &PanicError{Component: component, Task: task, Value: v, Stack: string(debug.Stack())}
+	rt.log.Error("component panicked", "component", component, "task", task, "panic", fmt.Sprint(v), "policy", rt.policy, "stack", pe.Stack)
+	rt.reportError(component, task, pe)
+	if rt.policy == PanicPolicyKillWorker {
+		rt.die(pe)
+	}
+	return pe
+}
+
+// RunOptions are the optional parts of running a topology.
+type RunOptions struct {
+	// Logger receives the runtime's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Clock is the time source; nil means the system clock.
+	Clock Clock
+	// FileConfig is the gale.yaml layer; nil means none.
+	FileConfig Config
+
+	// Observer, if set, sees every emit, ack and fail (tests, tracing).
+	Observer *Observer
+}
+
+// Observer is told about a running topology's events. Its functions are
+// called from executor goroutines, concurrently, and must not block; any of
+// them may be nil. Values passed to Emit must not be modified or retained
+// after Emit returns (copy them).
+type Observer struct {
+	Emit func(component, stream string, task int, values []any)
+	Ack  func(spout string, task int, msgID any)
+	Fail func(spout string, task int, msgID any, reason error)
+}
+
+func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*runtime, error) {
+	if topo == nil {
+		return nil, errors.New("gale: nil topology")
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: the topology name is empty", ErrInvalidTopology)
+	}
+	eff, err := ResolveConfig(opts.FileConfig, conf)
+	if err != nil {
+		return nil, err
+	}
+	rt := &runtime{
+		name:    name,
+		topo:    topo,
+		conf:    eff,
+		clock:   opts.Clock,
+		log:     opts.Logger,
+		seed:    rand.Uint64(),
+		quit:    make(chan struct{}),
+		comps:   make(map[string]*compInfo),
+		fatal:   make(chan error, 1),
+	}
+	if opts.Observer != nil {
+		rt.obs = *opts.Observer
+		rt.capture = rt.obs.Emit
+	}
+	if rt.clock == nil {
+		rt.clock = systemClock{}
+	}
+	if rt.log == nil {
+		rt.log = slog.Default()
+	}
+	rt.log = rt.log.With("topology", name)
+	secs, _ := eff.Int(TopologyMessageTimeoutSecs)
+	rt.timeout = time.Duration(secs) * time.Second
+	rt.batchSize, _ = eff.Int(TopologyProducerBatchSize)
+	rt.batchSize = max(rt.batchSize, 1)
+	rt.policy = eff.String(TopologyComponentPanicPolicy)
+	if n, set := eff.Int(TopologyAckerExecutors); set {
+		rt.numAckers = n
+	} else {
+		rt.numAckers = 1 // one per worker; this process is one worker
+	}
+	if err := rt.layout(); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// layout assigns task ids (components in id order from 1, as Storm does),
+// executors and subscriptions.
+func (rt *runtime) layout() error {
+	var defs []*ComponentDef
+	for i := range rt.topo.Def.Spouts {
+		defs = append(defs, &rt.topo.Def.Spouts[i])
+	}
+	for i := range rt.topo.Def.Bolts {
+		defs = append(defs, &rt.topo.Def.Bolts[i])
+	}
+	slices.SortFunc(defs, func(a, b *ComponentDef) int { return cmp.Compare(a.ID, b.ID) })
+	nextTask := 1
+	rt.taskExec = []int{-1}
+	var order []*compInfo
+	for _, d := range defs {
+		_, isSpout := rt.topo.spouts[d.ID]
+		ceff, err := rt.conf.ForComponent(d.ID, d.Config)
+		if err != nil {
+			return err
+		}
+		c := &compInfo{id: d.ID, def: d, isSpout: isSpout, firstTask: nextTask, numTasks: d.Tasks, conf: ceff,
+			streams: make(map[string]*streamInfo), subs: make(map[string][]*subscription)}
+		if maxp, set := ceff.Int(TopologyMaxTaskParallelism); set && c.numTasks > maxp {
+			c.numTasks = maxp
+		}
+		for _, s := range d.Streams {
+			c.streams[s.ID] = newStreamInfo(d.ID, s.ID, s.Fields, s.Direct)
+		}
+		nextTask += c.numTasks
+		rt.comps[d.ID] = c
+		order = append(order, c)
+	}
+	for _, c := range order {
+		for _, in := range c.def.Inputs {
+			src := rt.comps[in.Component]
+			sub := &subscription{consumer: c, stream: in.Stream, grouping: in.Grouping}
+			for _, f := range in.Grouping.Fields {
+				sub.fieldIdx = append(sub.fieldIdx, slices.Index(src.streams[in.Stream].fields, f))
+			}
+			src.subs[in.Stream] = append(src.subs[in.Stream], sub)
+		}
+	}
+	// Executors: each component's tasks split into contiguous ranges.
+	recv, _ := rt.conf.Int(TopologyExecutorReceiveBufferSize)
+	queueCap := max(2, recv/rt.batchSize)
+	for _, c := range order {
+		execs := min(c.def.Parallelism, c.numTasks)
+		for e := 0; e < execs; e++ {
+			lo := e * c.numTasks / execs
+			hi := (e + 1) * c.numTasks / execs
+			idx := len(rt.execs)
+			slot := &execSlot{}
+			if c.isSpout {
+				slot.ctl = make(chan *ackBatch, queueCap)
+			} else {
+				slot.in = make(chan *batch, queueCap)
+			}
+			rt.execs = append(rt.execs, slot)
+			for t := lo; t < hi; t++ {
+				rt.taskExec = append(rt.taskExec, idx)
+			}
+			_ = hi
+		}
+	}
+	for a := 0; a < rt.numAckers; a++ {
+		rt.ackers = append(rt.ackers, len(rt.execs))
+		rt.execs = append(rt.execs, &execSlot{ctl: make(chan *ackBatch, queueCap)})
+	}
+	// Now that every executor has a slot, make the executors themselves.
+	idx := 0
+	for _, c := range order {
+		execs := min(c.def.Parallelism, c.numTasks)
+		for e := 0; e < execs; e++ {
+			lo := e * c.numTasks / execs
+			hi := (e + 1) * c.numTasks / execs
+			if c.isSpout {
+				x := newSpoutExec(rt, idx, c, c.firstTask+lo, hi-lo)
+				rt.execs[idx].spout = x
+				rt.spoutExecs = append(rt.spoutExecs, x)
+			} else {
+				rt.boltExecs = append(rt.boltExecs, newBoltExec(rt, idx, c, c.firstTask+lo, hi-lo))
+			}
+			idx++
+		}
+	}
+	for _, ai := range rt.ackers {
+		rt.ackerExecs = append(rt.ackerExecs, newAckerExec(rt, ai))
+	}
+	return nil
+}
+
+func (rt *runtime) context(c *compInfo, task int) *TopologyContext {
+	return &TopologyContext{
+		topologyName: rt.name,
+		componentID:  c.id,
+		taskID:       task,
+		taskIndex:    task - c.firstTask,
+		config:       c.conf,
+		rt:           rt,
+		log:          rt.log.With("component", c.id, "task", task),
+	}
+}
+
+// start opens every spout and prepares every bolt, then starts the
+// executors. If any Open or Prepare fails, the ones already set up are
+// closed and the error returned.
+func (rt *runtime) start() error {
+	var started []func()
+	undo := func() {
+		for i := len(started) - 1; i >= 0; i-- {
+			started[i]()
+		}
+	}
+	for _, x := range rt.boltExecs {
+		for _, t := range x.tasks {
+			if err := rt.guard(t.em.comp.id, int(t.em.task), func() error { return t.bolt.Prepare(t.tc, t.coll) }); err != nil {
+				undo()
+				return fmt.Errorf("gale: prepare bolt %q task %d: %w", t.em.comp.id, t.em.task, err)
+			}
+			started = append(started, func() { rt.guard(t.em.comp.id, int(t.em.task), func() error { t.bolt.Cleanup(); return nil }) })
+		}
+	}
+	for _, x := range rt.spoutExecs {
+		for _, t := range x.tasks {
+			if err := rt.guard(t.em.comp.id, int(t.em.task), func() error { return t.spout.Open(t.tc, t.coll) }); err != nil {
+				undo()
+				return fmt.Errorf("gale: open spout %q task %d: %w", t.em.comp.id, t.em.task, err)
+			}
+			started = append(started, func() { rt.guard(t.em.comp.id, int(t.em.task), func() error { t.spout.Close(); return nil }) })
+		}
+	}
+	rt.active.Store(true)
+	for _, x := range rt.ackerExecs {
+		rt.wg.Add(1)
+		go x.run()
+	}
+	for _, x := range rt.boltExecs {
+		rt.wg.Add(1)
+		go x.run()
+	}
+	for _, x := range rt.spoutExecs {
+		rt.wg.Add(1)
+		go x.run()
+	}
+	return nil
+}
+
+// guard calls fn, turning a panic into an error.
+func (rt *runtime) guard(component string, task int, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = rt.handlePanic(component, task, r)
+		}
+	}()
+	return fn()
+}
+
+// pending is the number of trees in flight at all spouts.
+func (rt *runtime) pending() int64 {
+	var n int64
+	for _, x := range rt.spoutExecs {
+		n += x.pendingCount.Load()
+	}
+	return n
+}
+
+// stop deactivates the spouts, waits up to drain for in-flight trees to
+// complete, then stops every executor; each closes or cleans up its tasks
+// exactly once. Trees still pending are failed with ErrShutdown.
+func (rt *runtime) stop(drain time.Duration) {
+	rt.active.Store(false)
+	if drain > 0 && rt.numAckers > 0 {
+		deadline := time.Now().Add(drain)
+		poll := time.NewTicker(time.Millisecond)
+		for rt.pending() > 0 && time.Now().Before(deadline) {
+			<-poll.C
+		}
+		poll.Stop()
+	}
+	close(rt.quit)
+	rt.wg.Wait()
+}
+

@@ -1,0 +1,239 @@
+package gale
+
+import (
+	"fmt"
+	"time"
+)
+
+// SystemComponent and TickStream identify tick tuples, as in Storm.
+const (
+	SystemComponent = "__system"
+	TickStream      = "__tick"
+)
+
+// streamInfo is shared by every tuple of one (component, stream).
+type streamInfo struct {
+	component string
+	stream    string
+	fields    []string
+	index     map[string]int
+	direct    bool
+}
+
+func newStreamInfo(component, stream string, fields []string, direct bool) *streamInfo {
+	si := &streamInfo{component: component, stream: stream, fields: fields, direct: direct, index: make(map[string]int, len(fields))}
+	for i, f := range fields {
+		si.index[f] = i
+	}
+	return si
+}
+
+var tickInfo = newStreamInfo(SystemComponent, TickStream, []string{"rate_secs"}, false)
+
+// anchorPair ties a tuple to one tree: root is the spout tuple's id, edge
+// the id of this tuple within that tree.
+type anchorPair struct {
+	root, edge uint64
+}
+
+// Tuple is one message: an ordered list of values with field names, and
+// where it came from. A tuple received in Execute may be kept after Execute
+// returns (to ack it later or to anchor on it); its values must not be
+// modified.
+type Tuple struct {
+	vals    []any
+	inl     [3]any
+	src     *streamInfo
+	srcTask int32
+	dest    int32
+
+	// Acking. A tuple belongs to at most one tree in the common case
+	// (root/edge); multi-anchored tuples carry the rest in more.
+	root, edge uint64
+	more       []anchorPair
+	ackVal     uint64 // XOR of the edge ids of tuples emitted anchored on this one
+	done       bool   // acked or failed
+}
+
+// Values returns the tuple's values. Do not modify them.
+func (t *Tuple) Values() []any { return t.vals }
+
+// Len is the number of values.
+func (t *Tuple) Len() int { return len(t.vals) }
+
+// Value returns the i-th value.
+func (t *Tuple) Value(i int) any { return t.vals[i] }
+
+// Fields returns the field names of the tuple's stream.
+func (t *Tuple) Fields() []string { return t.src.fields }
+
+// FieldIndex returns the position of a field, or -1.
+func (t *Tuple) FieldIndex(field string) int {
+	if i, ok := t.src.index[field]; ok {
+		return i
+	}
+	return -1
+}
+
+// Contains reports whether the tuple's stream has the field.
+func (t *Tuple) Contains(field string) bool {
+	_, ok := t.src.index[field]
+	return ok
+}
+
+// ValueByField returns the value of a field. It panics, naming the stream
+// and its fields, if the stream has no such field.
+func (t *Tuple) ValueByField(field string) any {
+	i, ok := t.src.index[field]
+	if !ok {
+		panic(fmt.Sprintf("gale: stream %s:%s has no field %q (fields: %v)", t.src.component, t.src.stream, field, t.src.fields))
+	}
+	return t.vals[i]
+}
+
+// SourceComponent is the id of the component that emitted the tuple.
+func (t *Tuple) SourceComponent() string { return t.src.component }
+
+// SourceStream is the stream the tuple was emitted on.
+func (t *Tuple) SourceStream() string { return t.src.stream }
+
+// SourceTask is the task that emitted the tuple.
+func (t *Tuple) SourceTask() int { return int(t.srcTask) }
+
+// IsTick reports whether this is a tick tuple (topology.tick.tuple.freq.secs).
+func (t *Tuple) IsTick() bool { return t.src == tickInfo }
+
+// String describes the tuple for logs.
+func (t *Tuple) String() string {
+	return fmt.Sprintf("source: %s:%d, stream: %s, values: %v", t.src.component, t.srcTask, t.src.stream, t.vals)
+}
+
+func (t *Tuple) typeErr(i int, want string) string {
+	name := fmt.Sprint(i)
+	if i < len(t.src.fields) {
+		name = fmt.Sprintf("%d (%q)", i, t.src.fields[i])
+	}
+	return fmt.Sprintf("gale: value %s of tuple from %s:%s is %T, not %s", name, t.src.component, t.src.stream, t.vals[i], want)
+}
+
+// The typed getters below panic with a message naming the stream, field and
+// actual type when the value has another type, as Storm's getString throws.
+// A panic in Execute is handled by the panic policy (see RunLocal).
+
+// GetString returns value i as a string.
+func (t *Tuple) GetString(i int) string {
+	if s, ok := t.vals[i].(string); ok {
+		return s
+	}
+	panic(t.typeErr(i, "string"))
+}
+
+// GetInt64 returns value i as an int64; any integer type is accepted.
+func (t *Tuple) GetInt64(i int) int64 {
+	switch v := t.vals[i].(type) {
+	case int64:
+		return v
+	case int:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case int16:
+		return int64(v)
+	case int8:
+		return int64(v)
+	case uint32:
+		return int64(v)
+	case uint16:
+		return int64(v)
+	case uint8:
+		return int64(v)
+	case uint:
+		return int64(v)
+	case uint64:
+		return int64(v)
+	}
+	panic(t.typeErr(i, "an integer"))
+}
+
+// GetInt returns value i as an int.
+func (t *Tuple) GetInt(i int) int { return int(t.GetInt64(i)) }
+
+// GetFloat64 returns value i as a float64; float32 is accepted.
+func (t *Tuple) GetFloat64(i int) float64 {
+	switch v := t.vals[i].(type) {
+	case float64:
+		return v
+	case float32:
+		return float64(v)
+	}
+	panic(t.typeErr(i, "float64"))
+}
+
+// GetBool returns value i as a bool.
+func (t *Tuple) GetBool(i int) bool {
+	if b, ok := t.vals[i].(bool); ok {
+		return b
+	}
+	panic(t.typeErr(i, "bool"))
+}
+
+// GetBytes returns value i as a []byte.
+func (t *Tuple) GetBytes(i int) []byte {
+	if b, ok := t.vals[i].([]byte); ok {
+		return b
+	}
+	panic(t.typeErr(i, "[]byte"))
+}
+
+// GetTime returns value i as a time.Time.
+func (t *Tuple) GetTime(i int) time.Time {
+	if v, ok := t.vals[i].(time.Time); ok {
+		return v
+	}
+	panic(t.typeErr(i, "time.Time"))
+}
+
+func (t *Tuple) fieldIndex(field string) int {
+	i, ok := t.src.index[field]
+	if !ok {
+		panic(fmt.Sprintf("gale: stream %s:%s has no field %q (fields: %v)", t.src.component, t.src.stream, field, t.src.fields))
+	}
+	return i
+}
+
+// GetStringByField returns a field's value as a string.
+func (t *Tuple) GetStringByField(field string) string { return t.GetString(t.fieldIndex(field)) }
+
+// GetInt64ByField returns a field's value as an int64.
+func (t *Tuple) GetInt64ByField(field string) int64 { return t.GetInt64(t.fieldIndex(field)) }
+
+// GetIntByField returns a field's value as an int.
+func (t *Tuple) GetIntByField(field string) int { return t.GetInt(t.fieldIndex(field)) }
+
+// GetFloat64ByField returns a field's value as a float64.
+func (t *Tuple) GetFloat64ByField(field string) float64 { return t.GetFloat64(t.fieldIndex(field)) }
+
+// GetBoolByField returns a field's value as a bool.
+func (t *Tuple) GetBoolByField(field string) bool { return t.GetBool(t.fieldIndex(field)) }
+
+// GetBytesByField returns a field's value as a []byte.
+func (t *Tuple) GetBytesByField(field string) []byte { return t.GetBytes(t.fieldIndex(field)) }
+
+// GetTimeByField returns a field's value as a time.Time.
+func (t *Tuple) GetTimeByField(field string) time.Time { return t.GetTime(t.fieldIndex(field)) }
+
+// tupleSlab hands out tuples from blocks to cut allocations per tuple.
+type tupleSlab struct {
+	block []Tuple
+}
+
+const slabSize = 128
+
+func (s *tupleSlab) get() *Tuple {
+	if len(s.block) == 0 {
+		s.block = make([]Tuple, slabSize)
+	}
+	t := &s.block[0]
+	s.block = s.block[1:]
+	return t
+}
