@@ -63,7 +63,7 @@ func (d *declarer) add(stream string, direct bool, fields []string) {
 	d.streams = append(d.streams, StreamDef{ID: stream, Fields: slices.Clone(fields), Direct: direct})
 }
 
-func (d *declarer) Declare(fields ...string)                    { d.add(DefaultStream, false, fields) }
+func (d *declarer) Declare(fields ...string)                      { d.add(DefaultStream, false, fields) }
 func (d *declarer) DeclareStream(stream string, fields ...string) { d.add(stream, false, fields) }
 func (d *declarer) DeclareDirectStream(stream string, fields ...string) {
 	d.add(stream, true, fields)

@@ -53,10 +53,10 @@ type runtime struct {
 	timeout   time.Duration
 	policy    string
 
-	comps    map[string]*compInfo
-	taskExec []int // task id → executor index
-	execs    []*execSlot
-	ackers   []int // executor indexes of the ackers
+	comps     map[string]*compInfo
+	taskExec  []int // task id → executor index
+	execs     []*execSlot
+	ackers    []int // executor indexes of the ackers
 	numAckers int
 
 	spoutExecs []*spoutExec
@@ -170,15 +170,15 @@ func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*run
 		return nil, err
 	}
 	rt := &runtime{
-		name:    name,
-		topo:    topo,
-		conf:    eff,
-		clock:   opts.Clock,
-		log:     opts.Logger,
-		seed:    rand.Uint64(),
-		quit:    make(chan struct{}),
-		comps:   make(map[string]*compInfo),
-		fatal:   make(chan error, 1),
+		name:  name,
+		topo:  topo,
+		conf:  eff,
+		clock: opts.Clock,
+		log:   opts.Logger,
+		seed:  rand.Uint64(),
+		quit:  make(chan struct{}),
+		comps: make(map[string]*compInfo),
+		fatal: make(chan error, 1),
 	}
 	if opts.Observer != nil {
 		rt.obs = *opts.Observer
@@ -389,4 +389,3 @@ func (rt *runtime) stop(drain time.Duration) {
 	close(rt.quit)
 	rt.wg.Wait()
 }
-

@@ -201,4 +201,3 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 	}
 	return res, nil
 }
-
