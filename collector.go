@@ -26,7 +26,7 @@ func (c *SpoutCollector) EmitDirect(task int, stream string, msgID any, values .
 	if task < 0 {
 		task = 0
 	}
-	return c.task.emit(stream, msgID, int32(task), values)
+	return c.task.emit(stream, msgID, task, values)
 }
 
 // ReportError reports an error: logged, counted, and shown by the UI later.
@@ -69,7 +69,7 @@ func (c *BoltCollector) EmitDirect(task int, stream string, anchors []*Tuple, va
 	if task < 0 {
 		task = 0
 	}
-	if err := c.task.em.emitBolt(stream, nil, anchors, values, int32(task)); err != nil {
+	if err := c.task.em.emitBolt(stream, nil, anchors, values, task); err != nil {
 		return nil, err
 	}
 	return c.task.em.targetIDs(), nil
@@ -120,7 +120,7 @@ func (c *BasicCollector) EmitDirect(task int, stream string, values ...any) ([]i
 	if task < 0 {
 		task = 0
 	}
-	if err := c.task.em.emitBolt(stream, c.input, nil, values, int32(task)); err != nil {
+	if err := c.task.em.emitBolt(stream, c.input, nil, values, task); err != nil {
 		return nil, err
 	}
 	return c.task.em.targetIDs(), nil

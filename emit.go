@@ -27,8 +27,7 @@ type emitter struct {
 	outs    map[string]*outStream
 	defOut  *outStream
 	slab    tupleSlab
-	targets []int32
-	taskIDs []int
+	targets []int
 	logged  map[string]bool
 	log     *slog.Logger
 }
@@ -43,8 +42,10 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		outs: make(map[string]*outStream, len(comp.streams)),
 		log:  log,
 	}
-	for id, si := range comp.streams {
-		os := &outStream{info: si}
+	for id, csi := range comp.streams {
+		si := *csi
+		si.task = int32(task)
+		os := &outStream{info: &si}
 		for _, sub := range comp.subs[id] {
 			os.subs = append(os.subs, newRouter(rt, sub, task, e.rng))
 		}
@@ -72,7 +73,7 @@ func (e *emitter) emitError(err error) error {
 
 // prepare validates an emit, makes the first tuple and chooses the target
 // tasks into e.targets.
-func (e *emitter) prepare(stream string, vals []any, direct int32) (*Tuple, error) {
+func (e *emitter) prepare(stream string, vals []any, direct int) (*Tuple, error) {
 	os := e.defOut
 	if stream != DefaultStream || os == nil {
 		os = e.outs[stream]
@@ -91,18 +92,13 @@ func (e *emitter) prepare(stream string, vals []any, direct int32) (*Tuple, erro
 		return nil, e.emitError(fmt.Errorf("%w: component %q emitted on direct stream %q without a task; use EmitDirect", ErrDirect, e.comp.id, stream))
 	}
 	t := e.slab.get()
-	if len(vals) <= len(t.inl) {
-		n := copy(t.inl[:], vals)
-		t.vals = t.inl[:n:n]
-	} else {
-		t.vals = append([]any(nil), vals...)
-	}
 	t.src = si
-	t.srcTask = e.task
+	t.setValues(vals)
+	tvals := t.Values()
 	e.targets = e.targets[:0]
 	for _, r := range os.subs {
 		var err error
-		if e.targets, err = r.choose(e.targets, t.vals, int(e.task), direct); err != nil {
+		if e.targets, err = r.choose(e.targets, tvals, int(e.task), direct); err != nil {
 			return nil, e.emitError(err)
 		}
 	}
@@ -110,7 +106,7 @@ func (e *emitter) prepare(stream string, vals []any, direct int32) (*Tuple, erro
 		return nil, e.emitError(fmt.Errorf("%w: component %q sent a direct tuple on stream %q to task %d, which does not subscribe to it with direct grouping", ErrDirect, e.comp.id, stream, direct))
 	}
 	if e.rt.capture != nil {
-		e.rt.capture(e.comp.id, stream, int(e.task), t.vals)
+		e.rt.capture(e.comp.id, stream, int(e.task), tvals)
 	}
 	return t, nil
 }
@@ -122,39 +118,33 @@ func (e *emitter) tupleFor(first *Tuple, i int) *Tuple {
 		return first
 	}
 	t := e.slab.get()
-	t.vals, t.src, t.srcTask = first.vals, first.src, first.srcTask
+	t.shareValues(first)
+	t.src = first.src
 	return t
 }
 
-func (e *emitter) targetIDs() []int {
-	e.taskIDs = e.taskIDs[:0]
-	for _, t := range e.targets {
-		e.taskIDs = append(e.taskIDs, int(t))
-	}
-	return e.taskIDs
-}
+func (e *emitter) targetIDs() []int { return e.targets }
 
 // emitSpout emits a spout tuple; with a message id and ackers it starts a
 // tree and returns its root id (0 otherwise). nTargets is how many tasks
 // got it.
-func (e *emitter) emitSpout(stream string, vals []any, direct int32, tracked bool) (root uint64, err error) {
+func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool) (root uint64, err error) {
 	first, err := e.prepare(stream, vals, direct)
 	if err != nil {
 		return 0, err
 	}
 	var xor uint64
 	if tracked && len(e.targets) > 0 {
-		root = e.rng.NonZero()
+		root = e.newRoot()
 	}
 	for i, dst := range e.targets {
 		t := e.tupleFor(first, i)
-		t.dest = dst
 		if root != 0 {
 			t.root = root
 			t.edge = e.rng.NonZero()
 			xor ^= t.edge
 		}
-		e.out.addTuple(e.rt.taskExec[dst], t)
+		e.out.addTuple(dst, t)
 	}
 	if root != 0 {
 		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgInit, task: e.task, root: root, val: xor})
@@ -163,7 +153,7 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int32, tracked boo
 }
 
 // emitBolt emits a bolt tuple anchored on a (may be nil) and anchors.
-func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any, direct int32) error {
+func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any, direct int) error {
 	first, err := e.prepare(stream, vals, direct)
 	if err != nil {
 		return err
@@ -171,7 +161,6 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 	acking := e.rt.numAckers > 0
 	for i, dst := range e.targets {
 		t := e.tupleFor(first, i)
-		t.dest = dst
 		if acking {
 			if a != nil {
 				e.anchor(t, a)
@@ -180,21 +169,35 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 				e.anchor(t, x)
 			}
 		}
-		e.out.addTuple(e.rt.taskExec[dst], t)
+		e.out.addTuple(dst, t)
 	}
 	return nil
 }
 
-// anchor ties child into every tree anchor belongs to, with a fresh edge.
+// newRoot returns a fresh tree id: non-zero, top bit clear (doneBit).
+func (e *emitter) newRoot() uint64 {
+	for {
+		if r := e.rng.Uint64() &^ doneBit; r != 0 {
+			return r
+		}
+	}
+}
+
+// anchor ties child into every tree anchor belongs to, with a fresh edge:
+// the child carries the edge, and the anchor's own id in each tree absorbs
+// it, so the anchor's ack cancels it out.
 func (e *emitter) anchor(child, anchor *Tuple) {
 	if anchor.root == 0 {
 		return // not part of any tree
 	}
 	edge := e.rng.NonZero()
-	anchor.ackVal ^= edge
-	child.addPair(anchor.root, edge)
-	for _, p := range anchor.more {
-		child.addPair(p.root, edge)
+	anchor.edge ^= edge
+	child.addPair(anchor.treeRoot(), edge)
+	if anchor.x != nil {
+		for i := range anchor.x.more {
+			anchor.x.more[i].edge ^= edge
+			child.addPair(anchor.x.more[i].root, edge)
+		}
 	}
 }
 
@@ -208,48 +211,51 @@ func (t *Tuple) addPair(root, edge uint64) {
 		t.edge ^= edge
 		return
 	}
-	for i := range t.more {
-		if t.more[i].root == root {
-			t.more[i].edge ^= edge
+	if t.x == nil {
+		t.x = &tupleExt{}
+	}
+	for i := range t.x.more {
+		if t.x.more[i].root == root {
+			t.x.more[i].edge ^= edge
 			return
 		}
 	}
-	t.more = append(t.more, anchorPair{root, edge})
+	t.x.more = append(t.x.more, anchorPair{root, edge})
 }
 
 // ack sends the acks for an input tuple.
 func (e *emitter) ack(t *Tuple) {
-	if t.done || t.root == 0 {
-		t.done = true
+	if t.root == 0 || t.isDone() {
 		return
 	}
-	t.done = true
-	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgAck, root: t.root, val: t.edge ^ t.ackVal})
-	for _, p := range t.more {
-		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgAck, root: p.root, val: p.edge ^ t.ackVal})
+	t.markDone()
+	root := t.treeRoot()
+	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
+	for _, p := range t.morePairs() {
+		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgAck, root: p.root, val: p.edge})
 	}
 }
 
 // fail fails every tree the input tuple belongs to.
 func (e *emitter) fail(t *Tuple, reason error) {
-	if t.done || t.root == 0 {
-		t.done = true
+	if t.root == 0 || t.isDone() {
 		return
 	}
-	t.done = true
+	t.markDone()
+	root := t.treeRoot()
 	fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
-	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgFail, task: e.task, root: t.root, reason: fe})
-	for _, p := range t.more {
+	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgFail, task: e.task, root: root, reason: fe})
+	for _, p := range t.morePairs() {
 		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgFail, task: e.task, root: p.root, reason: fe})
 	}
 }
 
 func (e *emitter) resetTimeout(t *Tuple) {
-	if t.done || t.root == 0 {
+	if t.root == 0 || t.isDone() {
 		return
 	}
 	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgReset, root: t.root})
-	for _, p := range t.more {
+	for _, p := range t.morePairs() {
 		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgReset, root: p.root})
 	}
 }

@@ -67,34 +67,26 @@ func (x *boltExec) run() {
 }
 
 func (x *boltExec) process(b *batch) {
+	task := x.tasks[b.task-x.first]
 	for i := 0; i < len(b.tuples); {
-		i = x.executeFrom(b.tuples, i)
+		i = x.executeFrom(task, b.tuples, i)
 	}
 	x.rt.putBatch(b)
 }
 
 // executeFrom executes ts[i:], returning len(ts); if a bolt panics it
 // applies the panic policy to that tuple and returns the index after it.
-func (x *boltExec) executeFrom(ts []*Tuple, i int) (next int) {
+func (x *boltExec) executeFrom(task *boltTask, ts []*Tuple, i int) (next int) {
 	defer func() {
 		if r := recover(); r != nil {
-			t := ts[next]
-			task := x.tasks[t.dest-x.first]
-			pe := x.rt.handlePanic(x.comp.id, int(t.dest), r)
-			task.em.fail(t, pe)
+			pe := x.rt.handlePanic(x.comp.id, int(task.em.task), r)
+			task.em.fail(ts[next], pe)
 			next++
 		}
 	}()
-	if len(x.tasks) == 1 {
-		bolt := x.tasks[0].bolt
-		for next = i; next < len(ts); next++ {
-			bolt.Execute(ts[next])
-		}
-		return next
-	}
+	bolt := task.bolt
 	for next = i; next < len(ts); next++ {
-		t := ts[next]
-		x.tasks[t.dest-x.first].bolt.Execute(t)
+		bolt.Execute(ts[next])
 	}
 	return next
 }
@@ -102,10 +94,9 @@ func (x *boltExec) executeFrom(ts []*Tuple, i int) (next int) {
 func (x *boltExec) deliverTicks() {
 	secs := int(x.tick / time.Second)
 	for _, task := range x.tasks {
-		t := &Tuple{src: tickInfo, srcTask: -1, dest: task.em.task}
+		t := &Tuple{src: tickInfo}
 		t.inl[0] = secs
-		t.vals = t.inl[:1:1]
-		x.executeFrom([]*Tuple{t}, 0)
+		x.executeFrom(task, []*Tuple{t}, 0)
 	}
 }
 

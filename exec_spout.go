@@ -19,7 +19,7 @@ type spoutTask struct {
 	emits    int
 }
 
-func (t *spoutTask) emit(stream string, msgID any, direct int32, vals []any) ([]int, error) {
+func (t *spoutTask) emit(stream string, msgID any, direct int, vals []any) ([]int, error) {
 	tracked := msgID != nil && t.rt.numAckers > 0
 	root, err := t.em.emitSpout(stream, vals, direct, tracked)
 	if err != nil {

@@ -7,8 +7,9 @@ package gale
 // lightly loaded topology sends small batches at once and a loaded one
 // sends full ones.
 
-// batch is a group of tuples for one destination executor.
+// batch is a group of tuples for one destination task.
 type batch struct {
+	task   int32
 	tuples []*Tuple
 }
 
@@ -42,7 +43,7 @@ type outbox struct {
 	quit      <-chan struct{}
 	batchSize int
 
-	data      []*batch // by destination executor index
+	data      []*batch // by destination task id
 	dataDirty []int
 	ctl       []*ackBatch // by destination executor index (ackers, spouts)
 	ctlDirty  []int
@@ -58,28 +59,28 @@ type outbox struct {
 }
 
 func newOutbox(rt *runtime, blockOnFull bool) *outbox {
-	n := len(rt.execs)
 	return &outbox{
 		rt:          rt,
 		quit:        rt.quit,
 		batchSize:   rt.batchSize,
-		data:        make([]*batch, n),
-		ctl:         make([]*ackBatch, n),
+		data:        make([]*batch, len(rt.taskExec)),
+		ctl:         make([]*ackBatch, len(rt.execs)),
 		blockOnFull: blockOnFull,
 	}
 }
 
-func (o *outbox) addTuple(exec int, t *Tuple) {
-	b := o.data[exec]
+func (o *outbox) addTuple(task int, t *Tuple) {
+	b := o.data[task]
 	if b == nil {
 		b = o.rt.getBatch()
-		o.data[exec] = b
-		o.dataDirty = append(o.dataDirty, exec)
+		b.task = int32(task)
+		o.data[task] = b
+		o.dataDirty = append(o.dataDirty, task)
 	}
 	b.tuples = append(b.tuples, t)
 	if o.blockOnFull && len(b.tuples) >= o.batchSize {
-		o.data[exec] = nil
-		o.sendData(exec, b)
+		o.data[task] = nil
+		o.sendData(b)
 	}
 }
 
@@ -110,7 +111,7 @@ func (o *outbox) flush() bool {
 	for _, i := range o.dataDirty {
 		if b := o.data[i]; b != nil {
 			o.data[i] = nil
-			if !o.sendData(i, b) {
+			if !o.sendData(b) {
 				return false
 			}
 		}
@@ -128,8 +129,8 @@ func (o *outbox) flush() bool {
 	return true
 }
 
-func (o *outbox) sendData(exec int, b *batch) bool {
-	ch := o.rt.execs[exec].in
+func (o *outbox) sendData(b *batch) bool {
+	ch := o.rt.execs[o.rt.taskExec[b.task]].in
 	o.rt.inflight.Add(int64(len(b.tuples)))
 	select {
 	case ch <- b:

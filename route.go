@@ -19,38 +19,33 @@ type outStream struct {
 // task. It belongs to the emitting task's goroutine.
 type router struct {
 	consumer string
-	kind     string
-	tasks    []int32 // consumer task ids, ascending
+	kind     groupingKind
+	tasks    []int // consumer task ids, ascending
 	fieldIdx []int   // fields grouping: positions of the grouping fields
 	next     int     // shuffle: round-robin position
 	custom   CustomGrouping
-	ints     []int // scratch for custom groupings
 }
 
 func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Source) *router {
-	r := &router{consumer: sub.consumer.id, kind: sub.grouping.Type, fieldIdx: sub.fieldIdx}
+	r := &router{consumer: sub.consumer.id, kind: kindOf(sub.grouping.Type), fieldIdx: sub.fieldIdx}
 	for i := 0; i < sub.consumer.numTasks; i++ {
-		r.tasks = append(r.tasks, int32(sub.consumer.firstTask+i))
+		r.tasks = append(r.tasks, sub.consumer.firstTask+i)
 	}
 	if len(r.tasks) > 0 {
 		r.next = rng.Intn(len(r.tasks))
 	}
-	if r.kind == GroupingCustom {
+	if r.kind == kindCustom {
 		r.custom = rt.topo.customs[sub.grouping.Custom]()
-		ints := make([]int, len(r.tasks))
-		for i, t := range r.tasks {
-			ints[i] = int(t)
-		}
-		r.custom.Prepare(sub.consumer.id, sub.stream, ints)
+		r.custom.Prepare(sub.consumer.id, sub.stream, slices.Clone(r.tasks))
 	}
 	return r
 }
 
 // choose appends the chosen consumer tasks to dst. direct is the task named
 // by EmitDirect, or -1.
-func (r *router) choose(dst []int32, vals []any, emitter int, direct int32) ([]int32, error) {
+func (r *router) choose(dst []int, vals []any, emitter int, direct int) ([]int, error) {
 	switch r.kind {
-	case GroupingShuffle, GroupingNone, GroupingLocalOrShuffle:
+	case kindShuffle:
 		// In one process every task is local, so local-or-shuffle is a
 		// shuffle; across workers the transport narrows the choice.
 		t := r.tasks[r.next]
@@ -59,32 +54,68 @@ func (r *router) choose(dst []int32, vals []any, emitter int, direct int32) ([]i
 			r.next = 0
 		}
 		return append(dst, t), nil
-	case GroupingFields:
-		h := fieldhash.Seed
-		for _, i := range r.fieldIdx {
-			h = fieldhash.Add(h, vals[i])
+	case kindFields:
+		var h uint64
+		if len(r.fieldIdx) == 1 {
+			if s, ok := vals[r.fieldIdx[0]].(string); ok {
+				h = fieldhash.String(s)
+			} else {
+				h = fieldhash.Add(fieldhash.Seed, vals[r.fieldIdx[0]])
+			}
+		} else {
+			h = fieldhash.Seed
+			for _, i := range r.fieldIdx {
+				h = fieldhash.Add(h, vals[i])
+			}
 		}
 		return append(dst, r.tasks[fieldhash.Bucket(h, len(r.tasks))]), nil
-	case GroupingAll:
+	case kindAll:
 		return append(dst, r.tasks...), nil
-	case GroupingGlobal:
+	case kindGlobal:
 		return append(dst, r.tasks[0]), nil
-	case GroupingDirect:
+	case kindDirect:
 		if direct >= 0 {
 			if _, ok := slices.BinarySearch(r.tasks, direct); ok {
 				dst = append(dst, direct)
 			}
 		}
 		return dst, nil
-	case GroupingCustom:
+	case kindCustom:
 		chosen := r.custom.ChooseTasks(emitter, vals)
 		for _, t := range chosen {
-			if _, ok := slices.BinarySearch(r.tasks, int32(t)); !ok {
+			if _, ok := slices.BinarySearch(r.tasks, t); !ok {
 				return dst, fmt.Errorf("gale: custom grouping to %q chose task %d, which is not one of its tasks %v", r.consumer, t, r.tasks)
 			}
-			dst = append(dst, int32(t))
+			dst = append(dst, t)
 		}
 		return dst, nil
 	}
 	return dst, nil
+}
+
+type groupingKind uint8
+
+const (
+	kindShuffle groupingKind = iota // shuffle, none, local-or-shuffle
+	kindFields
+	kindAll
+	kindGlobal
+	kindDirect
+	kindCustom
+)
+
+func kindOf(t string) groupingKind {
+	switch t {
+	case GroupingFields:
+		return kindFields
+	case GroupingAll:
+		return kindAll
+	case GroupingGlobal:
+		return kindGlobal
+	case GroupingDirect:
+		return kindDirect
+	case GroupingCustom:
+		return kindCustom
+	}
+	return kindShuffle
 }

@@ -11,10 +11,11 @@ const (
 	TickStream      = "__tick"
 )
 
-// streamInfo is shared by every tuple of one (component, stream).
+// streamInfo is shared by every tuple one task emits on one stream.
 type streamInfo struct {
 	component string
 	stream    string
+	task      int32
 	fields    []string
 	index     map[string]int
 	direct    bool
@@ -28,7 +29,11 @@ func newStreamInfo(component, stream string, fields []string, direct bool) *stre
 	return si
 }
 
-var tickInfo = newStreamInfo(SystemComponent, TickStream, []string{"rate_secs"}, false)
+var tickInfo = func() *streamInfo {
+	si := newStreamInfo(SystemComponent, TickStream, []string{"rate_secs"}, false)
+	si.task = -1
+	return si
+}()
 
 // anchorPair ties a tuple to one tree: root is the spout tuple's id, edge
 // the id of this tuple within that tree.
@@ -40,29 +45,82 @@ type anchorPair struct {
 // where it came from. A tuple received in Execute may be kept after Execute
 // returns (to ack it later or to anchor on it); its values must not be
 // modified.
+//
+// The layout is kept to 64 bytes because a tuple is allocated per emit per
+// target: up to two values live inline, more in x; the number of values is
+// the stream's field count (emit checks it); the source task comes with
+// src and the destination task with the batch.
 type Tuple struct {
-	vals    []any
-	inl     [3]any
-	src     *streamInfo
-	srcTask int32
-	dest    int32
-
-	// Acking. A tuple belongs to at most one tree in the common case
-	// (root/edge); multi-anchored tuples carry the rest in more.
+	src *streamInfo
+	inl [2]any
+	x   *tupleExt // rare parts: values beyond inl, trees beyond root
+	// Acking. A tuple belongs to at most one tree in the common case: root
+	// is the tree's id, edge this tuple's id in it XORed with the ids of
+	// every tuple emitted anchored on it (Storm's ackVal), so that its ack
+	// is simply (root, edge). Multi-anchored tuples carry other trees in
+	// x.more. The top bit of root marks the tuple acked or failed.
 	root, edge uint64
-	more       []anchorPair
-	ackVal     uint64 // XOR of the edge ids of tuples emitted anchored on this one
-	done       bool   // acked or failed
 }
 
+type tupleExt struct {
+	vals []any // all values, when there are more than len(inl)
+	more []anchorPair
+}
+
+// doneBit is never set in a root id (see newRoot).
+const doneBit = 1 << 63
+
+func (t *Tuple) treeRoot() uint64 { return t.root &^ doneBit }
+func (t *Tuple) isDone() bool     { return t.root&doneBit != 0 }
+func (t *Tuple) markDone()        { t.root |= doneBit }
+
 // Values returns the tuple's values. Do not modify them.
-func (t *Tuple) Values() []any { return t.vals }
+func (t *Tuple) Values() []any {
+	if t.x != nil && t.x.vals != nil {
+		return t.x.vals
+	}
+	n := len(t.src.fields)
+	return t.inl[:n:n]
+}
+
+// setValues stores vals in the tuple; len(vals) is the stream's arity.
+func (t *Tuple) setValues(vals []any) {
+	if len(vals) <= len(t.inl) {
+		copy(t.inl[:], vals)
+		return
+	}
+	t.x = &tupleExt{vals: append([]any(nil), vals...)}
+}
+
+// shareValues makes t carry the same values as o.
+func (t *Tuple) shareValues(o *Tuple) {
+	t.inl = o.inl
+	if o.x != nil && o.x.vals != nil {
+		t.x = &tupleExt{vals: o.x.vals}
+	}
+}
 
 // Len is the number of values.
-func (t *Tuple) Len() int { return len(t.vals) }
+func (t *Tuple) Len() int { return len(t.src.fields) }
 
 // Value returns the i-th value.
-func (t *Tuple) Value(i int) any { return t.vals[i] }
+func (t *Tuple) Value(i int) any {
+	if t.x != nil && t.x.vals != nil {
+		return t.x.vals[i]
+	}
+	if i >= len(t.src.fields) {
+		panic(fmt.Sprintf("gale: value index %d out of range: tuple from %s:%s has %d values", i, t.src.component, t.src.stream, len(t.src.fields)))
+	}
+	return t.inl[i]
+}
+
+// morePairs returns the trees the tuple belongs to besides root.
+func (t *Tuple) morePairs() []anchorPair {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.more
+}
 
 // Fields returns the field names of the tuple's stream.
 func (t *Tuple) Fields() []string { return t.src.fields }
@@ -88,7 +146,7 @@ func (t *Tuple) ValueByField(field string) any {
 	if !ok {
 		panic(fmt.Sprintf("gale: stream %s:%s has no field %q (fields: %v)", t.src.component, t.src.stream, field, t.src.fields))
 	}
-	return t.vals[i]
+	return t.Value(i)
 }
 
 // SourceComponent is the id of the component that emitted the tuple.
@@ -98,14 +156,14 @@ func (t *Tuple) SourceComponent() string { return t.src.component }
 func (t *Tuple) SourceStream() string { return t.src.stream }
 
 // SourceTask is the task that emitted the tuple.
-func (t *Tuple) SourceTask() int { return int(t.srcTask) }
+func (t *Tuple) SourceTask() int { return int(t.src.task) }
 
 // IsTick reports whether this is a tick tuple (topology.tick.tuple.freq.secs).
 func (t *Tuple) IsTick() bool { return t.src == tickInfo }
 
 // String describes the tuple for logs.
 func (t *Tuple) String() string {
-	return fmt.Sprintf("source: %s:%d, stream: %s, values: %v", t.src.component, t.srcTask, t.src.stream, t.vals)
+	return fmt.Sprintf("source: %s:%d, stream: %s, values: %v", t.src.component, t.src.task, t.src.stream, t.Values())
 }
 
 func (t *Tuple) typeErr(i int, want string) string {
@@ -113,7 +171,7 @@ func (t *Tuple) typeErr(i int, want string) string {
 	if i < len(t.src.fields) {
 		name = fmt.Sprintf("%d (%q)", i, t.src.fields[i])
 	}
-	return fmt.Sprintf("gale: value %s of tuple from %s:%s is %T, not %s", name, t.src.component, t.src.stream, t.vals[i], want)
+	return fmt.Sprintf("gale: value %s of tuple from %s:%s is %T, not %s", name, t.src.component, t.src.stream, t.Value(i), want)
 }
 
 // The typed getters below panic with a message naming the stream, field and
@@ -122,7 +180,7 @@ func (t *Tuple) typeErr(i int, want string) string {
 
 // GetString returns value i as a string.
 func (t *Tuple) GetString(i int) string {
-	if s, ok := t.vals[i].(string); ok {
+	if s, ok := t.Value(i).(string); ok {
 		return s
 	}
 	panic(t.typeErr(i, "string"))
@@ -130,7 +188,7 @@ func (t *Tuple) GetString(i int) string {
 
 // GetInt64 returns value i as an int64; any integer type is accepted.
 func (t *Tuple) GetInt64(i int) int64 {
-	switch v := t.vals[i].(type) {
+	switch v := t.Value(i).(type) {
 	case int64:
 		return v
 	case int:
@@ -160,7 +218,7 @@ func (t *Tuple) GetInt(i int) int { return int(t.GetInt64(i)) }
 
 // GetFloat64 returns value i as a float64; float32 is accepted.
 func (t *Tuple) GetFloat64(i int) float64 {
-	switch v := t.vals[i].(type) {
+	switch v := t.Value(i).(type) {
 	case float64:
 		return v
 	case float32:
@@ -171,7 +229,7 @@ func (t *Tuple) GetFloat64(i int) float64 {
 
 // GetBool returns value i as a bool.
 func (t *Tuple) GetBool(i int) bool {
-	if b, ok := t.vals[i].(bool); ok {
+	if b, ok := t.Value(i).(bool); ok {
 		return b
 	}
 	panic(t.typeErr(i, "bool"))
@@ -179,7 +237,7 @@ func (t *Tuple) GetBool(i int) bool {
 
 // GetBytes returns value i as a []byte.
 func (t *Tuple) GetBytes(i int) []byte {
-	if b, ok := t.vals[i].([]byte); ok {
+	if b, ok := t.Value(i).([]byte); ok {
 		return b
 	}
 	panic(t.typeErr(i, "[]byte"))
@@ -187,7 +245,7 @@ func (t *Tuple) GetBytes(i int) []byte {
 
 // GetTime returns value i as a time.Time.
 func (t *Tuple) GetTime(i int) time.Time {
-	if v, ok := t.vals[i].(time.Time); ok {
+	if v, ok := t.Value(i).(time.Time); ok {
 		return v
 	}
 	panic(t.typeErr(i, "time.Time"))

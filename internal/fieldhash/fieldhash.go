@@ -1,21 +1,19 @@
 // Package fieldhash hashes tuple values for the fields grouping. The hash
-// must be the same in every worker process and across restarts, so it is
-// FNV-1a over a canonical byte form of each value, never a seeded map hash.
+// must be the same in every worker process, on every machine and across
+// restarts, so it is a fixed function of a canonical byte form of each
+// value (little-endian 8-byte words mixed by multiply-xorshift), never a
+// seeded map hash.
 package fieldhash
 
 import (
 	"fmt"
+	"math/bits"
 	"math"
 	"time"
 )
 
-const (
-	offset64 = 14695981039346656037
-	prime64  = 1099511628211
-)
-
 // Seed is the starting value of a hash; combine values with Add.
-const Seed uint64 = offset64
+const Seed uint64 = 14695981039346656037
 
 // Add mixes v into h and returns the new hash. Equal values (by Go ==, and
 // integers of different widths with the same value) give equal hashes.
@@ -65,32 +63,44 @@ func Add(h uint64, v any) uint64 {
 	}
 }
 
+const mulK = 0x9e3779b97f4a7c15
+
+func mix(h, v uint64) uint64 {
+	h = (h ^ v) * mulK
+	return h ^ h>>29
+}
+
 func addString(h uint64, tag byte, s string) uint64 {
-	h ^= uint64(tag)
-	h *= prime64
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= prime64
+	h = mix(h, uint64(tag)<<56|uint64(len(s)))
+	for len(s) >= 8 {
+		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = mix(h, v)
+		s = s[8:]
+	}
+	if len(s) > 0 {
+		var v uint64
+		for i := 0; i < len(s); i++ {
+			v |= uint64(s[i]) << (8 * i)
+		}
+		h = mix(h, v)
 	}
 	return h
 }
 
 func addUint(h uint64, tag byte, v uint64) uint64 {
-	h ^= uint64(tag)
-	h *= prime64
-	for i := 0; i < 8; i++ {
-		h ^= v & 0xff
-		h *= prime64
-		v >>= 8
-	}
-	return h
+	return mix(mix(h, uint64(tag)<<56), v)
 }
 
-// Bucket maps a hash onto [0, n) without the bias of a plain modulo of a
-// weak low byte: the hash is finalised first.
+// Bucket maps a hash onto [0, n): the hash is finalised, then scaled by a
+// multiply-high (no division).
 func Bucket(h uint64, n int) int {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
-	return int(h % uint64(n))
+	hi, _ := bits.Mul64(h, uint64(n))
+	return int(hi)
 }
+
+// String is Add(Seed, s) for a string, without the type switch.
+func String(s string) uint64 { return addString(Seed, 's', s) }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gale-stream/gale/internal/bench"
+	"github.com/gale-stream/gale/internal/benchtopo"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run benchmarks",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  runGroup,
+	}
+	cmd.AddCommand(newWordcountCmd())
+	return cmd
+}
+
+func newWordcountCmd() *cobra.Command {
+	opts := bench.DefaultOptions()
+	var cpuprofile string
+	cmd := &cobra.Command{
+		Use:   "wordcount",
+		Short: "Benchmark the word-count topology: spouts → split → count",
+		Long: `Benchmark the word-count topology: spouts emit sentences of 8 words drawn from a
+fixed vocabulary of 1000, splitters cut them into words, counters count them.
+
+Runs for --duration, printing live numbers to stderr each second and a summary
+to stdout at the end (or, with --json, one JSON document on stdout only).
+--runner plain runs the same workload as plain Go goroutines and channels,
+the baseline to compare Gale with.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWordcount(cmd, opts, cpuprofile)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Mode, "mode", opts.Mode, `"ack" tracks every sentence's tree with ackers; "noack" does not`)
+	f.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the spouts emit")
+	f.Float64Var(&opts.Rate, "rate", opts.Rate, "total sentences per second over all spouts (0 = as fast as possible)")
+	f.IntVar(&opts.Spouts, "spouts", opts.Spouts, "spout tasks")
+	f.IntVar(&opts.Splitters, "splitters", opts.Splitters, "split bolt tasks")
+	f.IntVar(&opts.Counters, "counters", opts.Counters, "count bolt tasks")
+	f.IntVar(&opts.Ackers, "ackers", opts.Ackers, "acker tasks (ack mode)")
+	f.IntVar(&opts.MaxSpoutPending, "max-spout-pending", opts.MaxSpoutPending, "in-flight sentences per spout task (0 = unset)")
+	f.DurationVar(&opts.CountDelay, "count-delay", opts.CountDelay, "extra busy work per word in the count bolt, to overload it")
+	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
+	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
+	return cmd
+}
+
+func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile string) (err error) {
+	if err := opts.Validate(); err != nil {
+		return usageError{err}
+	}
+	runner := bench.PlainRunner
+	if opts.Runner == bench.RunnerGale {
+		log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		runner = benchtopo.Runner(log)
+	}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("--cpuprofile: %w", cerr)
+			}
+		}()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var live io.Writer
+	if !opts.JSON {
+		live = cmd.ErrOrStderr()
+	}
+	_, err = bench.Run(cmd.Context(), opts, runner, cmd.OutOrStdout(), live)
+	return err
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is the release, set at build time with
+// -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+type versionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+}
+
+func currentVersion() versionInfo {
+	v := versionInfo{Version: version, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v.Commit = s.Value
+			}
+		}
+	}
+	return v
+}
+
+func newVersionCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of gale",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := currentVersion()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(v)
+			}
+			commit := ""
+			if v.Commit != "" {
+				commit = " (" + v.Commit + ")"
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "gale %s%s %s %s/%s\n", v.Version, commit, v.GoVersion, v.OS, v.Arch)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document")
+	return cmd
+}

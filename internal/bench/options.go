@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Modes and runners accepted by [Options.Validate].
+const (
+	ModeNoAck = "noack" // spouts emit without message ids; nothing is acked
+	ModeAck   = "ack"   // every sentence is a tracked tree, acked when fully counted
+
+	RunnerGale  = "gale"  // the Gale topology
+	RunnerPlain = "plain" // the plain Go baseline, RunPlain
+)
+
+// Options describe one benchmark run. The CLI binds its flags onto this struct; the
+// defaults live in [DefaultOptions].
+type Options struct {
+	Mode     string        // ModeNoAck or ModeAck
+	Duration time.Duration // how long the spouts emit
+	Rate     float64       // total sentences per second over all spouts; 0 = as fast as possible
+
+	Spouts, Splitters, Counters, Ackers int // parallelism per component
+
+	MaxSpoutPending int           // in-flight cap per spout task; 0 = unset (runner default)
+	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
+
+	JSON   bool   // print one JSON document instead of the live view and table
+	Runner string // RunnerGale or RunnerPlain; a label for the report
+}
+
+// DefaultOptions returns the defaults of `gale bench wordcount`.
+func DefaultOptions() Options {
+	return Options{
+		Mode:      ModeAck,
+		Duration:  10 * time.Second,
+		Spouts:    1,
+		Splitters: 1,
+		Counters:  1,
+		Ackers:    1,
+		Runner:    RunnerGale,
+	}
+}
+
+// Validate reports every invalid field, each error naming the flag at fault.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if o.Mode != ModeNoAck && o.Mode != ModeAck {
+		bad("--mode must be %q or %q, got %q", ModeNoAck, ModeAck, o.Mode)
+	}
+	if o.Runner != RunnerGale && o.Runner != RunnerPlain {
+		bad("--runner must be %q or %q, got %q", RunnerGale, RunnerPlain, o.Runner)
+	}
+	if o.Duration <= 0 {
+		bad("--duration must be > 0, got %v", o.Duration)
+	}
+	if o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) {
+		bad("--rate must be a finite number ≥ 0 (sentences/s, 0 = unlimited), got %v", o.Rate)
+	}
+	for _, p := range []struct {
+		flag string
+		n    int
+	}{{"--spouts", o.Spouts}, {"--splitters", o.Splitters}, {"--counters", o.Counters}} {
+		if p.n < 1 {
+			bad("%s must be ≥ 1, got %d", p.flag, p.n)
+		}
+	}
+	switch {
+	case o.Ackers < 0:
+		bad("--ackers must be ≥ 0, got %d", o.Ackers)
+	case o.Ackers == 0 && o.Mode == ModeAck:
+		bad("--ackers must be ≥ 1 with --mode %s (use --mode %s to run without ackers), got 0", ModeAck, ModeNoAck)
+	}
+	if o.MaxSpoutPending < 0 {
+		bad("--max-spout-pending must be ≥ 0 (0 = unset), got %d", o.MaxSpoutPending)
+	}
+	if o.CountDelay < 0 {
+		bad("--count-delay must be ≥ 0, got %v", o.CountDelay)
+	}
+	return errors.Join(errs...)
+}
+
+// SpoutRate is the rate each of the o.Spouts spouts is paced at: Rate split evenly,
+// 0 when unlimited.
+func (o Options) SpoutRate() float64 {
+	if o.Rate <= 0 || o.Spouts < 1 {
+		return 0
+	}
+	return o.Rate / float64(o.Spouts)
+}

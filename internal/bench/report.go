@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// rssWarmupSamples is how many leading once-a-second RSS samples RSSAfterWarmup skips
+// (when there are more than that), so start-up growth does not hide a steady state.
+const rssWarmupSamples = 2
+
+// Measurements are what Run measures around a runner, besides its Stats.
+type Measurements struct {
+	Window          time.Duration // from start until the spouts were told to stop
+	Drain           time.Duration // from then until the runner had drained and returned
+	WindowSentences int64         // Stats.Sentences when the window closed
+	WindowWords     int64         // Stats.Words when the window closed
+	CPU             time.Duration // user + system CPU of the whole process over the run
+	MaxRSS          int64         // peak resident set size of the process, bytes
+	RSSSamples      []int64       // resident set size once a second, bytes
+}
+
+// Report is the result of one run, printed as JSON with --json.
+//
+// Rates are measured over the window (DurationS) from the counters at its end, so a
+// runner's shutdown does not dilute them; the totals (Sentences, Words, Acked, ...) are
+// final, after the runner drained, and CPUSeconds covers the drain too.
+type Report struct {
+	Mode   string `json:"mode"`
+	Runner string `json:"runner"`
+
+	DurationS float64 `json:"duration_s"`
+	DrainS    float64 `json:"drain_s"`
+
+	Sentences       int64   `json:"sentences"`
+	Words           int64   `json:"words"`
+	SentencesPerSec float64 `json:"sentences_per_sec"`
+	WordsPerSec     float64 `json:"words_per_sec"`
+
+	Acked     int64      `json:"acked"`
+	Failed    int64      `json:"failed"`
+	Timeouts  int64      `json:"timeouts"`
+	LatencyMS *Latencies `json:"latency_ms,omitempty"` // nil in noack mode
+
+	CPUSeconds                    float64 `json:"cpu_seconds"`
+	CPUSecondsPerMillionSentences float64 `json:"cpu_seconds_per_million_sentences"`
+
+	MaxRSSBytes     int64       `json:"max_rss_bytes"`
+	RSSSamplesBytes []int64     `json:"rss_samples_bytes"`
+	RSSAfterWarmup  *RSSSummary `json:"rss_after_warmup_bytes,omitempty"` // nil without samples
+
+	Spouts          int     `json:"spouts"`
+	Splitters       int     `json:"splitters"`
+	Counters        int     `json:"counters"`
+	Ackers          int     `json:"ackers"`
+	MaxSpoutPending int     `json:"max_spout_pending"`
+	CountDelayS     float64 `json:"count_delay_s"`
+	Rate            float64 `json:"rate"`
+
+	GoVersion  string `json:"go_version"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+}
+
+// Latencies are complete-latency quantiles in milliseconds.
+type Latencies struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+}
+
+// RSSSummary summarises the RSS samples after skipping WarmupSamples leading ones: a
+// last close to max and well above min means memory was still growing.
+type RSSSummary struct {
+	Min           int64 `json:"min"`
+	Max           int64 `json:"max"`
+	Last          int64 `json:"last"`
+	WarmupSamples int   `json:"warmup_samples"`
+}
+
+// NewReport builds the report of a run from its options, final Stats and measurements.
+func NewReport(opts Options, stats *Stats, m Measurements) *Report {
+	c := stats.load()
+	r := &Report{
+		Mode:      opts.Mode,
+		Runner:    opts.Runner,
+		DurationS: m.Window.Seconds(),
+		DrainS:    m.Drain.Seconds(),
+		Sentences: c.sentences,
+		Words:     c.words,
+		Acked:     c.acked,
+		Failed:    c.failed,
+		Timeouts:  c.timeouts,
+
+		CPUSeconds:      m.CPU.Seconds(),
+		MaxRSSBytes:     m.MaxRSS,
+		RSSSamplesBytes: append([]int64{}, m.RSSSamples...),
+
+		Spouts:          opts.Spouts,
+		Splitters:       opts.Splitters,
+		Counters:        opts.Counters,
+		Ackers:          opts.Ackers,
+		MaxSpoutPending: opts.MaxSpoutPending,
+		CountDelayS:     opts.CountDelay.Seconds(),
+		Rate:            opts.Rate,
+
+		GoVersion:  runtime.Version(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+	}
+	if opts.Runner == RunnerPlain {
+		// RunPlain always runs one goroutine per stage and no acker.
+		r.Spouts, r.Splitters, r.Counters, r.Ackers = 1, 1, 1, 0
+	}
+	if m.Window > 0 {
+		r.SentencesPerSec = float64(m.WindowSentences) / m.Window.Seconds()
+		r.WordsPerSec = float64(m.WindowWords) / m.Window.Seconds()
+	}
+	if c.sentences > 0 {
+		r.CPUSecondsPerMillionSentences = r.CPUSeconds / (float64(c.sentences) / 1e6)
+	}
+	if opts.Mode == ModeAck {
+		r.LatencyMS = &Latencies{
+			P50:  ms(stats.Latency.Quantile(0.50)),
+			P99:  ms(stats.Latency.Quantile(0.99)),
+			P999: ms(stats.Latency.Quantile(0.999)),
+		}
+	}
+	if s := m.RSSSamples; len(s) > 0 {
+		skip := 0
+		if len(s) > rssWarmupSamples {
+			skip = rssWarmupSamples
+		}
+		sum := RSSSummary{Min: s[skip], Max: s[skip], Last: s[len(s)-1], WarmupSamples: skip}
+		for _, v := range s[skip:] {
+			sum.Min, sum.Max = min(sum.Min, v), max(sum.Max, v)
+		}
+		r.RSSAfterWarmup = &sum
+	}
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// WriteJSON writes r as one indented JSON document followed by a newline.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteTable writes r as a human-readable table.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	rate := "unlimited"
+	if r.Rate > 0 {
+		rate = commas(int64(r.Rate)) + " sentences/s"
+	}
+	row("runner", "%s, mode %s, rate %s", r.Runner, r.Mode, rate)
+	row("topology", "spouts %d, splitters %d, counters %d, ackers %d, max spout pending %d, count delay %v",
+		r.Spouts, r.Splitters, r.Counters, r.Ackers, r.MaxSpoutPending, time.Duration(r.CountDelayS*1e9))
+	row("duration", "%.2fs (+ %.3fs drain)", r.DurationS, r.DrainS)
+	row("sentences", "%s\t%s/s", commas(r.Sentences), commas(int64(r.SentencesPerSec)))
+	row("words", "%s\t%s/s", commas(r.Words), commas(int64(r.WordsPerSec)))
+	if r.LatencyMS != nil {
+		row("acked", "%s", commas(r.Acked))
+		row("failed", "%s", commas(r.Failed))
+		row("timeouts", "%s", commas(r.Timeouts))
+		row("latency", "p50 %s  p99 %s  p99.9 %s", fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), fmtMS(r.LatencyMS.P999))
+	}
+	row("cpu", "%.2fs\t%.3fs per million sentences", r.CPUSeconds, r.CPUSecondsPerMillionSentences)
+	row("max rss", "%s", mib(r.MaxRSSBytes))
+	if s := r.RSSAfterWarmup; s != nil {
+		warmup := ""
+		if s.WarmupSamples > 0 {
+			warmup = fmt.Sprintf(" (after %ds warm-up)", s.WarmupSamples)
+		}
+		row("rss", "min %s  max %s  last %s%s", mib(s.Min), mib(s.Max), mib(s.Last), warmup)
+	}
+	row("go", "%s, GOMAXPROCS %d", r.GoVersion, r.GOMAXPROCS)
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// commas formats n with thousands separators: 6498760 → "6,498,760".
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	b := make([]byte, 0, len(s)+len(s)/3+1)
+	if neg {
+		b = append(b, '-')
+	}
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func fmtMS(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 3, 64) + "ms"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "ms"
+}

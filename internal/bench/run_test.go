@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunPlainJSON(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Runner, opts.Duration, opts.JSON = RunnerPlain, 300*time.Millisecond, true
+	var out bytes.Buffer
+	r, err := Run(t.Context(), opts, PlainRunner, &out, nil)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	dec := json.NewDecoder(&out)
+	var doc Report
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%s", err, out.String())
+	}
+	if dec.More() {
+		t.Errorf("stdout has more than one JSON document:\n%s", out.String())
+	}
+	if doc.Words != WordsPerSentence*doc.Sentences || doc.Sentences == 0 {
+		t.Errorf("report words = %d, sentences = %d; want words = 8 × sentences > 0", doc.Words, doc.Sentences)
+	}
+	if doc.Acked != doc.Sentences || doc.LatencyMS == nil {
+		t.Errorf("ack report: acked = %d of %d sentences, latency %+v; want all acked, latency set", doc.Acked, doc.Sentences, doc.LatencyMS)
+	}
+	if doc.DurationS < 0.29 || doc.DurationS > 1 {
+		t.Errorf("duration_s = %v, want ≈ 0.3", doc.DurationS)
+	}
+	if doc.SentencesPerSec <= 0 || doc.CPUSeconds <= 0 || doc.MaxRSSBytes <= 0 {
+		t.Errorf("sentences_per_sec %v, cpu_seconds %v, max_rss_bytes %d; want all > 0",
+			doc.SentencesPerSec, doc.CPUSeconds, doc.MaxRSSBytes)
+	}
+	if r.Sentences != doc.Sentences {
+		t.Errorf("returned report has %d sentences, printed one %d", r.Sentences, doc.Sentences)
+	}
+}
+
+func TestRunLiveAndTable(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Runner, opts.Duration = RunnerPlain, 1200*time.Millisecond
+	var out, live bytes.Buffer
+	r, err := Run(t.Context(), opts, PlainRunner, &out, &live)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !strings.Contains(live.String(), "1s  sentences/s ") || !strings.Contains(live.String(), "p99 ") {
+		t.Errorf("live view = %q, want a line for 1s with sentences/s and p99", live.String())
+	}
+	if !strings.Contains(out.String(), "sentences") || strings.HasPrefix(out.String(), "{") {
+		t.Errorf("text mode output = %q, want a table", out.String())
+	}
+	if len(r.RSSSamplesBytes) == 0 {
+		t.Errorf("rss_samples_bytes is empty after a 1.2s run, want one sample per second")
+	}
+}
+
+func TestRunRunnerError(t *testing.T) {
+	boom := errors.New("boom")
+	opts := DefaultOptions()
+	opts.Duration = time.Second
+	failing := func(ctx context.Context, opts Options, stats *Stats) error { return boom }
+	start := time.Now()
+	_, err := Run(t.Context(), opts, failing, &bytes.Buffer{}, nil)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "gale runner") {
+		t.Errorf("Run with a failing runner = %v, want it to wrap %v and name the runner", err, boom)
+	}
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("Run took %v after the runner failed at once, want it to return promptly", took)
+	}
+}
+
+func TestRunParentCancelled(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Runner, opts.Mode, opts.Duration, opts.JSON = RunnerPlain, ModeNoAck, time.Minute, true
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+	defer cancel()
+	r, err := Run(ctx, opts, PlainRunner, &bytes.Buffer{}, nil)
+	if err != nil {
+		t.Fatalf("Run cancelled by its parent ctx = %v, want a report", err)
+	}
+	if r.DurationS > 5 {
+		t.Errorf("duration_s = %v, want ≈ 0.15 (the parent's deadline)", r.DurationS)
+	}
+}
+
+func TestRunRejects(t *testing.T) {
+	bad := DefaultOptions()
+	bad.Mode = "x"
+	if _, err := Run(t.Context(), bad, PlainRunner, &bytes.Buffer{}, nil); err == nil || !strings.Contains(err.Error(), "--mode") {
+		t.Errorf("Run with --mode x = %v, want an error naming --mode", err)
+	}
+	if _, err := Run(t.Context(), DefaultOptions(), nil, &bytes.Buffer{}, nil); err == nil {
+		t.Error("Run with a nil runner = nil, want an error")
+	}
+}

@@ -1,0 +1,179 @@
+// Package benchtopo is the Gale side of `gale bench wordcount`: the word
+// count topology (sentence spout → split, shuffle → count, fields on the
+// word) run in this process with the bench's workload, pacing and latency
+// measurement.
+package benchtopo
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bench"
+)
+
+// spout emits the bench's sentences. In ack mode each sentence's message id
+// is its scheduled emit time, so Ack can record the complete latency from
+// when the sentence was due (a backlog shows) to when its tree completed.
+type spout struct {
+	gale.BaseSpout
+	opts  bench.Options
+	stats *bench.Stats
+	base  time.Time
+	gen   *bench.SentenceGen
+	pacer *bench.Pacer
+	ack   bool
+	n     int64
+}
+
+func (*spout) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("sentence") }
+
+func (s *spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
+	s.Collector = c
+	s.gen = bench.NewSentenceGen(bench.SpoutSeed(tc.TaskIndex()))
+	s.base = time.Now()
+	s.pacer = bench.NewPacer(s.opts.SpoutRate(), s.base)
+	return nil
+}
+
+func (s *spout) NextTuple() {
+	now := time.Now()
+	for i := 0; i < 100; i++ {
+		sched, ok := s.pacer.Due(now)
+		if !ok {
+			break
+		}
+		if s.ack {
+			s.Collector.Emit(int64(sched.Sub(s.base)), s.gen.Next())
+		} else {
+			s.Collector.Emit(nil, s.gen.Next())
+		}
+		s.n++
+		if s.opts.Rate <= 0 {
+			break // unpaced: one sentence per call, as Storm's spouts do
+		}
+	}
+	if s.n >= 256 {
+		s.stats.Sentences.Add(s.n)
+		s.n = 0
+	}
+}
+
+func (s *spout) Ack(msgID any) {
+	s.stats.Acked.Add(1)
+	s.stats.Latency.Record(time.Since(s.base) - time.Duration(msgID.(int64)))
+}
+
+func (s *spout) Fail(_ any, reason error) {
+	if errors.Is(reason, gale.ErrTimeout) {
+		s.stats.Timeouts.Add(1)
+	} else {
+		s.stats.Failed.Add(1)
+	}
+}
+
+func (s *spout) Deactivate() { s.flush() }
+func (s *spout) Close()      { s.flush() }
+func (s *spout) flush() {
+	s.stats.Sentences.Add(s.n)
+	s.n = 0
+}
+
+// split emits each word of a sentence anchored on it, then acks it.
+type split struct {
+	gale.BaseBolt
+}
+
+func (*split) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("word") }
+
+func (b *split) Execute(t *gale.Tuple) {
+	s := t.GetString(0)
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != ' ' {
+			i++
+		}
+		b.Collector.Emit(t, s[:i])
+		if i == len(s) {
+			break
+		}
+		s = s[i+1:]
+	}
+	b.Collector.Ack(t)
+}
+
+// count counts words in a map.
+type count struct {
+	gale.BaseBolt
+	opts   bench.Options
+	stats  *bench.Stats
+	counts map[string]int64
+	n      int64
+}
+
+func (*count) DeclareOutputFields(gale.OutputDeclarer) {}
+
+func (b *count) Prepare(_ *gale.TopologyContext, c *gale.BoltCollector) error {
+	b.Collector = c
+	b.counts = make(map[string]int64, bench.VocabularySize)
+	return nil
+}
+
+func (b *count) Execute(t *gale.Tuple) {
+	b.counts[t.GetString(0)]++
+	if b.opts.CountDelay > 0 {
+		bench.BusyWork(b.opts.CountDelay)
+	}
+	b.Collector.Ack(t)
+	b.n++
+	if b.n >= 256 {
+		b.stats.Words.Add(b.n)
+		b.n = 0
+	}
+}
+
+func (b *count) Cleanup() {
+	b.stats.Words.Add(b.n)
+	b.n = 0
+}
+
+// Topology builds the bench topology for opts, reporting into stats.
+func Topology(opts bench.Options, stats *bench.Stats) (*gale.Topology, gale.Config, error) {
+	ack := opts.Mode == bench.ModeAck
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("sentences", func() gale.Spout { return &spout{opts: opts, stats: stats, ack: ack} }, opts.Spouts)
+	b.SetBolt("split", func() gale.Bolt { return &split{} }, opts.Splitters).ShuffleGrouping("sentences")
+	b.SetBolt("count", func() gale.Bolt { return &count{opts: opts, stats: stats} }, opts.Counters).FieldsGrouping("split", "word")
+	topo, err := b.Build()
+	if err != nil {
+		return nil, nil, err
+	}
+	conf := gale.Config{gale.TopologyAckerExecutors: 0}
+	if ack {
+		conf[gale.TopologyAckerExecutors] = opts.Ackers
+		if opts.MaxSpoutPending > 0 {
+			conf[gale.TopologyMaxSpoutPending] = opts.MaxSpoutPending
+		}
+	}
+	return topo, conf, nil
+}
+
+// Run is the bench.Runner for the Gale topology: it runs until ctx is done,
+// then stops the topology in order (spouts deactivated, in-flight trees
+// drained) before returning.
+func Run(ctx context.Context, opts bench.Options, stats *bench.Stats, log *slog.Logger) error {
+	topo, conf, err := Topology(opts, stats)
+	if err != nil {
+		return err
+	}
+	return gale.RunLocal(ctx, "bench-wordcount", conf, topo, gale.RunOptions{Logger: log})
+}
+
+// Runner returns Run as a bench.Runner logging to log.
+func Runner(log *slog.Logger) bench.Runner {
+	return func(ctx context.Context, opts bench.Options, stats *bench.Stats) error {
+		return Run(ctx, opts, stats, log)
+	}
+}
