@@ -30,6 +30,7 @@ type emitter struct {
 	targets []int
 	logged  map[string]bool
 	log     *slog.Logger
+	debug   bool // topology.debug: log every emit
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -42,6 +43,7 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		outs: make(map[string]*outStream, len(comp.streams)),
 		log:  log,
 	}
+	e.debug = comp.conf.Bool(TopologyDebug)
 	for id, csi := range comp.streams {
 		si := *csi
 		si.task = int32(task)
@@ -107,6 +109,9 @@ func (e *emitter) prepare(stream string, vals []any, direct int) (*Tuple, error)
 	}
 	if e.rt.capture != nil {
 		e.rt.capture(e.comp.id, stream, int(e.task), tvals)
+	}
+	if e.debug {
+		e.log.Info("emitting", "stream", stream, "values", tvals, "tasks", e.targets)
 	}
 	return t, nil
 }

@@ -49,6 +49,13 @@ type spoutExec struct {
 	out        *outbox
 	ctl        chan *ackBatch
 	maxPending int // per task; 0 = unset
+
+	// With acking on and topology.max.spout.pending unset, the executor
+	// sets its own in-flight limit from Little's law: at most as many
+	// trees per task as complete in a quarter of the message timeout, so
+	// a slow topology throttles its spouts instead of timing trees out.
+	autoLimit int
+	resolved  int // trees completed or failed since the last timeout tick
 	active     bool
 	now        int64 // clock nanos, read once per round
 	timeoutErr error
@@ -64,6 +71,9 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 	x.out = newOutbox(rt, false)
 	x.out.ctlIn = x.ctl
 	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
+	if x.maxPending == 0 && rt.numAckers > 0 {
+		x.autoLimit = autoPendingFloor
+	}
 	x.timeoutErr = fmt.Errorf("%w after %s (topology.message.timeout.secs)", ErrTimeout, rt.timeout)
 	for i := 0; i < n; i++ {
 		task := first + i
@@ -95,6 +105,14 @@ func (x *spoutExec) run() {
 		defer tk.Stop()
 		timeouts = tk.C()
 	}
+	tunes := nilTicker{}.C()
+	var tuneEvery time.Duration
+	if x.autoLimit > 0 {
+		tuneEvery = autoTuneInterval(x.rt.timeout)
+		tk := x.rt.clock.NewTicker(tuneEvery)
+		defer tk.Stop()
+		tunes = tk.C()
+	}
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
@@ -113,6 +131,8 @@ func (x *spoutExec) run() {
 				x.handleCtl(b)
 			case <-timeouts:
 				x.expire()
+			case <-tunes:
+				x.retune(tuneEvery)
 			case <-x.rt.quit:
 				return
 			default:
@@ -170,6 +190,8 @@ func (x *spoutExec) run() {
 			x.handleCtl(b)
 		case <-timeouts:
 			x.expire()
+		case <-tunes:
+			x.retune(tuneEvery)
 		case <-pause:
 		case <-x.rt.quit:
 			return
@@ -186,8 +208,12 @@ func (x *spoutExec) run() {
 // round calls NextTuple on t until it stops emitting, the batch is full or
 // the task reaches max pending. capped reports the last.
 func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
+	limit := x.maxPending
+	if limit == 0 {
+		limit = x.autoLimit
+	}
 	for i := 0; i < x.rt.batchSize; i++ {
-		if x.maxPending > 0 && t.pending.len() >= x.maxPending {
+		if limit > 0 && t.pending.len() >= limit {
 			return emitted, true
 		}
 		before := t.emits
@@ -221,6 +247,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 		switch m.kind {
 		case msgComplete:
 			if e, ok := t.pending.remove(m.root); ok {
+				x.resolved++
 				x.call(t, func() { t.spout.Ack(e.msgID) })
 				if x.rt.obs.Ack != nil {
 					x.rt.obs.Ack(x.comp.id, int(m.task), e.msgID)
@@ -228,6 +255,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 			}
 		case msgFailed:
 			if e, ok := t.pending.remove(m.root); ok {
+				x.resolved++
 				x.fail(t, e.msgID, m.reason)
 			}
 		case msgReset:
@@ -250,10 +278,28 @@ func (x *spoutExec) fail(t *spoutTask, msgID any, reason error) {
 func (x *spoutExec) expire() {
 	for _, t := range x.tasks {
 		for _, e := range t.pending.rotate() {
+			x.resolved++
 			x.fail(t, e.msgID, x.timeoutErr)
 		}
 	}
 	x.publish(false)
+}
+
+// retune sets the automatic in-flight limit from the trees resolved since
+// the last call, interval ago.
+func (x *spoutExec) retune(interval time.Duration) {
+	perQuarter := float64(x.resolved) * float64(x.rt.timeout/4) / float64(interval)
+	x.autoLimit = max(autoPendingFloor, int(perQuarter)/len(x.tasks))
+	x.resolved = 0
+}
+
+// autoPendingFloor is the least in-flight limit per spout task that the
+// automatic limit sets.
+const autoPendingFloor = 100
+
+// autoTuneInterval is how often the automatic limit is recomputed.
+func autoTuneInterval(timeout time.Duration) time.Duration {
+	return min(250*time.Millisecond, timeout/(pendingBuckets-1))
 }
 
 // shutdown delivers acks that already arrived, fails the trees still in

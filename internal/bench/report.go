@@ -42,10 +42,12 @@ type Report struct {
 	SentencesPerSec float64 `json:"sentences_per_sec"`
 	WordsPerSec     float64 `json:"words_per_sec"`
 
-	Acked     int64      `json:"acked"`
-	Failed    int64      `json:"failed"`
-	Timeouts  int64      `json:"timeouts"`
-	LatencyMS *Latencies `json:"latency_ms,omitempty"` // nil in noack mode
+	Acked    int64 `json:"acked"`
+	Failed   int64 `json:"failed"`
+	Timeouts int64 `json:"timeouts"`
+	// Unfinished trees were still in flight when the drain ended.
+	Unfinished int64      `json:"unfinished"`
+	LatencyMS  *Latencies `json:"latency_ms,omitempty"` // nil in noack mode
 
 	CPUSeconds                    float64 `json:"cpu_seconds"`
 	CPUSecondsPerMillionSentences float64 `json:"cpu_seconds_per_million_sentences"`
@@ -86,15 +88,16 @@ type RSSSummary struct {
 func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 	c := stats.load()
 	r := &Report{
-		Mode:      opts.Mode,
-		Runner:    opts.Runner,
-		DurationS: m.Window.Seconds(),
-		DrainS:    m.Drain.Seconds(),
-		Sentences: c.sentences,
-		Words:     c.words,
-		Acked:     c.acked,
-		Failed:    c.failed,
-		Timeouts:  c.timeouts,
+		Mode:       opts.Mode,
+		Runner:     opts.Runner,
+		DurationS:  m.Window.Seconds(),
+		DrainS:     m.Drain.Seconds(),
+		Sentences:  c.sentences,
+		Words:      c.words,
+		Acked:      c.acked,
+		Failed:     c.failed,
+		Timeouts:   c.timeouts,
+		Unfinished: c.unfinished,
 
 		CPUSeconds:      m.CPU.Seconds(),
 		MaxRSSBytes:     m.MaxRSS,
@@ -173,6 +176,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("acked", "%s", commas(r.Acked))
 		row("failed", "%s", commas(r.Failed))
 		row("timeouts", "%s", commas(r.Timeouts))
+		row("unfinished", "%s", commas(r.Unfinished))
 		row("latency", "p50 %s  p99 %s  p99.9 %s", fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), fmtMS(r.LatencyMS.P999))
 	}
 	row("cpu", "%.2fs\t%.3fs per million sentences", r.CPUSeconds, r.CPUSecondsPerMillionSentences)

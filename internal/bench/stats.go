@@ -15,6 +15,9 @@ type Stats struct {
 	Acked    atomic.Int64 // trees fully processed and acked to their spout
 	Failed   atomic.Int64 // trees failed explicitly by a bolt
 	Timeouts atomic.Int64 // trees that timed out
+	// Unfinished counts trees still in flight when the run's drain ended
+	// (failed with gale.ErrShutdown): neither acked nor failed.
+	Unfinished atomic.Int64
 
 	// Latency records, per acked tree, the time from the sentence's scheduled emit time
 	// (see Pacer) to the spout learning of its ack.
@@ -23,15 +26,16 @@ type Stats struct {
 
 // counters is a point-in-time copy of the Stats counters.
 type counters struct {
-	sentences, words, acked, failed, timeouts int64
+	sentences, words, acked, failed, timeouts, unfinished int64
 }
 
 func (s *Stats) load() counters {
 	return counters{
-		sentences: s.Sentences.Load(),
-		words:     s.Words.Load(),
-		acked:     s.Acked.Load(),
-		failed:    s.Failed.Load(),
-		timeouts:  s.Timeouts.Load(),
+		sentences:  s.Sentences.Load(),
+		words:      s.Words.Load(),
+		acked:      s.Acked.Load(),
+		failed:     s.Failed.Load(),
+		timeouts:   s.Timeouts.Load(),
+		unfinished: s.Unfinished.Load(),
 	}
 }

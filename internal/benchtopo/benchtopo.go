@@ -67,9 +67,12 @@ func (s *spout) Ack(msgID any) {
 }
 
 func (s *spout) Fail(_ any, reason error) {
-	if errors.Is(reason, gale.ErrTimeout) {
+	switch {
+	case errors.Is(reason, gale.ErrTimeout):
 		s.stats.Timeouts.Add(1)
-	} else {
+	case errors.Is(reason, gale.ErrShutdown):
+		s.stats.Unfinished.Add(1)
+	default:
 		s.stats.Failed.Add(1)
 	}
 }
