@@ -1,6 +1,7 @@
 package gale
 
 import (
+	goruntime "runtime"
 	"time"
 )
 
@@ -52,19 +53,43 @@ func (x *boltExec) run() {
 		ticks = tk.C()
 	}
 	for {
-		select {
-		case b := <-x.in:
-			x.process(b)
-		case <-ticks:
-			x.deliverTicks()
-		case <-x.rt.quit:
-			return
+		// Progressive wait, as Storm's executors do: when the queue is
+		// empty, yield a few times before parking, since waking a parked
+		// goroutine costs more than a yield when the producer is busy.
+		done := false
+		for spin := 0; spin < spinYields && !done; spin++ {
+			select {
+			case b := <-x.in:
+				x.process(b)
+				done = true
+			case <-ticks:
+				x.deliverTicks()
+				done = true
+			case <-x.rt.quit:
+				return
+			default:
+				goruntime.Gosched()
+			}
+		}
+		if !done {
+			select {
+			case b := <-x.in:
+				x.process(b)
+			case <-ticks:
+				x.deliverTicks()
+			case <-x.rt.quit:
+				return
+			}
 		}
 		if !x.out.flush() {
 			return
 		}
 	}
 }
+
+// spinYields is how many times an executor with an empty queue yields
+// before it parks.
+const spinYields = 4
 
 func (x *boltExec) process(b *batch) {
 	task := x.tasks[b.task-x.first]

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,7 @@ func newBenchCmd() *cobra.Command {
 
 func newWordcountCmd() *cobra.Command {
 	opts := bench.DefaultOptions()
-	var cpuprofile string
+	var cpuprofile, tracefile string
 	cmd := &cobra.Command{
 		Use:   "wordcount",
 		Short: "Benchmark the word-count topology: spouts → split → count",
@@ -39,7 +40,7 @@ to stdout at the end (or, with --json, one JSON document on stdout only).
 the baseline to compare Gale with.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWordcount(cmd, opts, cpuprofile)
+			return runWordcount(cmd, opts, cpuprofile, tracefile)
 		},
 	}
 	f := cmd.Flags()
@@ -52,13 +53,15 @@ the baseline to compare Gale with.`,
 	f.IntVar(&opts.Ackers, "ackers", opts.Ackers, "acker tasks (ack mode)")
 	f.IntVar(&opts.MaxSpoutPending, "max-spout-pending", opts.MaxSpoutPending, "in-flight sentences per spout task (0 = unset)")
 	f.DurationVar(&opts.CountDelay, "count-delay", opts.CountDelay, "extra busy work per word in the count bolt, to overload it")
+	f.IntVar(&opts.GOGC, "gogc", opts.GOGC, "GC percent for the run, for both runners (Gale workers run with topology.worker.gogc = 400; Go's default is 100)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
+	f.StringVar(&tracefile, "trace", "", "write a runtime execution trace of the run to `file` (go tool trace)")
 	return cmd
 }
 
-func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile string) (err error) {
+func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile string) (err error) {
 	if err := opts.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -81,6 +84,17 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile string) (er
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if tracefile != "" {
+		f, err := os.Create(tracefile)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		defer trace.Stop()
 	}
 	var live io.Writer
 	if !opts.JSON {

@@ -27,6 +27,7 @@ type Options struct {
 
 	MaxSpoutPending int           // in-flight cap per spout task; 0 = unset (runner default)
 	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
+	GOGC            int           // GC percent for the run (Gale workers run with 400; Go's default is 100)
 
 	JSON   bool   // print one JSON document instead of the live view and table
 	Runner string // RunnerGale or RunnerPlain; a label for the report
@@ -42,6 +43,7 @@ func DefaultOptions() Options {
 		Counters:  1,
 		Ackers:    1,
 		Runner:    RunnerGale,
+		GOGC:      400,
 	}
 }
 
@@ -78,6 +80,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxSpoutPending < 0 {
 		bad("--max-spout-pending must be ≥ 0 (0 = unset), got %d", o.MaxSpoutPending)
+	}
+	if o.GOGC < 25 {
+		bad("--gogc must be ≥ 25, got %d", o.GOGC)
 	}
 	if o.CountDelay < 0 {
 		bad("--count-delay must be ≥ 0, got %v", o.CountDelay)

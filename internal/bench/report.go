@@ -64,6 +64,7 @@ type Report struct {
 	CountDelayS     float64 `json:"count_delay_s"`
 	Rate            float64 `json:"rate"`
 
+	GOGC       int    `json:"gogc"`
 	GoVersion  string `json:"go_version"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
 }
@@ -111,6 +112,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		CountDelayS:     opts.CountDelay.Seconds(),
 		Rate:            opts.Rate,
 
+		GOGC:       opts.GOGC,
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}
@@ -188,7 +190,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		row("rss", "min %s  max %s  last %s%s", mib(s.Min), mib(s.Max), mib(s.Last), warmup)
 	}
-	row("go", "%s, GOMAXPROCS %d", r.GoVersion, r.GOMAXPROCS)
+	row("go", "%s, GOMAXPROCS %d, GOGC %d", r.GoVersion, r.GOMAXPROCS, r.GOGC)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -28,6 +29,7 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	if topo == nil {
 		return nil, errors.New("bench: nil runner")
 	}
+	defer debug.SetGCPercent(debug.SetGCPercent(opts.GOGC))
 	cpu0, _, err := rusage()
 	if err != nil {
 		return nil, err
