@@ -350,7 +350,7 @@ func cloneDef(d TopologyDef) TopologyDef {
 	cp := func(cs []ComponentDef) []ComponentDef {
 		out := make([]ComponentDef, len(cs))
 		for i, c := range cs {
-			c.Streams = slices.Clone(c.Streams)
+			c.Streams = append([]StreamDef{}, c.Streams...)
 			c.Inputs = slices.Clone(c.Inputs)
 			if c.Config != nil {
 				cc := make(Config, len(c.Config))

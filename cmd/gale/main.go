@@ -68,7 +68,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.AddCommand(newVersionCmd(), newBenchCmd())
+	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd())
 	return root
 }
 
