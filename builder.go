@@ -418,7 +418,7 @@ func (d *TopologyDef) Validate() error {
 		}
 		if c.Config != nil {
 			if err := c.Config.Validate(LayerComponent); err != nil {
-				errs = append(errs, fmt.Errorf("%s %q: %w", kind, c.ID, err))
+				errs = append(errs, fmt.Errorf("%w: %s %q: %w", ErrInvalidTopology, kind, c.ID, err))
 			}
 		}
 	}

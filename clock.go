@@ -28,6 +28,15 @@ type sysTicker struct{ t *time.Ticker }
 func (s sysTicker) C() <-chan time.Time { return s.t.C }
 func (s sysTicker) Stop()               { s.t.Stop() }
 
+// tickDone tells t, if it wants to know, that the tick it sent has been
+// handled and what it caused flushed. galetest's manual Clock uses it to
+// move time only once the topology has caught up.
+func tickDone(t Ticker) {
+	if d, ok := t.(interface{ TickDone() }); ok {
+		d.TickDone()
+	}
+}
+
 // nilTicker never fires.
 type nilTicker struct{}
 

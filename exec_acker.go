@@ -29,6 +29,7 @@ func (x *ackerExec) run() {
 			x.handle(b)
 		case <-tk.C():
 			x.ledger.Rotate()
+			tickDone(tk)
 		case <-x.rt.quit:
 			return
 		}

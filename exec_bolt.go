@@ -46,13 +46,14 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 func (x *boltExec) run() {
 	defer x.rt.wg.Done()
 	defer x.cleanup()
-	ticks := nilTicker{}.C()
+	var tk Ticker = nilTicker{}
 	if x.tick > 0 {
-		tk := x.rt.clock.NewTicker(x.tick)
+		tk = x.rt.clock.NewTicker(x.tick)
 		defer tk.Stop()
-		ticks = tk.C()
 	}
+	ticks := tk.C()
 	for {
+		ticked := false
 		// Progressive wait, as Storm's executors do: when the queue is
 		// empty, yield a few times before parking, since waking a parked
 		// goroutine costs more than a yield when the producer is busy.
@@ -64,7 +65,7 @@ func (x *boltExec) run() {
 				done = true
 			case <-ticks:
 				x.deliverTicks()
-				done = true
+				done, ticked = true, true
 			case <-x.rt.quit:
 				return
 			default:
@@ -77,12 +78,16 @@ func (x *boltExec) run() {
 				x.process(b)
 			case <-ticks:
 				x.deliverTicks()
+				ticked = true
 			case <-x.rt.quit:
 				return
 			}
 		}
 		if !x.out.flush() {
 			return
+		}
+		if ticked {
+			tickDone(tk)
 		}
 	}
 }

@@ -54,8 +54,8 @@ type spoutExec struct {
 	// sets its own in-flight limit from Little's law: at most as many
 	// trees per task as complete in a quarter of the message timeout, so
 	// a slow topology throttles its spouts instead of timing trees out.
-	autoLimit int
-	resolved  int // trees completed or failed since the last timeout tick
+	autoLimit  int
+	resolved   int // trees completed or failed since the last timeout tick
 	active     bool
 	now        int64 // clock nanos, read once per round
 	timeoutErr error
@@ -64,6 +64,7 @@ type spoutExec struct {
 	rounds       atomic.Int64
 	idleRounds   atomic.Int64 // consecutive rounds without an emit
 	capped       atomic.Bool  // every task is at max pending
+	stopped      atomic.Bool  // saw the deactivation and published since
 }
 
 func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
@@ -99,19 +100,21 @@ func (x *spoutExec) call(t *spoutTask, fn func()) {
 func (x *spoutExec) run() {
 	defer x.rt.wg.Done()
 	defer x.shutdown()
-	timeouts := nilTicker{}.C()
+	var tk Ticker = nilTicker{}
 	if x.rt.numAckers > 0 {
-		tk := x.rt.clock.NewTicker(x.rt.timeout / (pendingBuckets - 1))
+		tk = x.rt.clock.NewTicker(x.rt.timeout / (pendingBuckets - 1))
 		defer tk.Stop()
-		timeouts = tk.C()
 	}
+	timeouts := tk.C()
+	expired := 0 // timeout ticks handled since the last flush
 	tunes := nilTicker{}.C()
+	var tuneTk Ticker = nilTicker{}
 	var tuneEvery time.Duration
 	if x.autoLimit > 0 {
 		tuneEvery = autoTuneInterval(x.rt.timeout)
-		tk := x.rt.clock.NewTicker(tuneEvery)
-		defer tk.Stop()
-		tunes = tk.C()
+		tuneTk = x.rt.clock.NewTicker(tuneEvery)
+		defer tuneTk.Stop()
+		tunes = tuneTk.C()
 	}
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
@@ -131,8 +134,10 @@ func (x *spoutExec) run() {
 				x.handleCtl(b)
 			case <-timeouts:
 				x.expire()
+				expired++
 			case <-tunes:
 				x.retune(tuneEvery)
+				tickDone(tuneTk)
 			case <-x.rt.quit:
 				return
 			default:
@@ -171,8 +176,12 @@ func (x *spoutExec) run() {
 		if !x.out.flush() {
 			return
 		}
+		for ; expired > 0; expired-- {
+			tickDone(tk)
+		}
 		x.capped.Store(x.active && capped)
 		x.publish(emitted)
+		x.stopped.Store(!x.active)
 		if emitted {
 			idleN = 0
 			continue
@@ -190,8 +199,10 @@ func (x *spoutExec) run() {
 			x.handleCtl(b)
 		case <-timeouts:
 			x.expire()
+			expired++
 		case <-tunes:
 			x.retune(tuneEvery)
+			tickDone(tuneTk)
 		case <-pause:
 		case <-x.rt.quit:
 			return
@@ -241,12 +252,14 @@ func (x *spoutExec) publish(emitted bool) {
 }
 
 func (x *spoutExec) handleCtl(b *ackBatch) {
+	freed := false
 	for i := range b.msgs {
 		m := &b.msgs[i]
 		t := x.tasks[m.task-x.first]
 		switch m.kind {
 		case msgComplete:
 			if e, ok := t.pending.remove(m.root); ok {
+				freed = true
 				x.resolved++
 				x.call(t, func() { t.spout.Ack(e.msgID) })
 				if x.rt.obs.Ack != nil {
@@ -255,6 +268,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 			}
 		case msgFailed:
 			if e, ok := t.pending.remove(m.root); ok {
+				freed = true
 				x.resolved++
 				x.fail(t, e.msgID, m.reason)
 			}
@@ -262,8 +276,21 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 			t.pending.touch(m.root)
 		}
 	}
+	if freed {
+		// A slot is free: the spout is neither capped nor idle until it
+		// has had its rounds. Clear both before putAckBatch releases the
+		// in-flight count, so WaitQuiet never sees nothing in flight with
+		// stale flags.
+		x.unquiet()
+	}
 	x.rt.putAckBatch(b)
 	x.publish(false)
+}
+
+// unquiet marks the spout as having work to do.
+func (x *spoutExec) unquiet() {
+	x.capped.Store(false)
+	x.idleRounds.Store(0)
 }
 
 func (x *spoutExec) fail(t *spoutTask, msgID any, reason error) {
@@ -279,6 +306,7 @@ func (x *spoutExec) expire() {
 	for _, t := range x.tasks {
 		for _, e := range t.pending.rotate() {
 			x.resolved++
+			x.unquiet()
 			x.fail(t, e.msgID, x.timeoutErr)
 		}
 	}
@@ -289,7 +317,11 @@ func (x *spoutExec) expire() {
 // the last call, interval ago.
 func (x *spoutExec) retune(interval time.Duration) {
 	perQuarter := float64(x.resolved) * float64(x.rt.timeout/4) / float64(interval)
+	old := x.autoLimit
 	x.autoLimit = max(autoPendingFloor, int(perQuarter)/len(x.tasks))
+	if x.autoLimit > old {
+		x.unquiet()
+	}
 	x.resolved = 0
 }
 

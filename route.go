@@ -21,8 +21,8 @@ type router struct {
 	consumer string
 	kind     groupingKind
 	tasks    []int // consumer task ids, ascending
-	fieldIdx []int   // fields grouping: positions of the grouping fields
-	next     int     // shuffle: round-robin position
+	fieldIdx []int // fields grouping: positions of the grouping fields
+	next     int   // shuffle: round-robin position
 	custom   CustomGrouping
 }
 

@@ -373,6 +373,17 @@ func (rt *runtime) pending() int64 {
 	return n
 }
 
+// spoutsStopped reports whether every spout executor has seen the
+// deactivation and published its pending count since.
+func (rt *runtime) spoutsStopped() bool {
+	for _, x := range rt.spoutExecs {
+		if !x.stopped.Load() {
+			return false
+		}
+	}
+	return true
+}
+
 // stop deactivates the spouts, waits up to drain for in-flight trees to
 // complete, then stops every executor; each closes or cleans up its tasks
 // exactly once. Trees still pending are failed with ErrShutdown.
@@ -381,7 +392,9 @@ func (rt *runtime) stop(drain time.Duration) {
 	if drain > 0 && rt.numAckers > 0 {
 		deadline := time.Now().Add(drain)
 		poll := time.NewTicker(time.Millisecond)
-		for rt.pending() > 0 && time.Now().Before(deadline) {
+		// Wait for every spout to see the deactivation (so the trees of
+		// its last round are counted), then for the trees to finish.
+		for (!rt.spoutsStopped() || rt.pending() > 0) && time.Now().Before(deadline) {
 			<-poll.C
 		}
 		poll.Stop()

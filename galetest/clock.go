@@ -2,6 +2,7 @@ package galetest
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gale-stream/gale"
@@ -48,6 +49,7 @@ func (c *Clock) Advance(d time.Duration) {
 		for !t.next.After(c.now) {
 			select {
 			case t.ch <- t.next:
+				t.fired++
 			default:
 			}
 			t.next = t.next.Add(t.period)
@@ -56,6 +58,8 @@ func (c *Clock) Advance(d time.Duration) {
 }
 
 type ticker struct {
+	fired  int64 // ticks sent, under c.mu
+	done   atomic.Int64
 	c      *Clock
 	ch     chan time.Time
 	period time.Duration
@@ -63,6 +67,22 @@ type ticker struct {
 }
 
 func (t *ticker) C() <-chan time.Time { return t.ch }
+
+// TickDone is called by the runtime when it has handled a tick and flushed
+// what the tick caused.
+func (t *ticker) TickDone() { t.done.Add(1) }
+
+// settled reports whether the runtime has handled every tick sent.
+func (c *Clock) settled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.tickers {
+		if t.fired != t.done.Load() {
+			return false
+		}
+	}
+	return true
+}
 
 func (t *ticker) Stop() {
 	t.c.mu.Lock()

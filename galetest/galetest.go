@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -183,6 +184,12 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			default:
 			}
 			pending, err := lt.WaitQuiet(ctx)
+			// A kill-worker panic during the wait ends the run.
+			select {
+			case ferr := <-lt.Failed():
+				return ferr
+			default:
+			}
 			if err != nil {
 				return fmt.Errorf("galetest: topology did not complete within %s (%d trees pending): %w", opts.Timeout, lt.Pending(), err)
 			}
@@ -192,6 +199,14 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			// Idle with trees pending: let simulated time pass so they
 			// time out (or a tick tuple moves things along).
 			opts.Clock.Advance(lt.TimeoutTick())
+			// Wait until the topology has handled the ticks (timeouts,
+			// tick tuples) before looking for quiet again.
+			for !opts.Clock.settled() {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("galetest: topology did not handle its ticks within %s: %w", opts.Timeout, err)
+				}
+				runtime.Gosched()
+			}
 		}
 	}()
 	lt.Stop()

@@ -7,8 +7,8 @@ package fieldhash
 
 import (
 	"fmt"
-	"math/bits"
 	"math"
+	"math/bits"
 	"time"
 )
 
