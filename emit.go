@@ -14,6 +14,7 @@ var (
 	ErrUndeclaredStream = errors.New("gale: emit on an undeclared stream")
 	ErrWrongArity       = errors.New("gale: emit with the wrong number of values")
 	ErrDirect           = errors.New("gale: direct emit mismatch")
+	ErrGrouping         = errors.New("gale: a custom grouping chose an invalid task")
 )
 
 // emitter is the emitting half of one task: its output streams, routers,
@@ -101,7 +102,7 @@ func (e *emitter) prepare(stream string, vals []any, direct int) (*Tuple, error)
 	for _, r := range os.subs {
 		var err error
 		if e.targets, err = r.choose(e.targets, tvals, int(e.task), direct); err != nil {
-			return nil, e.emitError(err)
+			return nil, e.emitError(fmt.Errorf("component %q stream %q: %w", e.comp.id, stream, err))
 		}
 	}
 	if direct >= 0 && len(e.targets) == 0 {

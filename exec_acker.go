@@ -13,6 +13,7 @@ type ackerExec struct {
 	ctl    chan *ackBatch
 	out    *outbox
 	ledger *acker.Ledger
+	tk     Ticker // rotation, every message timeout; made by start
 }
 
 func newAckerExec(rt *runtime, idx int) *ackerExec {
@@ -21,7 +22,7 @@ func newAckerExec(rt *runtime, idx int) *ackerExec {
 
 func (x *ackerExec) run() {
 	defer x.rt.wg.Done()
-	tk := x.rt.clock.NewTicker(x.rt.timeout)
+	tk := x.tk
 	defer tk.Stop()
 	for {
 		select {

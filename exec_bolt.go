@@ -24,6 +24,7 @@ type boltExec struct {
 	out   *outbox
 	in    chan *batch
 	tick  time.Duration
+	tk    Ticker // tick tuples; made by start
 }
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
@@ -46,11 +47,8 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 func (x *boltExec) run() {
 	defer x.rt.wg.Done()
 	defer x.cleanup()
-	var tk Ticker = nilTicker{}
-	if x.tick > 0 {
-		tk = x.rt.clock.NewTicker(x.tick)
-		defer tk.Stop()
-	}
+	tk := x.tk
+	defer tk.Stop()
 	ticks := tk.C()
 	for {
 		ticked := false

@@ -65,6 +65,8 @@ type spoutExec struct {
 	idleRounds   atomic.Int64 // consecutive rounds without an emit
 	capped       atomic.Bool  // every task is at max pending
 	stopped      atomic.Bool  // saw the deactivation and published since
+
+	timeoutTk, tuneTk Ticker // made by start, so their phase is fixed before any executor runs
 }
 
 func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
@@ -100,22 +102,12 @@ func (x *spoutExec) call(t *spoutTask, fn func()) {
 func (x *spoutExec) run() {
 	defer x.rt.wg.Done()
 	defer x.shutdown()
-	var tk Ticker = nilTicker{}
-	if x.rt.numAckers > 0 {
-		tk = x.rt.clock.NewTicker(x.rt.timeout / (pendingBuckets - 1))
-		defer tk.Stop()
-	}
-	timeouts := tk.C()
+	tk, tuneTk := x.timeoutTk, x.tuneTk
+	defer tk.Stop()
+	defer tuneTk.Stop()
+	timeouts, tunes := tk.C(), tuneTk.C()
 	expired := 0 // timeout ticks handled since the last flush
-	tunes := nilTicker{}.C()
-	var tuneTk Ticker = nilTicker{}
-	var tuneEvery time.Duration
-	if x.autoLimit > 0 {
-		tuneEvery = autoTuneInterval(x.rt.timeout)
-		tuneTk = x.rt.clock.NewTicker(tuneEvery)
-		defer tuneTk.Stop()
-		tunes = tuneTk.C()
-	}
+	tuneEvery := autoTuneInterval(x.rt.timeout)
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()

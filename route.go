@@ -84,7 +84,7 @@ func (r *router) choose(dst []int, vals []any, emitter int, direct int) ([]int, 
 		chosen := r.custom.ChooseTasks(emitter, vals)
 		for _, t := range chosen {
 			if _, ok := slices.BinarySearch(r.tasks, t); !ok {
-				return dst, fmt.Errorf("gale: custom grouping to %q chose task %d, which is not one of its tasks %v", r.consumer, t, r.tasks)
+				return dst, fmt.Errorf("%w: custom grouping to %q chose task %d, which is not one of its tasks %v", ErrGrouping, r.consumer, t, r.tasks)
 			}
 			dst = append(dst, t)
 		}

@@ -339,6 +339,26 @@ func (rt *runtime) start() error {
 		}
 	}
 	rt.active.Store(true)
+	// Tickers are made here, before any executor runs, so that on a manual
+	// clock their phase does not depend on goroutine scheduling.
+	for _, x := range rt.ackerExecs {
+		x.tk = rt.clock.NewTicker(rt.timeout)
+	}
+	for _, x := range rt.boltExecs {
+		x.tk = nilTicker{}
+		if x.tick > 0 {
+			x.tk = rt.clock.NewTicker(x.tick)
+		}
+	}
+	for _, x := range rt.spoutExecs {
+		x.timeoutTk, x.tuneTk = nilTicker{}, nilTicker{}
+		if rt.numAckers > 0 {
+			x.timeoutTk = rt.clock.NewTicker(rt.timeout / (pendingBuckets - 1))
+		}
+		if x.autoLimit > 0 {
+			x.tuneTk = rt.clock.NewTicker(autoTuneInterval(rt.timeout))
+		}
+	}
 	for _, x := range rt.ackerExecs {
 		rt.wg.Add(1)
 		go x.run()
