@@ -76,24 +76,13 @@ func (e *emitter) emitError(err error) error {
 
 // prepare validates an emit, makes the first tuple and chooses the target
 // tasks into e.targets.
-func (e *emitter) prepare(stream string, vals []any, direct int) (*Tuple, error) {
-	os := e.defOut
-	if stream != DefaultStream || os == nil {
-		os = e.outs[stream]
-	}
-	if os == nil {
-		return nil, e.emitError(fmt.Errorf("%w: component %q emitted on stream %q, which it does not declare (declare it in DeclareOutputFields)", ErrUndeclaredStream, e.comp.id, stream))
+//
+// os is the stream's outStream as resolved by outFor (nil if undeclared).
+func (e *emitter) prepare(os *outStream, stream string, vals []any, direct int) (*Tuple, error) {
+	if os == nil || len(vals) != len(os.info.fields) || os.info.direct != (direct >= 0) {
+		return nil, e.badEmit(os, stream, len(vals), direct)
 	}
 	si := os.info
-	if len(vals) != len(si.fields) {
-		return nil, e.emitError(fmt.Errorf("%w: component %q emitted %d values on stream %q, which declares %d fields %v", ErrWrongArity, e.comp.id, len(vals), stream, len(si.fields), si.fields))
-	}
-	if direct >= 0 && !si.direct {
-		return nil, e.emitError(fmt.Errorf("%w: component %q used EmitDirect on stream %q, which is not direct (declare it with DeclareDirectStream)", ErrDirect, e.comp.id, stream))
-	}
-	if direct < 0 && si.direct {
-		return nil, e.emitError(fmt.Errorf("%w: component %q emitted on direct stream %q without a task; use EmitDirect", ErrDirect, e.comp.id, stream))
-	}
 	t := e.slab.get()
 	t.src = si
 	t.setValues(vals)
@@ -117,6 +106,30 @@ func (e *emitter) prepare(stream string, vals []any, direct int) (*Tuple, error)
 	return t, nil
 }
 
+// outFor returns the outStream of a stream, or nil if it is not declared.
+func (e *emitter) outFor(stream string) *outStream {
+	if stream == DefaultStream {
+		return e.defOut
+	}
+	return e.outs[stream]
+}
+
+// badEmit explains why an emit was rejected; it is off the hot path.
+//
+//go:noinline
+func (e *emitter) badEmit(os *outStream, stream string, n, direct int) error {
+	switch {
+	case os == nil:
+		return e.emitError(fmt.Errorf("%w: component %q emitted on stream %q, which it does not declare (declare it in DeclareOutputFields)", ErrUndeclaredStream, e.comp.id, stream))
+	case n != len(os.info.fields):
+		return e.emitError(fmt.Errorf("%w: component %q emitted %d values on stream %q, which declares %d fields %v", ErrWrongArity, e.comp.id, n, stream, len(os.info.fields), os.info.fields))
+	case direct >= 0:
+		return e.emitError(fmt.Errorf("%w: component %q used EmitDirect on stream %q, which is not direct (declare it with DeclareDirectStream)", ErrDirect, e.comp.id, stream))
+	default:
+		return e.emitError(fmt.Errorf("%w: component %q emitted on direct stream %q without a task; use EmitDirect", ErrDirect, e.comp.id, stream))
+	}
+}
+
 // tupleFor returns the tuple for the i-th target: the first tuple itself,
 // or a copy sharing its values.
 func (e *emitter) tupleFor(first *Tuple, i int) *Tuple {
@@ -135,7 +148,7 @@ func (e *emitter) targetIDs() []int { return e.targets }
 // tree and returns its root id (0 otherwise). nTargets is how many tasks
 // got it.
 func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool) (root uint64, err error) {
-	first, err := e.prepare(stream, vals, direct)
+	first, err := e.prepare(e.outFor(stream), stream, vals, direct)
 	if err != nil {
 		return 0, err
 	}
@@ -160,7 +173,7 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool)
 
 // emitBolt emits a bolt tuple anchored on a (may be nil) and anchors.
 func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any, direct int) error {
-	first, err := e.prepare(stream, vals, direct)
+	first, err := e.prepare(e.outFor(stream), stream, vals, direct)
 	if err != nil {
 		return err
 	}

@@ -52,14 +52,15 @@ func (x *boltExec) run() {
 	ticks := tk.C()
 	for {
 		ticked := false
+		var in *batch
 		// Progressive wait, as Storm's executors do: when the queue is
 		// empty, yield a few times before parking, since waking a parked
 		// goroutine costs more than a yield when the producer is busy.
 		done := false
 		for spin := 0; spin < spinYields && !done; spin++ {
 			select {
-			case b := <-x.in:
-				x.process(b)
+			case in = <-x.in:
+				x.process(in)
 				done = true
 			case <-ticks:
 				x.deliverTicks()
@@ -72,8 +73,8 @@ func (x *boltExec) run() {
 		}
 		if !done {
 			select {
-			case b := <-x.in:
-				x.process(b)
+			case in = <-x.in:
+				x.process(in)
 			case <-ticks:
 				x.deliverTicks()
 				ticked = true
@@ -83,6 +84,12 @@ func (x *boltExec) run() {
 		}
 		if !x.out.flush() {
 			return
+		}
+		if in != nil {
+			// Released only now, so the in-flight count covers the input
+			// until what it caused has been sent on (shutdown's drain and
+			// galetest rely on it).
+			x.rt.putBatch(in)
 		}
 		if ticked {
 			tickDone(tk)
@@ -99,7 +106,6 @@ func (x *boltExec) process(b *batch) {
 	for i := 0; i < len(b.tuples); {
 		i = x.executeFrom(task, b.tuples, i)
 	}
-	x.rt.putBatch(b)
 }
 
 // executeFrom executes ts[i:], returning len(ts); if a bolt panics it

@@ -405,16 +405,18 @@ func (rt *runtime) spoutsStopped() bool {
 }
 
 // stop deactivates the spouts, waits up to drain for in-flight trees to
-// complete, then stops every executor; each closes or cleans up its tasks
+// complete and queued tuples to be processed, then stops every executor; each closes or cleans up its tasks
 // exactly once. Trees still pending are failed with ErrShutdown.
 func (rt *runtime) stop(drain time.Duration) {
 	rt.active.Store(false)
-	if drain > 0 && rt.numAckers > 0 {
+	if drain > 0 {
 		deadline := time.Now().Add(drain)
 		poll := time.NewTicker(time.Millisecond)
 		// Wait for every spout to see the deactivation (so the trees of
-		// its last round are counted), then for the trees to finish.
-		for (!rt.spoutsStopped() || rt.pending() > 0) && time.Now().Before(deadline) {
+		// its last round are counted), then for the trees to finish and
+		// the queues to empty (with acking off there are no trees, but
+		// queued tuples are still worth delivering).
+		for (!rt.spoutsStopped() || rt.pending() > 0 || rt.inflight.Load() > 0) && time.Now().Before(deadline) {
 			<-poll.C
 		}
 		poll.Stop()

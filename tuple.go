@@ -285,7 +285,7 @@ type tupleSlab struct {
 	block []Tuple
 }
 
-const slabSize = 128
+const slabSize = 512
 
 func (s *tupleSlab) get() *Tuple {
 	if len(s.block) == 0 {

@@ -72,20 +72,30 @@ func mix(h, v uint64) uint64 {
 
 func addString(h uint64, tag byte, s string) uint64 {
 	h = mix(h, uint64(tag)<<56|uint64(len(s)))
-	for len(s) >= 8 {
-		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		h = mix(h, v)
+	for len(s) > 8 {
+		h = mix(h, le64(s))
 		s = s[8:]
 	}
-	if len(s) > 0 {
-		var v uint64
-		for i := 0; i < len(s); i++ {
-			v |= uint64(s[i]) << (8 * i)
-		}
-		h = mix(h, v)
+	// The last 1..8 bytes: two overlapping 4-byte loads (or single bytes
+	// for a short tail), as wyhash does, instead of a byte loop.
+	switch n := len(s); {
+	case n >= 4:
+		return mix(h, uint64(le32(s))|uint64(le32(s[n-4:]))<<32)
+	case n > 0:
+		return mix(h, uint64(s[0])|uint64(s[n/2])<<8|uint64(s[n-1])<<16)
 	}
 	return h
+}
+
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 func addUint(h uint64, tag byte, v uint64) uint64 {

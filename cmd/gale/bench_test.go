@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// benchReport is the part of `gale bench wordcount --json` a user relies on.
+type benchReport struct {
+	Mode            string  `json:"mode"`
+	Runner          string  `json:"runner"`
+	DurationS       float64 `json:"duration_s"`
+	Sentences       int64   `json:"sentences"`
+	Words           int64   `json:"words"`
+	SentencesPerSec float64 `json:"sentences_per_sec"`
+	WordsPerSec     float64 `json:"words_per_sec"`
+	Acked           int64   `json:"acked"`
+	Failed          int64   `json:"failed"`
+	Timeouts        int64   `json:"timeouts"`
+	Unfinished      int64   `json:"unfinished"`
+	LatencyMS       *struct {
+		P50  float64 `json:"p50"`
+		P99  float64 `json:"p99"`
+		P999 float64 `json:"p999"`
+	} `json:"latency_ms"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	MaxRSSBytes int64   `json:"max_rss_bytes"`
+}
+
+// wordsPerSentence is the bench workload's sentence length (bench.WordsPerSentence),
+// spelled out as the user reads it in the help.
+const wordsPerSentence = 8
+
+// TestBenchWordcountJSON runs each runner and mode briefly and checks the one JSON
+// document on stdout: the keys the issue asks for and the invariants a user relies on.
+func TestBenchWordcountJSON(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		mode   string
+		runner string
+	}{
+		{name: "gale ack", args: []string{"--mode", "ack"}, mode: "ack", runner: "gale"},
+		{name: "gale noack", args: []string{"--mode", "noack"}, mode: "noack", runner: "gale"},
+		{name: "plain ack", args: []string{"--runner", "plain"}, mode: "ack", runner: "plain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"bench", "wordcount", "--duration", "300ms", "--json"}, tt.args...)
+			code, stdout, _ := runGale(t, args...)
+			if code != exitOK {
+				t.Fatalf("exit code: got %d, want %d", code, exitOK)
+			}
+			var keys map[string]json.RawMessage
+			decodeOne(t, stdout, &keys)
+			want := []string{"mode", "duration_s", "sentences", "words", "sentences_per_sec", "words_per_sec",
+				"acked", "failed", "cpu_seconds", "max_rss_bytes"}
+			if tt.mode == "ack" {
+				want = append(want, "latency_ms")
+			}
+			for _, k := range want {
+				if _, ok := keys[k]; !ok {
+					t.Errorf("JSON report has no key %q", k)
+				}
+			}
+			var r benchReport
+			decodeOne(t, stdout, &r)
+			t.Logf("report: %+v", r)
+
+			if r.Mode != tt.mode || r.Runner != tt.runner {
+				t.Errorf("mode, runner: got %q, %q, want %q, %q", r.Mode, r.Runner, tt.mode, tt.runner)
+			}
+			if r.DurationS < 0.3 {
+				t.Errorf("duration_s: got %v, want ≥ 0.3 (--duration 300ms)", r.DurationS)
+			}
+			if r.Sentences <= 0 || r.Words <= 0 || r.SentencesPerSec <= 0 || r.WordsPerSec <= 0 {
+				t.Errorf("sentences %d, words %d, sentences/s %v, words/s %v: want all > 0",
+					r.Sentences, r.Words, r.SentencesPerSec, r.WordsPerSec)
+			}
+			if r.CPUSeconds <= 0 || r.MaxRSSBytes <= 0 {
+				t.Errorf("cpu_seconds %v, max_rss_bytes %d: want both > 0", r.CPUSeconds, r.MaxRSSBytes)
+			}
+			if r.Failed != 0 || r.Timeouts != 0 {
+				t.Errorf("failed %d, timeouts %d: want 0, 0", r.Failed, r.Timeouts)
+			}
+			// Words can never exceed what the sentences hold.
+			if r.Words > wordsPerSentence*r.Sentences {
+				t.Errorf("words: got %d, more than %d × %d sentences", r.Words, wordsPerSentence, r.Sentences)
+			}
+
+			if tt.mode == "noack" {
+				// The drain delivers what is queued at the end, acking or not.
+				if r.Words != wordsPerSentence*r.Sentences {
+					t.Errorf("words: got %d, want %d × %d sentences (drained)", r.Words, wordsPerSentence, r.Sentences)
+				}
+				if r.Acked != 0 || r.Unfinished != 0 {
+					t.Errorf("acked %d, unfinished %d: want 0, 0 in noack mode", r.Acked, r.Unfinished)
+				}
+				if _, ok := keys["latency_ms"]; ok {
+					t.Errorf("latency_ms present in noack mode: %s", keys["latency_ms"])
+				}
+				return
+			}
+			// Ack mode: every sentence's tree is acked, or still in flight when the drain
+			// ended (none should be: the drain timeout is 5 s).
+			if r.Acked+r.Unfinished != r.Sentences {
+				t.Errorf("acked %d + unfinished %d: got %d, want sentences %d",
+					r.Acked, r.Unfinished, r.Acked+r.Unfinished, r.Sentences)
+			}
+			if r.Unfinished == 0 && r.Words != wordsPerSentence*r.Sentences {
+				t.Errorf("words: got %d, want %d × %d sentences = %d (every tree acked, so every word counted)",
+					r.Words, wordsPerSentence, r.Sentences, wordsPerSentence*r.Sentences)
+			}
+			if r.Unfinished != 0 {
+				t.Errorf("unfinished: got %d after a 300ms run, want 0 (the drain should finish)", r.Unfinished)
+			}
+			if l := r.LatencyMS; l == nil {
+				t.Errorf("latency_ms: missing in ack mode")
+			} else if !(0 < l.P50 && l.P50 <= l.P99 && l.P99 <= l.P999) {
+				t.Errorf("latency_ms: got p50 %v, p99 %v, p999 %v, want 0 < p50 ≤ p99 ≤ p999", l.P50, l.P99, l.P999)
+			}
+		})
+	}
+}
+
+// TestBenchWordcountTable runs without --json for a little over a second: the
+// summary table goes to stdout, the live lines (one per second) to stderr.
+func TestBenchWordcountTable(t *testing.T) {
+	code, stdout, stderr := runGale(t, "bench", "wordcount", "--duration", "1200ms")
+	if code != exitOK {
+		t.Fatalf("exit code: got %d, want %d", code, exitOK)
+	}
+	t.Logf("stdout:\n%s", stdout)
+	for _, row := range []string{"runner", "duration", "sentences", "words", "acked", "failed", "timeouts", "latency", "cpu", "max rss"} {
+		if !hasRow(stdout, row) {
+			t.Errorf("summary table has no %q row", row)
+		}
+	}
+	if strings.Contains(stdout, "sentences/s ") || strings.HasPrefix(strings.TrimSpace(stdout), "{") {
+		t.Errorf("stdout should hold only the summary table")
+	}
+	live := 0
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "sentences/s") && strings.Contains(line, "words/s") && strings.Contains(line, "acked") {
+			live++
+		}
+	}
+	if live < 1 {
+		t.Errorf("stderr: got %d live lines, want ≥ 1 after 1.2s", live)
+	}
+}
+
+// hasRow reports whether the table has a line starting with the row name.
+func hasRow(table, name string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, name+"  ") || strings.HasPrefix(line, name+" ") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const timeoutKey = "topology.message.timeout.secs"
+
+func TestConfigShow(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runGale(t, "config", "show")
+	if code != exitOK {
+		t.Fatalf("exit code: got %d, want %d", code, exitOK)
+	}
+	if stderr != "" {
+		t.Errorf("stderr: got %q, want nothing", stderr)
+	}
+	row := tableRow(stdout, timeoutKey)
+	if row == nil {
+		t.Fatalf("no %s row in:\n%s", timeoutKey, stdout)
+	}
+	if got := row[1:3]; got[0] != "30" || got[1] != "default" {
+		t.Errorf("%s: got value %s, source %s; want 30, default", timeoutKey, got[0], got[1])
+	}
+}
+
+func TestConfigShowJSON(t *testing.T) {
+	t.Parallel()
+	code, stdout, _ := runGale(t, "config", "show", "--json")
+	if code != exitOK {
+		t.Fatalf("exit code: got %d, want %d", code, exitOK)
+	}
+	var rows []struct {
+		Key    string `json:"key"`
+		Value  any    `json:"value"`
+		Source string `json:"source"`
+	}
+	decodeOne(t, stdout, &rows)
+	for _, r := range rows {
+		if r.Key == timeoutKey {
+			if r.Value != float64(30) || r.Source != "default" {
+				t.Errorf("%s: got value %v, source %q; want 30, default", timeoutKey, r.Value, r.Source)
+			}
+			return
+		}
+	}
+	t.Errorf("no %q among %d keys", timeoutKey, len(rows))
+}
+
+func TestConfigShowFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	t.Run("file value", func(t *testing.T) {
+		t.Parallel()
+		f := write("ok.yaml", timeoutKey+": 60\n")
+		code, stdout, _ := runGale(t, "config", "show", "--file", f)
+		if code != exitOK {
+			t.Fatalf("exit code: got %d, want %d", code, exitOK)
+		}
+		if row := tableRow(stdout, timeoutKey); row == nil || row[1] != "60" || row[2] != "gale.yaml" {
+			t.Errorf("%s row: got %q, want value 60 from gale.yaml", timeoutKey, row)
+		}
+	})
+
+	t.Run("unknown key and wrong type", func(t *testing.T) {
+		t.Parallel()
+		f := write("bad.yaml", "topology.message.timeout.sec: 10\ntopology.workers: two\n")
+		code, stdout, stderr := runGale(t, "config", "show", "--file", f)
+		if code != exitRuntime {
+			t.Errorf("exit code: got %d, want %d", code, exitRuntime)
+		}
+		for _, want := range []string{
+			`"topology.message.timeout.sec"`,                // the unknown key
+			`did you mean "topology.message.timeout.secs"?`, // the near key
+			`"topology.workers"`,                            // the wrong type
+			`"two"`,
+		} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not contain %q", want)
+			}
+		}
+		if stdout != "" {
+			t.Errorf("stdout: got %q, want nothing", stdout)
+		}
+	})
+
+	t.Run("missing file", func(t *testing.T) {
+		t.Parallel()
+		f := filepath.Join(dir, "missing.yaml")
+		code, _, stderr := runGale(t, "config", "show", "--file", f)
+		if code != exitRuntime {
+			t.Errorf("exit code: got %d, want %d", code, exitRuntime)
+		}
+		if !strings.Contains(stderr, f) {
+			t.Errorf("stderr does not name the path %q", f)
+		}
+	})
+}
+
+// tableRow returns the fields of the table line whose first field is key, or nil.
+func tableRow(table, key string) []string {
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == key {
+			return f
+		}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain checks that no command leaves a goroutine behind. run's
+// signal.NotifyContext starts os/signal's watcher goroutine (top function
+// os/signal.signal_recv, and runtime.ensureSigM), which lives for the rest of
+// the process; goleak v1.3.0 already treats both as standard-library
+// goroutines, so no IgnoreTopFunction is needed.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes: a bench run writes
+// its live lines (monitor goroutine) and warnings (executors) to stderr from
+// different goroutines, as os.Stderr allows.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runGale runs the command line args in this process and returns its exit code,
+// stdout and stderr.
+func runGale(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut syncBuffer
+	code = run(args, &out, &errOut)
+	stdout, stderr = out.String(), errOut.String()
+	t.Logf("gale %s → exit %d\nstderr:\n%s", strings.Join(args, " "), code, stderr)
+	return code, stdout, stderr
+}
