@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/galetest"
 )
 
 // lifecycle counts each task's lifecycle calls and notes calls out of
@@ -402,4 +404,56 @@ func TestRunLocalDrainsOnCancel(t *testing.T) {
 	if !slices.Equal(got, rangeInts(0, n)) {
 		t.Errorf("acked %d of %d before close (failed: %v)", len(got), n, failed.all())
 	}
+}
+
+// TestErrorsAreKept checks that reported errors, rejected emits and panics
+// are visible to the operator, newest last, with their component and task.
+func TestErrorsAreKept(t *testing.T) {
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("s", func() gale.Spout { return &galetest.FixedSpout{Fields: []string{"x"}} }, 1)
+	b.SetBolt("b", func() gale.Bolt { return &errorBolt{} }, 1).ShuffleGrouping("s")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err = topo.ReplaceSpout("s", func() gale.Spout {
+		return &galetest.FixedSpout{Fields: []string{"x"}, Values: []gale.Values{{1}}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := gale.StartLocal("errs", nil, topo, gale.RunOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lt.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for {
+		errs, n := lt.Errors()
+		if n >= 3 {
+			want := []string{"reported", "does not declare", "panicked"}
+			for i, e := range errs[:3] {
+				if e.Component != "b" || !strings.Contains(e.Err.Error(), want[i]) {
+					t.Errorf("error %d: got %s task %d %q, want component b and %q", i, e.Component, e.Task, e.Err, want[i])
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d errors after 10s, want 3: %v", n, errs)
+		}
+		<-poll.C
+	}
+}
+
+type errorBolt struct{ gale.BaseBolt }
+
+func (*errorBolt) DeclareOutputFields(gale.OutputDeclarer) {}
+
+func (b *errorBolt) Execute(t *gale.Tuple) {
+	b.Collector.ReportError(errors.New("reported"))
+	b.Collector.EmitStream("nope", nil, 1)
+	panic("boom")
 }

@@ -46,6 +46,15 @@ func (lt *LocalTopology) Stop() {
 	})
 }
 
+// Errors returns the most recent errors components reported (ReportError)
+// or caused (panics, rejected emits), oldest first, and how many there were
+// in all.
+func (lt *LocalTopology) Errors() ([]ComponentError, int64) {
+	lt.rt.errMu.Lock()
+	defer lt.rt.errMu.Unlock()
+	return slices.Clone(lt.rt.lastErrs), lt.rt.errCount.Load()
+}
+
 // Pending is the number of spout tuple trees in flight.
 func (lt *LocalTopology) Pending() int { return int(lt.rt.pending()) }
 

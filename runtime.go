@@ -66,6 +66,8 @@ type runtime struct {
 	active   atomic.Bool
 	inflight atomic.Int64 // tuples and acker messages sent and not yet processed
 	errCount atomic.Int64
+	errMu    sync.Mutex
+	lastErrs []ComponentError
 
 	capture func(component, stream string, task int, vals []any)
 	obs     Observer
@@ -114,8 +116,28 @@ func (rt *runtime) ackerExec(root uint64) int {
 	return rt.ackers[root%uint64(len(rt.ackers))]
 }
 
+// reportError records a component's error (ReportError, a panic, a
+// rejected emit): counted, and the last few kept for LocalTopology.Errors
+// (and the UI later). Safe for concurrent use.
 func (rt *runtime) reportError(component string, task int, err error) {
 	rt.errCount.Add(1)
+	rt.errMu.Lock()
+	defer rt.errMu.Unlock()
+	if len(rt.lastErrs) == maxKeptErrors {
+		copy(rt.lastErrs, rt.lastErrs[1:])
+		rt.lastErrs = rt.lastErrs[:maxKeptErrors-1]
+	}
+	rt.lastErrs = append(rt.lastErrs, ComponentError{Component: component, Task: task, Time: rt.clock.Now(), Err: err})
+}
+
+const maxKeptErrors = 64
+
+// ComponentError is an error a component reported or caused.
+type ComponentError struct {
+	Component string
+	Task      int
+	Time      time.Time
+	Err       error
 }
 
 // die stops the topology with err (the kill-worker panic policy).
@@ -268,7 +290,6 @@ func (rt *runtime) layout() error {
 			for t := lo; t < hi; t++ {
 				rt.taskExec = append(rt.taskExec, idx)
 			}
-			_ = hi
 		}
 	}
 	for a := 0; a < rt.numAckers; a++ {

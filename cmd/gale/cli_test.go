@@ -24,6 +24,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderr: []string{`"frobnicate"`, "gale --help"}},
 		{name: "unknown bench", args: []string{"bench", "frob"}, code: exitUsage, stderr: []string{`"frob"`, "gale bench --help"}},
 		{name: "unknown config subcommand", args: []string{"config", "shw"}, code: exitUsage, stderr: []string{`"shw"`}},
+		{name: "help on a topic", args: []string{"help", "bench"}, code: exitOK},
+		{name: "help on an unknown topic", args: []string{"help", "frob"}, code: exitUsage, stderr: []string{`unknown help topic "frob"`}},
 		{name: "unknown flag", args: []string{"--bogus"}, code: exitUsage, stderr: []string{"--bogus"}},
 		{name: "positional argument", args: []string{"bench", "wordcount", "extra"}, code: exitUsage, stderr: []string{`"extra"`}},
 		{name: "bad mode", args: []string{"bench", "wordcount", "--mode", "fast"}, code: exitUsage, stderr: []string{"--mode", `"fast"`}},
