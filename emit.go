@@ -48,9 +48,11 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 	for id, csi := range comp.streams {
 		si := *csi
 		si.task = int32(task)
-		os := &outStream{info: &si}
+		os := &outStream{info: &si, arity: len(si.fields), direct: si.direct}
 		for _, sub := range comp.subs[id] {
-			os.subs = append(os.subs, newRouter(rt, sub, task, e.rng))
+			r := newRouter(rt, sub, task, e.rng)
+			os.subs = append(os.subs, r)
+			os.custom = os.custom || r.kind == kindCustom
 		}
 		e.outs[id] = os
 		if id == DefaultStream {
@@ -79,29 +81,38 @@ func (e *emitter) emitError(err error) error {
 //
 // os is the stream's outStream as resolved by outFor (nil if undeclared).
 func (e *emitter) prepare(os *outStream, stream string, vals []any, direct int) (*Tuple, error) {
-	if os == nil || len(vals) != len(os.info.fields) || os.info.direct != (direct >= 0) {
+	if os == nil || len(vals) != os.arity || os.direct != (direct >= 0) {
 		return nil, e.badEmit(os, stream, len(vals), direct)
 	}
-	si := os.info
 	t := e.slab.get()
-	t.src = si
+	t.src = os.info
 	t.setValues(vals)
-	tvals := t.Values()
 	e.targets = e.targets[:0]
-	for _, r := range os.subs {
-		var err error
-		if e.targets, err = r.choose(e.targets, tvals, int(e.task), direct); err != nil {
-			return nil, e.emitError(fmt.Errorf("component %q stream %q: %w", e.comp.id, stream, err))
+	if !os.custom {
+		for _, r := range os.subs {
+			e.targets = r.choose(e.targets, vals, direct)
+		}
+	} else {
+		tvals := t.Values()
+		for _, r := range os.subs {
+			if r.kind != kindCustom {
+				e.targets = r.choose(e.targets, vals, direct)
+				continue
+			}
+			var err error
+			if e.targets, err = r.chooseCustom(e.targets, tvals, int(e.task)); err != nil {
+				return nil, e.emitError(fmt.Errorf("component %q stream %q: %w", e.comp.id, stream, err))
+			}
 		}
 	}
 	if direct >= 0 && len(e.targets) == 0 {
 		return nil, e.emitError(fmt.Errorf("%w: component %q sent a direct tuple on stream %q to task %d, which does not subscribe to it with direct grouping", ErrDirect, e.comp.id, stream, direct))
 	}
 	if e.rt.capture != nil {
-		e.rt.capture(e.comp.id, stream, int(e.task), tvals)
+		e.rt.capture(e.comp.id, stream, int(e.task), t.Values())
 	}
 	if e.debug {
-		e.log.Info("emitting", "stream", stream, "values", tvals, "tasks", e.targets)
+		e.log.Info("emitting", "stream", stream, "values", t.Values(), "tasks", e.targets)
 	}
 	return t, nil
 }

@@ -11,8 +11,11 @@ import (
 // outStream is one emitting task's view of one of its output streams: the
 // stream's metadata and, for each subscribing bolt, how to pick tasks.
 type outStream struct {
-	info *streamInfo
-	subs []*router
+	info   *streamInfo
+	subs   []*router
+	arity  int  // len(info.fields), kept here for the emit check
+	direct bool // info.direct
+	custom bool // some subscriber uses a custom grouping
 }
 
 // router picks the consumer tasks of one subscription for one emitting
@@ -22,12 +25,16 @@ type router struct {
 	kind     groupingKind
 	tasks    []int // consumer task ids, ascending
 	fieldIdx []int // fields grouping: positions of the grouping fields
+	field0   int   // the position when there is exactly one, else -1
 	next     int   // shuffle: round-robin position
 	custom   CustomGrouping
 }
 
 func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Source) *router {
-	r := &router{consumer: sub.consumer.id, kind: kindOf(sub.grouping.Type), fieldIdx: sub.fieldIdx}
+	r := &router{consumer: sub.consumer.id, kind: kindOf(sub.grouping.Type), fieldIdx: sub.fieldIdx, field0: -1}
+	if len(r.fieldIdx) == 1 {
+		r.field0 = r.fieldIdx[0]
+	}
 	for i := 0; i < sub.consumer.numTasks; i++ {
 		r.tasks = append(r.tasks, sub.consumer.firstTask+i)
 	}
@@ -41,9 +48,11 @@ func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Sourc
 	return r
 }
 
-// choose appends the chosen consumer tasks to dst. direct is the task named
-// by EmitDirect, or -1.
-func (r *router) choose(dst []int, vals []any, emitter int, direct int) ([]int, error) {
+// choose appends the chosen consumer tasks to dst for the built-in
+// groupings (custom ones go through chooseCustom, so that vals, often the
+// caller's variadic slice, never escapes). direct is the task named by
+// EmitDirect, or -1.
+func (r *router) choose(dst []int, vals []any, direct int) []int {
 	switch r.kind {
 	case kindShuffle:
 		// In one process every task is local, so local-or-shuffle is a
@@ -53,14 +62,14 @@ func (r *router) choose(dst []int, vals []any, emitter int, direct int) ([]int, 
 		if r.next == len(r.tasks) {
 			r.next = 0
 		}
-		return append(dst, t), nil
+		return append(dst, t)
 	case kindFields:
 		var h uint64
-		if len(r.fieldIdx) == 1 {
-			if s, ok := vals[r.fieldIdx[0]].(string); ok {
+		if r.field0 >= 0 {
+			if s, ok := vals[r.field0].(string); ok {
 				h = fieldhash.String(s)
 			} else {
-				h = fieldhash.Add(fieldhash.Seed, vals[r.fieldIdx[0]])
+				h = fieldhash.Add(fieldhash.Seed, vals[r.field0])
 			}
 		} else {
 			h = fieldhash.Seed
@@ -68,27 +77,28 @@ func (r *router) choose(dst []int, vals []any, emitter int, direct int) ([]int, 
 				h = fieldhash.Add(h, vals[i])
 			}
 		}
-		return append(dst, r.tasks[fieldhash.Bucket(h, len(r.tasks))]), nil
+		return append(dst, r.tasks[fieldhash.Bucket(h, len(r.tasks))])
 	case kindAll:
-		return append(dst, r.tasks...), nil
+		return append(dst, r.tasks...)
 	case kindGlobal:
-		return append(dst, r.tasks[0]), nil
+		return append(dst, r.tasks[0])
 	case kindDirect:
 		if direct >= 0 {
 			if _, ok := slices.BinarySearch(r.tasks, direct); ok {
 				dst = append(dst, direct)
 			}
 		}
-		return dst, nil
-	case kindCustom:
-		chosen := r.custom.ChooseTasks(emitter, vals)
-		for _, t := range chosen {
-			if _, ok := slices.BinarySearch(r.tasks, t); !ok {
-				return dst, fmt.Errorf("%w: custom grouping to %q chose task %d, which is not one of its tasks %v", ErrGrouping, r.consumer, t, r.tasks)
-			}
-			dst = append(dst, t)
+	}
+	return dst
+}
+
+// chooseCustom asks a custom grouping and checks its answer.
+func (r *router) chooseCustom(dst []int, vals []any, emitter int) ([]int, error) {
+	for _, t := range r.custom.ChooseTasks(emitter, vals) {
+		if _, ok := slices.BinarySearch(r.tasks, t); !ok {
+			return dst, fmt.Errorf("%w: custom grouping to %q chose task %d, which is not one of its tasks %v", ErrGrouping, r.consumer, t, r.tasks)
 		}
-		return dst, nil
+		dst = append(dst, t)
 	}
 	return dst, nil
 }

@@ -85,8 +85,14 @@ func (t *Tuple) Values() []any {
 
 // setValues stores vals in the tuple; len(vals) is the stream's arity.
 func (t *Tuple) setValues(vals []any) {
-	if len(vals) <= len(t.inl) {
-		copy(t.inl[:], vals)
+	switch len(vals) {
+	case 0:
+		return
+	case 1:
+		t.inl[0] = vals[0]
+		return
+	case 2:
+		t.inl[0], t.inl[1] = vals[0], vals[1]
 		return
 	}
 	t.x = &tupleExt{vals: append([]any(nil), vals...)}
