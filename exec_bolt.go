@@ -53,25 +53,26 @@ func (x *boltExec) run() {
 	for {
 		ticked := false
 		var in *batch
-		// Progressive wait, as Storm's executors do: when the queue is
-		// empty, yield a few times before parking, since waking a parked
-		// goroutine costs more than a yield when the producer is busy.
-		done := false
-		for spin := 0; spin < spinYields && !done; spin++ {
-			select {
-			case in = <-x.in:
-				x.process(in)
-				done = true
-			case <-ticks:
-				x.deliverTicks()
-				done, ticked = true, true
-			case <-x.rt.quit:
-				return
-			default:
-				goruntime.Gosched()
-			}
+		if x.rt.stopping.Load() {
+			return
 		}
-		if !done {
+		// A select locks every channel it names, so look first (len is a
+		// cheap hint, exact for this single consumer). When nothing is
+		// ready, yield a few times before parking (Storm's progressive
+		// wait): waking a parked goroutine costs more than a yield when
+		// the producer is busy.
+		for spin := 0; spin < spinYields && len(x.in) == 0 && len(ticks) == 0; spin++ {
+			goruntime.Gosched()
+		}
+		switch {
+		case len(ticks) > 0:
+			<-ticks
+			x.deliverTicks()
+			ticked = true
+		case len(x.in) > 0:
+			in = <-x.in
+			x.process(in)
+		default:
 			select {
 			case in = <-x.in:
 				x.process(in)

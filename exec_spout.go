@@ -119,8 +119,13 @@ func (x *spoutExec) run() {
 		}
 		clear(x.out.parked)
 		x.out.parked = x.out.parked[:0]
+		if x.rt.stopping.Load() {
+			return
+		}
+		// A select locks every channel it names, so look (len is a
+		// cheap, single-consumer-safe hint) before selecting.
 	drain:
-		for i := 0; i < 16; i++ {
+		for i := 0; i < 16 && (len(x.ctl) > 0 || len(timeouts) > 0 || len(tunes) > 0); i++ {
 			select {
 			case b := <-x.ctl:
 				x.handleCtl(b)

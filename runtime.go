@@ -64,6 +64,7 @@ type runtime struct {
 	ackerExecs []*ackerExec
 
 	active   atomic.Bool
+	stopping atomic.Bool  // set just before quit is closed; executors check it between units of work
 	inflight atomic.Int64 // tuples and acker messages sent and not yet processed
 	errCount atomic.Int64
 	errMu    sync.Mutex
@@ -442,6 +443,7 @@ func (rt *runtime) stop(drain time.Duration) {
 		}
 		poll.Stop()
 	}
+	rt.stopping.Store(true)
 	close(rt.quit)
 	rt.wg.Wait()
 }
