@@ -1,6 +1,10 @@
 package gale
 
-import "github.com/gale-stream/gale/internal/acker"
+import (
+	goruntime "runtime"
+
+	"github.com/gale-stream/gale/internal/acker"
+)
 
 // AckerComponent is the component id of the acker system bolt.
 const AckerComponent = "__acker"
@@ -25,14 +29,31 @@ func (x *ackerExec) run() {
 	tk := x.tk
 	defer tk.Stop()
 	for {
-		select {
-		case b := <-x.ctl:
-			x.handle(b)
-		case <-tk.C():
+		if x.rt.stopping.Load() {
+			return
+		}
+		// Look before selecting (see boltExec.run); yield a little before
+		// parking.
+		for spin := 0; spin < spinYields && len(x.ctl) == 0 && len(tk.C()) == 0; spin++ {
+			goruntime.Gosched()
+		}
+		switch {
+		case len(tk.C()) > 0:
+			<-tk.C()
 			x.ledger.Rotate()
 			tickDone(tk)
-		case <-x.rt.quit:
-			return
+		case len(x.ctl) > 0:
+			x.handle(<-x.ctl)
+		default:
+			select {
+			case b := <-x.ctl:
+				x.handle(b)
+			case <-tk.C():
+				x.ledger.Rotate()
+				tickDone(tk)
+			case <-x.rt.quit:
+				return
+			}
 		}
 		if !x.out.flush() {
 			return

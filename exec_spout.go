@@ -185,6 +185,9 @@ func (x *spoutExec) run() {
 		}
 		// Nothing to emit now (or at max pending): wait for an ack, a
 		// timeout tick, or a short, growing pause before asking again.
+		if len(x.ctl) > 0 || len(timeouts) > 0 || len(tunes) > 0 {
+			continue // handled at the top of the loop, without a select
+		}
 		var pause <-chan time.Time
 		if !capped || !x.active {
 			idle.Reset(min(time.Millisecond, time.Duration(10<<min(idleN, 7))*time.Microsecond))
