@@ -52,8 +52,10 @@ type outbox struct {
 	// (bolts and ackers). Spouts never block inside user code: their full
 	// batches wait for the flush at the end of the round.
 	blockOnFull bool
-	// whileBlocked, if set, is polled while a flush waits for room: the
-	// spout uses it to keep draining its ack channel.
+	// ctlIn, if set, is received from while a send waits for room, and
+	// what arrives is parked for the owner to handle later: a spout keeps
+	// draining its ack channel so the acker, which sends to it, never
+	// blocks on it (no deadlock), without calling user code mid-flush.
 	ctlIn  <-chan *ackBatch
 	parked []*ackBatch
 }
