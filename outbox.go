@@ -132,29 +132,19 @@ func (o *outbox) flush() bool {
 }
 
 func (o *outbox) sendData(b *batch) bool {
-	ch := o.rt.execs[o.rt.taskExec[b.task]].in
-	o.rt.inflight.Add(int64(len(b.tuples)))
-	select {
-	case ch <- b:
-		return true
-	default:
-	}
-	for {
-		select {
-		case ch <- b:
-			return true
-		case ab := <-o.ctlIn:
-			o.parked = append(o.parked, ab)
-		case <-o.quit:
-			o.rt.inflight.Add(-int64(len(b.tuples)))
-			return false
-		}
-	}
+	return send(o, o.rt.execs[o.rt.taskExec[b.task]].in, b, len(b.tuples))
 }
 
 func (o *outbox) sendCtl(exec int, b *ackBatch) bool {
-	ch := o.rt.execs[exec].ctl
-	o.rt.inflight.Add(int64(len(b.msgs)))
+	return send(o, o.rt.execs[exec].ctl, b, len(b.msgs))
+}
+
+// send puts a batch of n items on ch, blocking while ch is full (parking
+// what arrives on o.ctlIn meanwhile). It returns false if the runtime is
+// stopping. The items count as in flight from here until the consumer
+// releases the batch.
+func send[B any](o *outbox, ch chan<- B, b B, n int) bool {
+	o.rt.inflight.Add(int64(n))
 	select {
 	case ch <- b:
 		return true
@@ -167,7 +157,7 @@ func (o *outbox) sendCtl(exec int, b *ackBatch) bool {
 		case ab := <-o.ctlIn:
 			o.parked = append(o.parked, ab)
 		case <-o.quit:
-			o.rt.inflight.Add(-int64(len(b.msgs)))
+			o.rt.inflight.Add(-int64(n))
 			return false
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/examples/wordcount"
 	"github.com/gale-stream/gale/internal/bench"
 )
 
@@ -97,29 +98,6 @@ func (s *spout) flush() {
 	s.n = 0
 }
 
-// split emits each word of a sentence anchored on it, then acks it.
-type split struct {
-	gale.BaseBolt
-}
-
-func (*split) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("word") }
-
-func (b *split) Execute(t *gale.Tuple) {
-	s := t.GetString(0)
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != ' ' {
-			i++
-		}
-		b.Collector.Emit(t, s[:i])
-		if i == len(s) {
-			break
-		}
-		s = s[i+1:]
-	}
-	b.Collector.Ack(t)
-}
-
 // count counts words in a map.
 type count struct {
 	gale.BaseBolt
@@ -160,7 +138,7 @@ func Topology(opts bench.Options, stats *bench.Stats) (*gale.Topology, gale.Conf
 	ack := opts.Mode == bench.ModeAck
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("sentences", func() gale.Spout { return &spout{opts: opts, stats: stats, ack: ack} }, opts.Spouts)
-	b.SetBolt("split", func() gale.Bolt { return &split{} }, opts.Splitters).ShuffleGrouping("sentences")
+	b.SetBolt("split", func() gale.Bolt { return &wordcount.SplitSentence{} }, opts.Splitters).ShuffleGrouping("sentences")
 	b.SetBolt("count", func() gale.Bolt { return &count{opts: opts, stats: stats} }, opts.Counters).FieldsGrouping("split", "word")
 	topo, err := b.Build()
 	if err != nil {
