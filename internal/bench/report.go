@@ -169,8 +169,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		rate = commas(int64(r.Rate)) + " sentences/s"
 	}
 	row("runner", "%s, mode %s, rate %s", r.Runner, r.Mode, rate)
-	row("topology", "spouts %d, splitters %d, counters %d, ackers %d, max spout pending %d, count delay %v",
-		r.Spouts, r.Splitters, r.Counters, r.Ackers, r.MaxSpoutPending, time.Duration(r.CountDelayS*1e9))
+	pending := "unset (automatic)"
+	if r.MaxSpoutPending > 0 {
+		pending = commas(int64(r.MaxSpoutPending))
+	}
+	row("topology", "spouts %d, splitters %d, counters %d, ackers %d, max spout pending %s, count delay %v",
+		r.Spouts, r.Splitters, r.Counters, r.Ackers, pending, time.Duration(r.CountDelayS*1e9))
 	row("duration", "%.2fs (+ %.3fs drain)", r.DurationS, r.DrainS)
 	row("sentences", "%s\t%s/s", commas(r.Sentences), commas(int64(r.SentencesPerSec)))
 	row("words", "%s\t%s/s", commas(r.Words), commas(int64(r.WordsPerSec)))
