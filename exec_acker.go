@@ -28,9 +28,12 @@ func (x *ackerExec) run() {
 	defer x.rt.wg.Done()
 	tk := x.tk
 	defer tk.Stop()
-	for {
+	for n := 0; ; n++ {
 		if x.rt.stopping.Load() {
 			return
+		}
+		if n%busyYieldEvery == 0 {
+			goruntime.Gosched() // see busyYieldEvery
 		}
 		// Look before selecting (see boltExec.run); yield a little before
 		// parking.

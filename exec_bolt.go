@@ -50,11 +50,16 @@ func (x *boltExec) run() {
 	tk := x.tk
 	defer tk.Stop()
 	ticks := tk.C()
-	for {
+	for n := 0; ; n++ {
 		ticked := false
 		var in *batch
 		if x.rt.stopping.Load() {
 			return
+		}
+		if n%busyYieldEvery == 0 {
+			// Never hold a P for a whole scheduler slice (10 ms) while
+			// other executors wait: a busy executor yields now and then.
+			goruntime.Gosched()
 		}
 		// A select locks every channel it names, so look first (len is a
 		// cheap hint, exact for this single consumer). When nothing is
@@ -97,6 +102,12 @@ func (x *boltExec) run() {
 		}
 	}
 }
+
+// busyYieldEvery is how many units of work an executor does between
+// yields when it never has to wait. Executors are goroutines sharing
+// GOMAXPROCS threads; Go preempts a goroutine only after 10 ms, so without
+// this a busy bolt could keep an acker or a spout off the CPU that long.
+const busyYieldEvery = 8
 
 // spinYields is how many times an executor with an empty queue yields
 // before it parks.

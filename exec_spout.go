@@ -2,6 +2,7 @@ package gale
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"sync/atomic"
 	"time"
 )
@@ -111,7 +112,7 @@ func (x *spoutExec) run() {
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
-	idleN := 0
+	idleN, busyRounds := 0, 0
 	for {
 		// Acks and fails first: they free pending slots.
 		for _, b := range x.out.parked {
@@ -181,6 +182,9 @@ func (x *spoutExec) run() {
 		x.stopped.Store(!x.active)
 		if emitted {
 			idleN = 0
+			if busyRounds++; busyRounds%busyYieldEvery == 0 {
+				goruntime.Gosched() // see busyYieldEvery
+			}
 			continue
 		}
 		// Nothing to emit now (or at max pending): wait for an ack, a
