@@ -113,6 +113,8 @@ func (x *spoutExec) run() {
 	idle.Stop()
 	defer idle.Stop()
 	idleN, busyRounds := 0, 0
+	var lingerStart time.Time // when the spout started filling the current batch
+	lingerEmits := 0          // emits before that
 	for {
 		// Acks and fails first: they free pending slots.
 		for _, b := range x.out.parked {
@@ -161,6 +163,28 @@ func (x *spoutExec) run() {
 				capped = capped && c
 			}
 		}
+		// While the source keeps producing, keep filling the batch: after
+		// a round that emitted less than a batch, yield and run another
+		// round before flushing. The flush comes when a round comes up
+		// empty, a batch's worth was emitted, or fillWindow has passed.
+		// Fewer, fuller batches mean fewer wakeups downstream; at
+		// moderate rates that lowered CPU per tuple by ~5% and the p99
+		// complete latency (docs/performance.md).
+		if emitted {
+			n := 0
+			for _, t := range x.tasks {
+				n += t.emits
+			}
+			now := time.Now()
+			if lingerStart.IsZero() {
+				lingerStart, lingerEmits = now, n
+			}
+			if n-lingerEmits < x.rt.batchSize && now.Sub(lingerStart) < fillWindow {
+				goruntime.Gosched()
+				continue
+			}
+		}
+		lingerStart = time.Time{}
 		for _, t := range x.tasks {
 			for i, id := range t.deferred {
 				x.call(t, func() { t.spout.Ack(id) })
@@ -328,6 +352,10 @@ func (x *spoutExec) retune(interval time.Duration) {
 	}
 	x.resolved = 0
 }
+
+// fillWindow bounds how long a spout keeps filling a batch before it
+// flushes (see run).
+const fillWindow = 200 * time.Microsecond
 
 // autoPendingFloor is the least in-flight limit per spout task that the
 // automatic limit sets.
