@@ -55,10 +55,7 @@ func TestBenchWordcountJSON(t *testing.T) {
 			var keys map[string]json.RawMessage
 			decodeOne(t, stdout, &keys)
 			want := []string{"mode", "duration_s", "sentences", "words", "sentences_per_sec", "words_per_sec",
-				"acked", "failed", "cpu_seconds", "max_rss_bytes"}
-			if tt.mode == "ack" {
-				want = append(want, "latency_ms")
-			}
+				"acked", "failed", "latency_ms", "cpu_seconds", "max_rss_bytes"}
 			for _, k := range want {
 				if _, ok := keys[k]; !ok {
 					t.Errorf("JSON report has no key %q", k)
@@ -97,8 +94,8 @@ func TestBenchWordcountJSON(t *testing.T) {
 				if r.Acked != 0 || r.Unfinished != 0 {
 					t.Errorf("acked %d, unfinished %d: want 0, 0 in noack mode", r.Acked, r.Unfinished)
 				}
-				if _, ok := keys["latency_ms"]; ok {
-					t.Errorf("latency_ms present in noack mode: %s", keys["latency_ms"])
+				if l := r.LatencyMS; l == nil || l.P50 != 0 || l.P99 != 0 || l.P999 != 0 {
+					t.Errorf("latency_ms in noack mode: got %s, want present and all 0", keys["latency_ms"])
 				}
 				return
 			}

@@ -47,7 +47,9 @@ type Report struct {
 	Timeouts int64 `json:"timeouts"`
 	// Unfinished trees were still in flight when the drain ended.
 	Unfinished int64      `json:"unfinished"`
-	LatencyMS  *Latencies `json:"latency_ms,omitempty"` // nil in noack mode
+	// LatencyMS is the complete latency in ack mode; in noack mode no tree
+	// is tracked and every quantile is 0.
+	LatencyMS *Latencies `json:"latency_ms"`
 
 	CPUSeconds                    float64 `json:"cpu_seconds"`
 	CPUSecondsPerMillionSentences float64 `json:"cpu_seconds_per_million_sentences"`
@@ -127,6 +129,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 	if c.sentences > 0 {
 		r.CPUSecondsPerMillionSentences = r.CPUSeconds / (float64(c.sentences) / 1e6)
 	}
+	r.LatencyMS = &Latencies{}
 	if opts.Mode == ModeAck {
 		r.LatencyMS = &Latencies{
 			P50:  ms(stats.Latency.Quantile(0.50)),
@@ -178,7 +181,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("duration", "%.2fs (+ %.3fs drain)", r.DurationS, r.DrainS)
 	row("sentences", "%s\t%s/s", commas(r.Sentences), commas(int64(r.SentencesPerSec)))
 	row("words", "%s\t%s/s", commas(r.Words), commas(int64(r.WordsPerSec)))
-	if r.LatencyMS != nil {
+	if r.Mode == ModeAck {
 		row("acked", "%s", commas(r.Acked))
 		row("failed", "%s", commas(r.Failed))
 		row("timeouts", "%s", commas(r.Timeouts))

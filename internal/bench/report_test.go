@@ -65,8 +65,14 @@ func TestReportJSONKeys(t *testing.T) {
 	if err := testReport(ModeNoAck).WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(buf.String(), "latency_ms") {
-		t.Errorf("noack report has latency_ms, want it omitted:\n%s", buf.Bytes())
+	var noack struct {
+		LatencyMS *Latencies `json:"latency_ms"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &noack); err != nil {
+		t.Fatal(err)
+	}
+	if l := noack.LatencyMS; l == nil || l.P50 != 0 || l.P99 != 0 || l.P999 != 0 {
+		t.Errorf("noack report latency_ms = %+v, want present and all 0 (nothing tracked):\n%s", l, buf.Bytes())
 	}
 }
 
