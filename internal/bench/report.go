@@ -23,6 +23,8 @@ type Measurements struct {
 	CPU             time.Duration // user + system CPU of the whole process over the run
 	MaxRSS          int64         // peak resident set size of the process, bytes
 	RSSSamples      []int64       // resident set size once a second, bytes
+	AllocBytes      uint64        // bytes allocated on the Go heap over the run
+	GCCycles        uint32        // garbage collections over the run
 }
 
 // Report is the result of one run, printed as JSON with --json.
@@ -46,13 +48,18 @@ type Report struct {
 	Failed   int64 `json:"failed"`
 	Timeouts int64 `json:"timeouts"`
 	// Unfinished trees were still in flight when the drain ended.
-	Unfinished int64      `json:"unfinished"`
+	Unfinished int64 `json:"unfinished"`
 	// LatencyMS is the complete latency in ack mode; in noack mode no tree
 	// is tracked and every quantile is 0.
 	LatencyMS *Latencies `json:"latency_ms"`
 
 	CPUSeconds                    float64 `json:"cpu_seconds"`
 	CPUSecondsPerMillionSentences float64 `json:"cpu_seconds_per_million_sentences"`
+	// AllocBytesPerSentence is Go heap bytes allocated per sentence over the
+	// run (the whole process: spouts, framework, bolts, bench); GCCycles is
+	// how many collections that took.
+	AllocBytesPerSentence float64 `json:"alloc_bytes_per_sentence"`
+	GCCycles              uint32  `json:"gc_cycles"`
 
 	MaxRSSBytes     int64       `json:"max_rss_bytes"`
 	RSSSamplesBytes []int64     `json:"rss_samples_bytes"`
@@ -115,6 +122,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		Rate:            opts.Rate,
 
 		GOGC:       opts.GOGC,
+		GCCycles:   m.GCCycles,
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}
@@ -128,6 +136,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 	}
 	if c.sentences > 0 {
 		r.CPUSecondsPerMillionSentences = r.CPUSeconds / (float64(c.sentences) / 1e6)
+		r.AllocBytesPerSentence = float64(m.AllocBytes) / float64(c.sentences)
 	}
 	r.LatencyMS = &Latencies{}
 	if opts.Mode == ModeAck {
@@ -189,6 +198,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("latency", "p50 %s  p99 %s  p99.9 %s", fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), fmtMS(r.LatencyMS.P999))
 	}
 	row("cpu", "%.2fs\t%.3fs per million sentences", r.CPUSeconds, r.CPUSecondsPerMillionSentences)
+	row("heap", "%.0f bytes allocated per sentence, %d GC cycles", r.AllocBytesPerSentence, r.GCCycles)
 	row("max rss", "%s", mib(r.MaxRSSBytes))
 	if s := r.RSSAfterWarmup; s != nil {
 		warmup := ""

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -30,6 +31,8 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 		return nil, errors.New("bench: nil runner")
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(opts.GOGC))
+	var ms0, ms1 goruntime.MemStats
+	goruntime.ReadMemStats(&ms0)
 	cpu0, _, err := rusage()
 	if err != nil {
 		return nil, err
@@ -73,6 +76,9 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 		return nil, err
 	}
 	m.CPU = cpu1 - cpu0
+	goruntime.ReadMemStats(&ms1)
+	m.AllocBytes = ms1.TotalAlloc - ms0.TotalAlloc
+	m.GCCycles = ms1.NumGC - ms0.NumGC
 	m.MaxRSS = maxRSS
 	m.RSSSamples = mon.rss
 
