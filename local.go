@@ -13,8 +13,6 @@ import (
 type LocalTopology struct {
 	rt       *runtime
 	stopOnce sync.Once
-	stopped  chan struct{}
-	err      error
 }
 
 // StartLocal starts a topology in this process and returns once every
@@ -27,7 +25,7 @@ func StartLocal(name string, conf Config, topo *Topology, opts RunOptions) (*Loc
 	if err := rt.start(); err != nil {
 		return nil, err
 	}
-	return &LocalTopology{rt: rt, stopped: make(chan struct{})}, nil
+	return &LocalTopology{rt: rt}, nil
 }
 
 // Failed yields at most one error: the one that should stop the topology
@@ -42,7 +40,6 @@ func (lt *LocalTopology) Stop() {
 	lt.stopOnce.Do(func() {
 		secs, _ := lt.rt.conf.Int(TopologyShutdownDrainTimeoutSecs)
 		lt.rt.stop(time.Duration(secs) * time.Second)
-		close(lt.stopped)
 	})
 }
 
@@ -60,10 +57,6 @@ func (lt *LocalTopology) Pending() int { return int(lt.rt.pending()) }
 
 // TaskIDs returns the task ids of a component.
 func (lt *LocalTopology) TaskIDs(component string) []int {
-	c := lt.rt.comps[component]
-	if c == nil {
-		return nil
-	}
 	return (&TopologyContext{rt: lt.rt}).ComponentTasks(component)
 }
 
