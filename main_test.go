@@ -2,7 +2,6 @@ package gale_test
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"slices"
 	"sync"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/gale-stream/gale/internal/testseed"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
@@ -21,17 +22,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-var seedFlag = flag.Uint64("seed", 0, "seed of the randomized tests; 0 picks one from the clock")
-
 // testSeed returns the seed for a randomized test and logs how to replay it.
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
-	return seed
+	return testseed.Seed(t)
 }
 
 // tWriter sends log output to t.Log.

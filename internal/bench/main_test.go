@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"flag"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
-)
 
-var seedFlag = flag.Uint64("seed", 0, "seed of the randomized tests; 0 picks one from the clock")
+	"github.com/gale-stream/gale/internal/testseed"
+)
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -17,10 +15,5 @@ func TestMain(m *testing.M) {
 // testSeed returns the seed for a randomized test and logs how to replay it.
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
-	return seed
+	return testseed.Seed(t)
 }
