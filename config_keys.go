@@ -60,12 +60,22 @@ const (
 	TopologyComponentPanicPolicy = "topology.component.panic.policy"
 	// TopologyWorkerGOGC is Gale-specific, the Go counterpart of Storm's
 	// worker JVM options: the GOGC a worker process runs with (int,
-	// default 400, ≥ 25). Tuples are short-lived garbage and bounded
-	// queues keep the live heap small, so Go's default of 100 collects
-	// every few megabytes (hundreds of cycles a second under load); 400
-	// cuts that fourfold for a few more megabytes of heap. RunLocal does
-	// not change the GC of the process it runs in.
+	// default GOGCOff, or ≥ 25). Off, a worker collects only when its heap
+	// nears WorkerHeapMemoryMB. Tuples are garbage as soon as they are
+	// acked and bounded queues keep the live heap small, so any
+	// proportional setting collects every few megabytes, tens of times a
+	// second under load, and each collection delays tuples by about a
+	// millisecond; collecting when the budget is used up does it a few
+	// times a minute (docs/performance.md). RunLocal does not change the
+	// GC of the process it runs in.
 	TopologyWorkerGOGC = "topology.worker.gogc"
+	// WorkerHeapMemoryMB is Storm's heap budget of one worker (int,
+	// default 768 as in Storm, ≥ 64; cluster config, gale.yaml). A Gale
+	// worker runs with it as its Go
+	// memory limit (GOMEMLIMIT): its heap grows up to the budget, like a JVM
+	// worker's up to -Xmx, and the collector works harder rather than
+	// exceed it.
+	WorkerHeapMemoryMB = "worker.heap.memory.mb"
 
 	// SupervisorSlotsPorts lists the worker slots of a supervisor, one port
 	// each (list of ints, default [6700, 6701, 6702, 6703]).
@@ -221,8 +231,10 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"the topology's name, set by Gale at submission", nonEmptyString},
 	{TopologyShutdownDrainTimeoutSecs, configInt, 5, ScopeTopology,
 		"seconds to drain in-flight tuple trees on shutdown (0 = none)", intAtLeast(0)},
-	{TopologyWorkerGOGC, configInt, 400, ScopeTopology,
-		"GOGC of worker processes (the bench applies it to itself)", intAtLeast(25)},
+	{TopologyWorkerGOGC, configInt, GOGCOff, ScopeTopology,
+		"GOGC of worker processes (-1 = off: collect when the heap nears worker.heap.memory.mb)", gogcValue},
+	{WorkerHeapMemoryMB, configInt, 768, ScopeCluster,
+		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
 	{TopologyComponentPanicPolicy, configString, PanicPolicyFailTuple, ScopeComponent,
 		`on a component panic: "fail-tuple" (recover, fail the tuple) or "kill-worker"`,
 		stringOneOf(PanicPolicyFailTuple, PanicPolicyKillWorker)},
@@ -289,6 +301,14 @@ func intAtLeast(min int) func(any) string {
 		}
 		return ""
 	}
+}
+
+// gogcValue accepts GOGCOff or a GC percent of at least 25.
+func gogcValue(v any) string {
+	if n := v.(int); n != GOGCOff && n < 25 {
+		return fmt.Sprintf("must be -1 (off) or ≥ 25, got %d", n)
+	}
+	return ""
 }
 
 func intPort(v any) string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -53,7 +54,8 @@ the baseline to compare Gale with.`,
 	f.IntVar(&opts.Ackers, "ackers", opts.Ackers, "acker tasks (ack mode)")
 	f.IntVar(&opts.MaxSpoutPending, "max-spout-pending", opts.MaxSpoutPending, "in-flight sentences per spout task (0 = unset)")
 	f.DurationVar(&opts.CountDelay, "count-delay", opts.CountDelay, "extra busy work per word in the count bolt, to overload it")
-	f.IntVar(&opts.GOGC, "gogc", opts.GOGC, "GC percent for the run, for both runners (Gale workers run with topology.worker.gogc = 400; Go's default is 100)")
+	f.Var((*gogcFlag)(&opts.GOGC), "gogc", `GC percent for the run, for both runners: "off" (a Gale worker's default, topology.worker.gogc) or ≥ 25 (Go's default is 100)`)
+	f.IntVar(&opts.HeapMB, "heap-mb", opts.HeapMB, "memory limit in MiB for the run, for both runners (a Gale worker's worker.heap.memory.mb)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
@@ -103,3 +105,28 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 	_, err = bench.Run(cmd.Context(), opts, runner, cmd.OutOrStdout(), live)
 	return err
 }
+
+// gogcFlag is --gogc: "off" or a GC percent, as the GOGC variable takes.
+type gogcFlag int
+
+func (g *gogcFlag) String() string {
+	if *g == bench.GOGCOff {
+		return "off"
+	}
+	return strconv.Itoa(int(*g))
+}
+
+func (g *gogcFlag) Set(s string) error {
+	if s == "off" {
+		*g = bench.GOGCOff
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf(`want "off" or a whole number, got %q`, s)
+	}
+	*g = gogcFlag(n)
+	return nil
+}
+
+func (*gogcFlag) Type() string { return "off|percent" }

@@ -35,6 +35,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "negative duration", args: []string{"bench", "wordcount", "--duration", "-1s"}, code: exitUsage, stderr: []string{"--duration"}},
 		{name: "duration without unit", args: []string{"bench", "wordcount", "--duration", "1.5"}, code: exitUsage, stderr: []string{"--duration"}},
 		{name: "gogc too low", args: []string{"bench", "wordcount", "--gogc", "10"}, code: exitUsage, stderr: []string{"--gogc"}},
+		{name: "gogc not a number", args: []string{"bench", "wordcount", "--gogc", "of"}, code: exitUsage, stderr: []string{"--gogc", `"off"`}},
+		{name: "heap budget too small", args: []string{"bench", "wordcount", "--heap-mb", "16"}, code: exitUsage, stderr: []string{"--heap-mb", "64"}},
 		{name: "ack mode without ackers", args: []string{"bench", "wordcount", "--ackers", "0"}, code: exitUsage, stderr: []string{"--ackers"}},
 		{
 			name:   "every bad flag is reported",

@@ -14,6 +14,10 @@ const (
 
 	RunnerGale  = "gale"  // the Gale topology
 	RunnerPlain = "plain" // the plain Go baseline, RunPlain
+
+	// GOGCOff as Options.GOGC turns proportional collection off: the run
+	// collects when the heap nears Options.HeapMB (gale.GOGCOff).
+	GOGCOff = -1
 )
 
 // Options describe one benchmark run. The CLI binds its flags onto this struct; the
@@ -27,7 +31,8 @@ type Options struct {
 
 	MaxSpoutPending int           // in-flight cap per spout task; 0 = unset (runner default)
 	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
-	GOGC            int           // GC percent for the run (Gale workers run with 400; Go's default is 100)
+	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default)
+	HeapMB          int           // memory limit for the run in MiB (a Gale worker's worker.heap.memory.mb)
 
 	JSON   bool   // print one JSON document instead of the live view and table
 	Runner string // RunnerGale or RunnerPlain; a label for the report
@@ -43,7 +48,8 @@ func DefaultOptions() Options {
 		Counters:  1,
 		Ackers:    1,
 		Runner:    RunnerGale,
-		GOGC:      400,
+		GOGC:      GOGCOff,
+		HeapMB:    768,
 	}
 }
 
@@ -81,8 +87,11 @@ func (o Options) Validate() error {
 	if o.MaxSpoutPending < 0 {
 		bad("--max-spout-pending must be ≥ 0 (0 = unset), got %d", o.MaxSpoutPending)
 	}
-	if o.GOGC < 25 {
-		bad("--gogc must be ≥ 25, got %d", o.GOGC)
+	if o.GOGC != GOGCOff && o.GOGC < 25 {
+		bad("--gogc must be off or ≥ 25, got %d", o.GOGC)
+	}
+	if o.HeapMB < 64 {
+		bad("--heap-mb must be ≥ 64, got %d", o.HeapMB)
 	}
 	if o.CountDelay < 0 {
 		bad("--count-delay must be ≥ 0, got %v", o.CountDelay)

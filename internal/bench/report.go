@@ -73,7 +73,8 @@ type Report struct {
 	CountDelayS     float64 `json:"count_delay_s"`
 	Rate            float64 `json:"rate"`
 
-	GOGC       int    `json:"gogc"`
+	GOGC       int    `json:"gogc"`    // -1 = off
+	HeapMB     int    `json:"heap_mb"` // the memory limit
 	GoVersion  string `json:"go_version"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
 }
@@ -122,6 +123,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		Rate:            opts.Rate,
 
 		GOGC:       opts.GOGC,
+		HeapMB:     opts.HeapMB,
 		GCCycles:   m.GCCycles,
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
@@ -207,7 +209,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		row("rss", "min %s  max %s  last %s%s", mib(s.Min), mib(s.Max), mib(s.Last), warmup)
 	}
-	row("go", "%s, GOMAXPROCS %d, GOGC %d", r.GoVersion, r.GOMAXPROCS, r.GOGC)
+	gogc := strconv.Itoa(r.GOGC)
+	if r.GOGC == GOGCOff {
+		gogc = "off"
+	}
+	row("go", "%s, GOMAXPROCS %d, GOGC %s, memory limit %d MiB", r.GoVersion, r.GOMAXPROCS, gogc, r.HeapMB)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

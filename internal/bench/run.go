@@ -30,7 +30,9 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	if topo == nil {
 		return nil, errors.New("bench: nil runner")
 	}
+	// Both runners run as a Gale worker would (gale.WorkerMemory.Apply).
 	defer debug.SetGCPercent(debug.SetGCPercent(opts.GOGC))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(opts.HeapMB) << 20))
 	var ms0, ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
 	cpu0, _, err := rusage()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,36 @@ func TestRunRejects(t *testing.T) {
 	}
 	if _, err := Run(t.Context(), DefaultOptions(), nil, &bytes.Buffer{}, nil); err == nil {
 		t.Error("Run with a nil runner = nil, want an error")
+	}
+}
+
+// TestRunAppliesWorkerMemory: a run collects as a Gale worker would (the
+// runner sees the GC percent and memory limit of the options), and the
+// process's own settings are back afterwards.
+func TestRunAppliesWorkerMemory(t *testing.T) {
+	beforeLimit := debug.SetMemoryLimit(-1)
+	beforePercent := debug.SetGCPercent(100)
+	debug.SetGCPercent(beforePercent)
+
+	opts := DefaultOptions()
+	opts.Runner, opts.Mode, opts.Duration = RunnerPlain, ModeNoAck, 50*time.Millisecond
+	opts.GOGC, opts.HeapMB = GOGCOff, 100
+	var gotLimit int64
+	var gotPercent int
+	probe := func(ctx context.Context, opts Options, stats *Stats) error {
+		gotLimit = debug.SetMemoryLimit(-1) // -1 reads without changing
+		gotPercent = debug.SetGCPercent(GOGCOff)
+		<-ctx.Done()
+		return nil
+	}
+	if _, err := Run(t.Context(), opts, probe, &bytes.Buffer{}, nil); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if gotLimit != 100<<20 || gotPercent != GOGCOff {
+		t.Errorf("during the run: memory limit %d, GC percent %d; want %d (--heap-mb 100) and %d (off)", gotLimit, gotPercent, 100<<20, GOGCOff)
+	}
+	afterPercent := debug.SetGCPercent(beforePercent)
+	if after := debug.SetMemoryLimit(-1); after != beforeLimit || afterPercent != beforePercent {
+		t.Errorf("after the run: memory limit %d, GC percent %d; want them restored to %d and %d", after, afterPercent, beforeLimit, beforePercent)
 	}
 }

@@ -302,3 +302,17 @@ func TestOverloadThrottlesSpout(t *testing.T) {
 		t.Errorf("no sentences emitted")
 	}
 }
+
+// TestBenchDefaultsAreAWorkers: by default the bench collects as a Gale
+// worker does, so its figures are a worker's.
+func TestBenchDefaultsAreAWorkers(t *testing.T) {
+	e, err := gale.ResolveConfig(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gale.WorkerMemoryOf(e)
+	o := bench.DefaultOptions()
+	if o.GOGC != w.GCPercent || int64(o.HeapMB)<<20 != w.LimitBytes || bench.GOGCOff != gale.GOGCOff {
+		t.Errorf("bench defaults GOGC %d, heap %d MiB; a worker's GOGC %d, limit %d bytes", o.GOGC, o.HeapMB, w.GCPercent, w.LimitBytes)
+	}
+}
