@@ -60,21 +60,21 @@ const (
 	TopologyComponentPanicPolicy = "topology.component.panic.policy"
 	// TopologyWorkerGOGC is Gale-specific, the Go counterpart of Storm's
 	// worker JVM options: the GOGC a worker process runs with (int,
-	// default GOGCOff, or ≥ 25). Off, a worker collects only when its heap
-	// nears WorkerHeapMemoryMB. Tuples are garbage as soon as they are
-	// acked and bounded queues keep the live heap small, so any
-	// proportional setting collects every few megabytes, tens of times a
-	// second under load, and each collection delays tuples by about a
-	// millisecond; collecting when the budget is used up does it a few
-	// times a minute (docs/performance.md). RunLocal does not change the
-	// GC of the process it runs in.
+	// default 400; GOGCOff or ≥ 25). Tuples are short-lived garbage and
+	// bounded queues keep the live heap small, so Go's default of 100
+	// collects every few megabytes; 400 cuts that fourfold while the heap
+	// (16 MB) still fits in a server's last-level cache. Off, a worker
+	// collects only when its heap nears WorkerHeapMemoryMB: far fewer
+	// collections, but every allocation touches memory that is not in
+	// cache, which cost 30% more CPU per tuple in the bench
+	// (docs/performance.md). RunLocal does not change the GC of the
+	// process it runs in.
 	TopologyWorkerGOGC = "topology.worker.gogc"
 	// WorkerHeapMemoryMB is Storm's heap budget of one worker (int,
 	// default 768 as in Storm, ≥ 64; cluster config, gale.yaml). A Gale
-	// worker runs with it as its Go
-	// memory limit (GOMEMLIMIT): its heap grows up to the budget, like a JVM
-	// worker's up to -Xmx, and the collector works harder rather than
-	// exceed it.
+	// worker runs with it as its Go memory limit (GOMEMLIMIT): the
+	// collector works harder rather than let the heap exceed it, as a JVM
+	// worker's does at -Xmx.
 	WorkerHeapMemoryMB = "worker.heap.memory.mb"
 
 	// SupervisorSlotsPorts lists the worker slots of a supervisor, one port
@@ -231,7 +231,7 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"the topology's name, set by Gale at submission", nonEmptyString},
 	{TopologyShutdownDrainTimeoutSecs, configInt, 5, ScopeTopology,
 		"seconds to drain in-flight tuple trees on shutdown (0 = none)", intAtLeast(0)},
-	{TopologyWorkerGOGC, configInt, GOGCOff, ScopeTopology,
+	{TopologyWorkerGOGC, configInt, 400, ScopeTopology,
 		"GOGC of worker processes (-1 = off: collect when the heap nears worker.heap.memory.mb)", gogcValue},
 	{WorkerHeapMemoryMB, configInt, 768, ScopeCluster,
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},

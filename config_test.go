@@ -37,7 +37,7 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyName, nil},
 		{TopologyShutdownDrainTimeoutSecs, 5},
 		{TopologyComponentPanicPolicy, PanicPolicyFailTuple},
-		{TopologyWorkerGOGC, GOGCOff},
+		{TopologyWorkerGOGC, 400},
 		{WorkerHeapMemoryMB, 768},
 		{SupervisorSlotsPorts, []int{6700, 6701, 6702, 6703}},
 		{SupervisorHeartbeatFrequencySecs, 5},

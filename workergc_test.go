@@ -12,9 +12,9 @@ func TestWorkerMemoryOf(t *testing.T) {
 		file, topology Config
 		want           WorkerMemory
 	}{
-		{"defaults: GC off within Storm's 768 MiB", nil, nil, WorkerMemory{GCPercent: GOGCOff, LimitBytes: 768 << 20}},
-		{"gale.yaml sets the budget", Config{WorkerHeapMemoryMB: 2048}, nil, WorkerMemory{GCPercent: GOGCOff, LimitBytes: 2048 << 20}},
-		{"topology asks for proportional GC", nil, Config{TopologyWorkerGOGC: 400}, WorkerMemory{GCPercent: 400, LimitBytes: 768 << 20}},
+		{"defaults: GOGC 400 within Storm's 768 MiB", nil, nil, WorkerMemory{GCPercent: 400, LimitBytes: 768 << 20}},
+		{"gale.yaml sets the budget", Config{WorkerHeapMemoryMB: 2048}, nil, WorkerMemory{GCPercent: 400, LimitBytes: 2048 << 20}},
+		{"topology turns proportional GC off", nil, Config{TopologyWorkerGOGC: GOGCOff}, WorkerMemory{GCPercent: GOGCOff, LimitBytes: 768 << 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,7 +54,7 @@ the baseline to compare Gale with.`,
 	f.IntVar(&opts.Ackers, "ackers", opts.Ackers, "acker tasks (ack mode)")
 	f.IntVar(&opts.MaxSpoutPending, "max-spout-pending", opts.MaxSpoutPending, "in-flight sentences per spout task (0 = unset)")
 	f.DurationVar(&opts.CountDelay, "count-delay", opts.CountDelay, "extra busy work per word in the count bolt, to overload it")
-	f.Var((*gogcFlag)(&opts.GOGC), "gogc", `GC percent for the run, for both runners: "off" (a Gale worker's default, topology.worker.gogc) or ≥ 25 (Go's default is 100)`)
+	f.Var((*gogcFlag)(&opts.GOGC), "gogc", `GC percent for the run, for both runners: ≥ 25 or "off" (a Gale worker's topology.worker.gogc is 400; Go's default is 100)`)
 	f.IntVar(&opts.HeapMB, "heap-mb", opts.HeapMB, "memory limit in MiB for the run, for both runners (a Gale worker's worker.heap.memory.mb)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")

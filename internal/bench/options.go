@@ -31,7 +31,7 @@ type Options struct {
 
 	MaxSpoutPending int           // in-flight cap per spout task; 0 = unset (runner default)
 	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
-	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default)
+	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default is 400)
 	HeapMB          int           // memory limit for the run in MiB (a Gale worker's worker.heap.memory.mb)
 
 	JSON   bool   // print one JSON document instead of the live view and table
@@ -48,7 +48,7 @@ func DefaultOptions() Options {
 		Counters:  1,
 		Ackers:    1,
 		Runner:    RunnerGale,
-		GOGC:      GOGCOff,
+		GOGC:      400,
 		HeapMB:    768,
 	}
 }
