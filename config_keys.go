@@ -70,6 +70,15 @@ const (
 	// (docs/performance.md). RunLocal does not change the GC of the
 	// process it runs in.
 	TopologyWorkerGOGC = "topology.worker.gogc"
+	// TopologyTupleReuse is Gale-specific, per bolt: the bolt promises not
+	// to use a tuple it received (nor the slice Values returned) after
+	// acking or failing it, or, for a basic bolt, after Execute returns;
+	// the runtime then reuses the tuple's memory for later emits, as
+	// Flink's object reuse does (bool, default false). Values themselves
+	// (strings, slices) are never reused, so what a bolt copied out of a
+	// tuple stays valid. It cut the bench's allocation per sentence from
+	// 800 to 290 bytes (docs/performance.md).
+	TopologyTupleReuse = "topology.tuple.reuse"
 	// WorkerHeapMemoryMB is Storm's heap budget of one worker (int,
 	// default 768 as in Storm, ≥ 64; cluster config, gale.yaml). A Gale
 	// worker runs with it as its Go memory limit (GOMEMLIMIT): the
@@ -235,6 +244,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"GOGC of worker processes (-1 = off: collect when the heap nears worker.heap.memory.mb)", gogcValue},
 	{WorkerHeapMemoryMB, configInt, 768, ScopeCluster,
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
+	{TopologyTupleReuse, configBool, false, ScopeComponent,
+		"the bolt does not keep tuples after acking them, so their memory is reused", nil},
 	{TopologyComponentPanicPolicy, configString, PanicPolicyFailTuple, ScopeComponent,
 		`on a component panic: "fail-tuple" (recover, fail the tuple) or "kill-worker"`,
 		stringOneOf(PanicPolicyFailTuple, PanicPolicyKillWorker)},

@@ -36,6 +36,7 @@ type emitter struct {
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
 	e := &emitter{
+		slab: tupleSlab{pool: rt.freeTuples},
 		rt:   rt,
 		comp: comp,
 		task: int32(task),
@@ -142,14 +143,16 @@ func (e *emitter) badEmit(os *outStream, stream string, n, direct int) error {
 }
 
 // tupleFor returns the tuple for the i-th target: the first tuple itself,
-// or a copy sharing its values.
-func (e *emitter) tupleFor(first *Tuple, i int) *Tuple {
+// or a copy sharing its values. proto is a copy of the first tuple made
+// before it was sent: once sent, a reusing consumer may recycle it while
+// copies are still being made.
+func (e *emitter) tupleFor(first, proto *Tuple, i int) *Tuple {
 	if i == 0 {
 		return first
 	}
 	t := e.slab.get()
-	t.shareValues(first)
-	t.src = first.src
+	t.shareValues(proto)
+	t.src = proto.src
 	return t
 }
 
@@ -167,8 +170,12 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool)
 	if tracked && len(e.targets) > 0 {
 		root = e.newRoot()
 	}
+	var proto Tuple
+	if len(e.targets) > 1 {
+		proto = *first
+	}
 	for i, dst := range e.targets {
-		t := e.tupleFor(first, i)
+		t := e.tupleFor(first, &proto, i)
 		if root != 0 {
 			t.root = root
 			t.edge = e.rng.NonZero()
@@ -189,8 +196,12 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 		return err
 	}
 	acking := e.rt.numAckers > 0
+	var proto Tuple
+	if len(e.targets) > 1 {
+		proto = *first
+	}
 	for i, dst := range e.targets {
-		t := e.tupleFor(first, i)
+		t := e.tupleFor(first, &proto, i)
 		if acking {
 			if a != nil {
 				e.anchor(t, a)
@@ -217,7 +228,7 @@ func (e *emitter) newRoot() uint64 {
 // the child carries the edge, and the anchor's own id in each tree absorbs
 // it, so the anchor's ack cancels it out.
 func (e *emitter) anchor(child, anchor *Tuple) {
-	if anchor.root == 0 {
+	if anchor.treeRoot() == 0 {
 		return // not part of any tree
 	}
 	edge := e.rng.NonZero()
@@ -255,11 +266,14 @@ func (t *Tuple) addPair(root, edge uint64) {
 
 // ack sends the acks for an input tuple.
 func (e *emitter) ack(t *Tuple) {
-	if t.root == 0 || t.isDone() {
+	if t.isDone() {
 		return
 	}
-	t.markDone()
+	t.markDone() // also outside a tree: the bolt is done with it (reuse)
 	root := t.treeRoot()
+	if root == 0 {
+		return
+	}
 	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
 	for _, p := range t.morePairs() {
 		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgAck, root: p.root, val: p.edge})
@@ -268,11 +282,14 @@ func (e *emitter) ack(t *Tuple) {
 
 // fail fails every tree the input tuple belongs to.
 func (e *emitter) fail(t *Tuple, reason error) {
-	if t.root == 0 || t.isDone() {
+	if t.isDone() {
 		return
 	}
 	t.markDone()
 	root := t.treeRoot()
+	if root == 0 {
+		return
+	}
 	fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
 	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgFail, task: e.task, root: root, reason: fe})
 	for _, p := range t.morePairs() {
@@ -281,7 +298,7 @@ func (e *emitter) fail(t *Tuple, reason error) {
 }
 
 func (e *emitter) resetTimeout(t *Tuple) {
-	if t.root == 0 || t.isDone() {
+	if t.treeRoot() == 0 || t.isDone() {
 		return
 	}
 	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgReset, root: t.root})

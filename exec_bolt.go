@@ -24,12 +24,16 @@ type boltExec struct {
 	out   *outbox
 	in    chan *batch
 	tick  time.Duration
-	tk    Ticker // tick tuples; made by start
+	tk    Ticker         // tick tuples; made by start
+	reuse *tupleRecycler // nil unless TopologyTupleReuse
 }
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in}
 	x.out = newOutbox(rt, true)
+	if c.conf.Bool(TopologyTupleReuse) {
+		x.reuse = &tupleRecycler{pool: rt.freeTuples}
+	}
 	if secs, set := c.conf.Int(TopologyTickTupleFreqSecs); set {
 		x.tick = time.Duration(secs) * time.Second
 	}
@@ -95,6 +99,11 @@ func (x *boltExec) run() {
 			// Released only now, so the in-flight count covers the input
 			// until what it caused has been sent on (shutdown's drain and
 			// galetest rely on it).
+			if x.reuse != nil {
+				for _, t := range in.tuples {
+					x.reuse.put(t)
+				}
+			}
 			x.rt.putBatch(in)
 		}
 		if ticked {

@@ -74,7 +74,10 @@ type runtime struct {
 	obs     Observer
 
 	batchPool sync.Pool
-	ackPool   sync.Pool
+	// freeTuples carries tuples recycled by bolts with TopologyTupleReuse
+	// back to emitters; nil when no bolt reuses.
+	freeTuples chan []*Tuple
+	ackPool    sync.Pool
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
@@ -272,6 +275,12 @@ func (rt *runtime) layout() error {
 			src.subs[in.Stream] = append(src.subs[in.Stream], sub)
 		}
 	}
+	for _, c := range order {
+		if !c.isSpout && c.conf.Bool(TopologyTupleReuse) {
+			rt.freeTuples = make(chan []*Tuple, freeTupleChunks)
+			break
+		}
+	}
 	// Executors: each component's tasks split into contiguous ranges.
 	recv, _ := rt.conf.Int(TopologyExecutorReceiveBufferSize)
 	queueCap := max(2, recv/rt.batchSize)
@@ -447,3 +456,7 @@ func (rt *runtime) stop(drain time.Duration) {
 	close(rt.quit)
 	rt.wg.Wait()
 }
+
+// freeTupleChunks bounds the recycled tuples waiting for an emitter:
+// 64 chunks of recycleChunk tuples, 1 MiB.
+const freeTupleChunks = 64

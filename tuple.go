@@ -286,18 +286,61 @@ func (t *Tuple) GetBytesByField(field string) []byte { return t.GetBytes(t.field
 // GetTimeByField returns a field's value as a time.Time.
 func (t *Tuple) GetTimeByField(field string) time.Time { return t.GetTime(t.fieldIndex(field)) }
 
-// tupleSlab hands out tuples from blocks to cut allocations per tuple.
+// tupleSlab hands out tuples to one emitter: first recycled ones (see
+// TopologyTupleReuse), else from blocks allocated slabSize at a time.
 type tupleSlab struct {
+	free  []*Tuple      // recycled, zeroed tuples
+	pool  chan []*Tuple // where consumers return them; nil = no reuse anywhere
 	block []Tuple
 }
 
 const slabSize = 512
 
 func (s *tupleSlab) get() *Tuple {
+	if n := len(s.free); n > 0 {
+		t := s.free[n-1]
+		s.free = s.free[:n-1]
+		return t
+	}
 	if len(s.block) == 0 {
+		select {
+		case s.free = <-s.pool: // a nil pool never receives
+			return s.get()
+		default:
+		}
 		s.block = make([]Tuple, slabSize)
 	}
 	t := &s.block[0]
 	s.block = s.block[1:]
 	return t
+}
+
+// tupleRecycler collects the tuples a reusing bolt is done with and hands
+// them back, recycleChunk at a time, to whichever emitter runs out first.
+// It belongs to the bolt's executor goroutine.
+type tupleRecycler struct {
+	pool  chan []*Tuple
+	chunk []*Tuple
+}
+
+const recycleChunk = 256
+
+// put recycles t if the bolt is done with it: acked or failed, and with no
+// extension (multi-anchored or wide tuples may share theirs).
+func (r *tupleRecycler) put(t *Tuple) {
+	if !t.isDone() || t.x != nil {
+		return
+	}
+	*t = Tuple{}
+	if r.chunk == nil {
+		r.chunk = make([]*Tuple, 0, recycleChunk)
+	}
+	r.chunk = append(r.chunk, t)
+	if len(r.chunk) == recycleChunk {
+		select {
+		case r.pool <- r.chunk:
+		default: // every emitter is stocked: leave these to the GC
+		}
+		r.chunk = nil
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -101,9 +102,13 @@ func uncapped(c gale.Config) gale.Config {
 	return out
 }
 
-func complete(t *testing.T, topo *gale.Topology) *galetest.Result {
+func complete(t *testing.T, topo *gale.Topology, conf ...gale.Config) *galetest.Result {
 	t.Helper()
-	res, err := galetest.Complete(context.Background(), topo, galetest.Options{Logger: testLogger(t), Timeout: 30 * time.Second, Config: uncapped(nil)})
+	c := gale.Config{}
+	for _, x := range conf {
+		maps.Copy(c, x)
+	}
+	res, err := galetest.Complete(context.Background(), topo, galetest.Options{Logger: testLogger(t), Timeout: 30 * time.Second, Config: uncapped(c)})
 	if err != nil {
 		t.Fatalf("galetest.Complete: %v", err)
 	}
@@ -128,12 +133,15 @@ func checkAckedOnce(t *testing.T, res *galetest.Result, n int) {
 
 // TestExactCounts: with acking and no failures, the final counts equal a
 // plain count, each word is counted by one task, and every sentence is
-// acked once.
+// acked once; also when the bolts reuse the tuples they are done with.
 func TestExactCounts(t *testing.T) {
 	seed := testSeed(t)
-	tests := []struct{ splitters, counters int }{{1, 1}, {2, 3}, {4, 2}, {3, 5}}
+	tests := []struct {
+		splitters, counters int
+		reuse               bool
+	}{{1, 1, false}, {2, 3, false}, {4, 2, false}, {3, 5, false}, {1, 1, true}, {3, 2, true}}
 	for i, tc := range tests {
-		t.Run(fmt.Sprintf("split %d count %d", tc.splitters, tc.counters), func(t *testing.T) {
+		t.Run(fmt.Sprintf("split %d count %d reuse %v", tc.splitters, tc.counters, tc.reuse), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(i)))
 			input, want := sentences(rng, 1200)
 			final := newFinalCounts()
@@ -141,7 +149,7 @@ func TestExactCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := complete(t, topo)
+			res := complete(t, topo, gale.Config{gale.TopologyTupleReuse: tc.reuse})
 			checkAckedOnce(t, res, len(input))
 			if f := res.Failed("sentences"); len(f) > 0 {
 				t.Errorf("%d sentences failed, first %v; want none", len(f), f[0])

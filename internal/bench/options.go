@@ -33,6 +33,7 @@ type Options struct {
 	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
 	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default is 400)
 	HeapMB          int           // memory limit for the run in MiB (a Gale worker's worker.heap.memory.mb)
+	TupleReuse      bool          // Gale's bolts run with topology.tuple.reuse
 
 	JSON   bool   // print one JSON document instead of the live view and table
 	Runner string // RunnerGale or RunnerPlain; a label for the report

@@ -75,6 +75,7 @@ type Report struct {
 
 	GOGC       int    `json:"gogc"`    // -1 = off
 	HeapMB     int    `json:"heap_mb"` // the memory limit
+	TupleReuse bool   `json:"tuple_reuse"`
 	GoVersion  string `json:"go_version"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
 }
@@ -124,6 +125,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 
 		GOGC:       opts.GOGC,
 		HeapMB:     opts.HeapMB,
+		TupleReuse: opts.TupleReuse,
 		GCCycles:   m.GCCycles,
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),

@@ -40,7 +40,7 @@ func TestReportJSONKeys(t *testing.T) {
 		"words_per_sec", "acked", "failed", "timeouts", "latency_ms", "cpu_seconds",
 		"cpu_seconds_per_million_sentences", "max_rss_bytes", "rss_samples_bytes",
 		"spouts", "splitters", "counters", "ackers", "rate", "go_version", "gomaxprocs",
-		"gogc", "heap_mb",
+		"gogc", "heap_mb", "tuple_reuse",
 	}
 	var buf bytes.Buffer
 	if err := testReport(ModeAck).WriteJSON(&buf); err != nil {

@@ -138,8 +138,13 @@ func Topology(opts bench.Options, stats *bench.Stats) (*gale.Topology, gale.Conf
 	ack := opts.Mode == bench.ModeAck
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("sentences", func() gale.Spout { return &spout{opts: opts, stats: stats, ack: ack} }, opts.Spouts)
-	b.SetBolt("split", func() gale.Bolt { return &wordcount.SplitSentence{} }, opts.Splitters).ShuffleGrouping("sentences")
-	b.SetBolt("count", func() gale.Bolt { return &count{opts: opts, stats: stats} }, opts.Counters).FieldsGrouping("split", "word")
+	split := b.SetBolt("split", func() gale.Bolt { return &wordcount.SplitSentence{} }, opts.Splitters).ShuffleGrouping("sentences")
+	count := b.SetBolt("count", func() gale.Bolt { return &count{opts: opts, stats: stats} }, opts.Counters).FieldsGrouping("split", "word")
+	if opts.TupleReuse {
+		// Both bolts are done with a tuple once they ack it.
+		split.AddConfiguration(gale.TopologyTupleReuse, true)
+		count.AddConfiguration(gale.TopologyTupleReuse, true)
+	}
 	topo, err := b.Build()
 	if err != nil {
 		return nil, nil, err
