@@ -244,14 +244,19 @@ func (x *spoutExec) run() {
 	}
 }
 
-// round calls NextTuple on t until it stops emitting, the batch is full or
-// the task reaches max pending. capped reports the last.
+// round calls NextTuple on t until it stops emitting, a batch's worth has
+// been emitted or the task reaches max pending. capped reports the last.
+// Counting emits rather than calls bounds what a round buffers: a spout
+// that emits many tuples per call (a paced source catching up, a poll of
+// a broker) still hands over batches of about topology.producer.batch.size,
+// so the queues' capacity in batches bounds the tuples in them.
 func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 	limit := x.maxPending
 	if limit == 0 {
 		limit = x.autoLimit
 	}
-	for i := 0; i < x.rt.batchSize; i++ {
+	start := t.emits
+	for t.emits-start < x.rt.batchSize {
 		if limit > 0 && t.pending.len() >= limit {
 			return emitted, true
 		}
