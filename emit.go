@@ -36,7 +36,7 @@ type emitter struct {
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
 	e := &emitter{
-		slab: tupleSlab{pool: rt.freeTuples},
+		slab: tupleSlab{pool: rt.freeTuples, empties: rt.emptyChunks},
 		rt:   rt,
 		comp: comp,
 		task: int32(task),

@@ -77,7 +77,10 @@ type runtime struct {
 	// freeTuples carries tuples recycled by bolts with TopologyTupleReuse
 	// back to emitters; nil when no bolt reuses.
 	freeTuples chan []*Tuple
-	ackPool    sync.Pool
+	// emptyChunks carries the chunks of freeTuples back, emptied, so that
+	// recycling allocates nothing.
+	emptyChunks chan []*Tuple
+	ackPool     sync.Pool
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
@@ -278,6 +281,7 @@ func (rt *runtime) layout() error {
 	for _, c := range order {
 		if !c.isSpout && c.conf.Bool(TopologyTupleReuse) {
 			rt.freeTuples = make(chan []*Tuple, freeTupleChunks)
+			rt.emptyChunks = make(chan []*Tuple, freeTupleChunks)
 			break
 		}
 	}

@@ -289,9 +289,10 @@ func (t *Tuple) GetTimeByField(field string) time.Time { return t.GetTime(t.fiel
 // tupleSlab hands out tuples to one emitter: first recycled ones (see
 // TopologyTupleReuse), else from blocks allocated slabSize at a time.
 type tupleSlab struct {
-	free  []*Tuple      // recycled, zeroed tuples
-	pool  chan []*Tuple // where consumers return them; nil = no reuse anywhere
-	block []Tuple
+	free    []*Tuple        // recycled, zeroed tuples
+	pool    <-chan []*Tuple // where consumers return them; nil = no reuse anywhere
+	empties chan<- []*Tuple // where used-up chunks go back to the consumers
+	block   []Tuple
 }
 
 const slabSize = 512
@@ -303,6 +304,16 @@ func (s *tupleSlab) get() *Tuple {
 		return t
 	}
 	if len(s.block) == 0 {
+		if s.free != nil {
+			// Hand the chunk back for refilling, without the pointers
+			// it still holds past its length.
+			clear(s.free[:cap(s.free)])
+			select {
+			case s.empties <- s.free[:0]:
+			default:
+			}
+			s.free = nil
+		}
 		select {
 		case s.free = <-s.pool: // a nil pool never receives
 			return s.get()
@@ -319,8 +330,9 @@ func (s *tupleSlab) get() *Tuple {
 // them back, recycleChunk at a time, to whichever emitter runs out first.
 // It belongs to the bolt's executor goroutine.
 type tupleRecycler struct {
-	pool  chan []*Tuple
-	chunk []*Tuple
+	pool    chan<- []*Tuple
+	empties <-chan []*Tuple // used-up chunks from the emitters, to refill
+	chunk   []*Tuple
 }
 
 const recycleChunk = 256
@@ -333,7 +345,11 @@ func (r *tupleRecycler) put(t *Tuple) {
 	}
 	*t = Tuple{}
 	if r.chunk == nil {
-		r.chunk = make([]*Tuple, 0, recycleChunk)
+		select {
+		case r.chunk = <-r.empties:
+		default:
+			r.chunk = make([]*Tuple, 0, recycleChunk)
+		}
 	}
 	r.chunk = append(r.chunk, t)
 	if len(r.chunk) == recycleChunk {
