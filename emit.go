@@ -31,7 +31,8 @@ type emitter struct {
 	targets []int
 	logged  map[string]bool
 	log     *slog.Logger
-	debug   bool // topology.debug: log every emit
+	debug   bool         // topology.debug: log every emit
+	poison  *tuplePoison // set when acked inputs must be poisoned (RunOptions.CheckTupleReuse)
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -46,6 +47,9 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		log:  log,
 	}
 	e.debug = comp.conf.Bool(TopologyDebug)
+	if rt.checkReuse && !comp.isSpout && comp.conf.Bool(TopologyTupleReuse) {
+		e.poison = newTuplePoison(comp.id)
+	}
 	for id, csi := range comp.streams {
 		si := *csi
 		si.task = int32(task)
@@ -195,6 +199,14 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 	if err != nil {
 		return err
 	}
+	if e.poison != nil {
+		// Catch anchoring on a done input even when nobody subscribes.
+		for _, x := range append([]*Tuple{a}, anchors...) {
+			if x != nil && x.x != nil {
+				x.x.live()
+			}
+		}
+	}
 	acking := e.rt.numAckers > 0
 	var proto Tuple
 	if len(e.targets) > 1 {
@@ -270,13 +282,14 @@ func (e *emitter) ack(t *Tuple) {
 		return
 	}
 	t.markDone() // also outside a tree: the bolt is done with it (reuse)
-	root := t.treeRoot()
-	if root == 0 {
-		return
+	if root := t.treeRoot(); root != 0 {
+		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
+		for _, p := range t.morePairs() {
+			e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgAck, root: p.root, val: p.edge})
+		}
 	}
-	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
-	for _, p := range t.morePairs() {
-		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgAck, root: p.root, val: p.edge})
+	if e.poison != nil {
+		e.poison.apply(t)
 	}
 }
 
@@ -286,14 +299,15 @@ func (e *emitter) fail(t *Tuple, reason error) {
 		return
 	}
 	t.markDone()
-	root := t.treeRoot()
-	if root == 0 {
-		return
+	if root := t.treeRoot(); root != 0 {
+		fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
+		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgFail, task: e.task, root: root, reason: fe})
+		for _, p := range t.morePairs() {
+			e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgFail, task: e.task, root: p.root, reason: fe})
+		}
 	}
-	fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
-	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgFail, task: e.task, root: root, reason: fe})
-	for _, p := range t.morePairs() {
-		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgFail, task: e.task, root: p.root, reason: fe})
+	if e.poison != nil {
+		e.poison.apply(t)
 	}
 }
 

@@ -32,7 +32,7 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in}
 	x.out = newOutbox(rt, true)
 	if c.conf.Bool(TopologyTupleReuse) {
-		x.reuse = &tupleRecycler{pool: rt.freeTuples, empties: rt.emptyChunks}
+		x.reuse = newTupleRecycler(rt)
 	}
 	if secs, set := c.conf.Int(TopologyTickTupleFreqSecs); set {
 		x.tick = time.Duration(secs) * time.Second

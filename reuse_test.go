@@ -1,8 +1,11 @@
 package gale_test
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -66,7 +69,7 @@ func TestTupleReuse(t *testing.T) {
 			if !tt.acking {
 				conf[gale.TopologyAckerExecutors] = 0
 			}
-			complete(t, build(t, b), galetest.Options{Config: conf})
+			complete(t, build(t, b), galetest.Options{Config: conf, RecycleTuples: true})
 
 			intact := func(h *gale.Tuple, want int) (ok bool) {
 				defer func() { _ = recover() }() // a zeroed tuple has no stream
@@ -92,5 +95,91 @@ func TestTupleReuse(t *testing.T) {
 				t.Errorf("check saw %d distinct tuple addresses for %d tuples without reuse, want %d", len(addrs), n, n)
 			}
 		})
+	}
+}
+
+// TestTupleReuseCheck: under galetest, a bolt with topology.tuple.reuse
+// that uses a tuple after acking it is caught (gale.RunOptions.
+// CheckTupleReuse): reading the tuple or anchoring on it panics naming the
+// bolt, and a kept Values slice shows placeholders. The same bolt without
+// reuse runs clean.
+func TestTupleReuseCheck(t *testing.T) {
+	const n = 50
+	misuses := []struct {
+		name string
+		use  func(b *funcBolt, in, prev *gale.Tuple, prevVals []any)
+	}{
+		{"reads the tuple", func(b *funcBolt, in, prev *gale.Tuple, _ []any) {
+			b.Collector.Emit(in, fmt.Sprint(prev.GetInt(0)))
+		}},
+		{"anchors on the tuple", func(b *funcBolt, in, prev *gale.Tuple, _ []any) {
+			b.Collector.EmitStream(gale.DefaultStream, []*gale.Tuple{in, prev}, fmt.Sprint(in.GetInt(0)-1))
+		}},
+		{"keeps the values", func(b *funcBolt, in, _ *gale.Tuple, prevVals []any) {
+			b.Collector.Emit(in, fmt.Sprint(prevVals[0]))
+		}},
+	}
+	for _, m := range misuses {
+		for _, reuse := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/reuse=%v", m.name, reuse), func(t *testing.T) {
+				b := gale.NewTopologyBuilder()
+				b.SetSpout("src", seqSpout(n), 1)
+				b.SetBolt("relay", func() gale.Bolt {
+					var prev *gale.Tuple
+					var prevVals []any
+					return &funcBolt{
+						declare: func(d gale.OutputDeclarer) { d.Declare("prev") },
+						execute: func(b *funcBolt, in *gale.Tuple) {
+							if prev != nil {
+								m.use(b, in, prev, prevVals)
+							}
+							prev, prevVals = in, in.Values()
+							b.Collector.Ack(in)
+						},
+					}
+				}, 1).ShuffleGrouping("src").AddConfiguration(gale.TopologyTupleReuse, reuse)
+				// Quiet: every misuse logs a panic with its stack.
+				res := complete(t, build(t, b), galetest.Options{Logger: slog.New(slog.DiscardHandler)})
+
+				emitted := res.Emitted("relay")
+				if !reuse {
+					if got := ints(res.Acked("src")); len(got) != n || len(res.Failed("src")) != 0 {
+						t.Fatalf("without reuse: acked %d, failed %v; want all %d acked", len(got), res.Failed("src"), n)
+					}
+					for i, v := range emitted {
+						if want := fmt.Sprint(i); v[0] != want {
+							t.Fatalf("without reuse: emitted %v at %d, want %s", v[0], i, want)
+						}
+					}
+					return
+				}
+				if m.name == "keeps the values" {
+					// Nothing panics, but every value the bolt read from
+					// an acked tuple is a placeholder naming it.
+					if len(emitted) != n-1 {
+						t.Fatalf("emitted %d tuples, want %d", len(emitted), n-1)
+					}
+					for _, v := range emitted {
+						if s := v[0].(string); !strings.Contains(s, `tuple reused: bolt "relay"`) {
+							t.Fatalf("emitted %q from a kept Values slice, want the reuse placeholder", s)
+						}
+					}
+					return
+				}
+				failed := res.Failed("src")
+				if len(failed) != n-1 {
+					t.Fatalf("failed %d messages, want %d (all but the first)", len(failed), n-1)
+				}
+				for _, f := range failed {
+					var pe *gale.PanicError
+					if !errors.As(f.Reason, &pe) || pe.Component != "relay" {
+						t.Fatalf("message %v failed with %v, want a panic in relay", f.MsgID, f.Reason)
+					}
+					if s := fmt.Sprint(pe.Value); !strings.Contains(s, `bolt "relay" used a tuple after acking or failing it`) {
+						t.Fatalf("panic %q does not explain the misuse", s)
+					}
+				}
+			})
+		}
 	}
 }

@@ -80,6 +80,7 @@ type runtime struct {
 	// emptyChunks carries the chunks of freeTuples back, emptied, so that
 	// recycling allocates nothing.
 	emptyChunks chan []*Tuple
+	checkReuse  bool // RunOptions.CheckTupleReuse
 	ackPool     sync.Pool
 
 	wg        sync.WaitGroup
@@ -175,6 +176,12 @@ type RunOptions struct {
 
 	// Observer, if set, sees every emit, ack and fail (tests, tracing).
 	Observer *Observer
+	// CheckTupleReuse catches bolts that break the promise of
+	// topology.tuple.reuse: the tuples they ack or fail are poisoned
+	// instead of reused, so that reading one later, or anchoring on it,
+	// panics naming the bolt (handled by the panic policy), and a kept
+	// Values slice shows placeholder values. galetest sets it.
+	CheckTupleReuse bool
 }
 
 // Observer is told about a running topology's events. Its functions are
@@ -209,6 +216,7 @@ func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*run
 		comps: make(map[string]*compInfo),
 		fatal: make(chan error, 1),
 	}
+	rt.checkReuse = opts.CheckTupleReuse
 	if opts.Observer != nil {
 		rt.obs = *opts.Observer
 		rt.capture = rt.obs.Emit

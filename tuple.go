@@ -65,6 +65,26 @@ type Tuple struct {
 type tupleExt struct {
 	vals []any // all values, when there are more than len(inl)
 	more []anchorPair
+	// reusedBy, if set, marks a tuple poisoned under
+	// RunOptions.CheckTupleReuse: the bolt it names acked or failed it
+	// with topology.tuple.reuse on, and any later use panics.
+	reusedBy string
+}
+
+// live panics if the tuple was poisoned (see tupleExt.reusedBy).
+func (x *tupleExt) live() {
+	if x.reusedBy != "" {
+		panic(fmt.Sprintf("gale: bolt %q used a tuple after acking or failing it; with topology.tuple.reuse on, "+
+			"Gale reuses that tuple's memory for later tuples: copy what you need before the ack, or turn reuse off for this bolt", x.reusedBy))
+	}
+}
+
+// reusedValue replaces the values of a poisoned tuple, so that a bolt that
+// kept the slice Values returned sees them change as it would under reuse.
+type reusedValue struct{ bolt string }
+
+func (v *reusedValue) String() string {
+	return fmt.Sprintf("<tuple reused: bolt %q acked it>", v.bolt)
 }
 
 // doneBit is never set in a root id (see newRoot).
@@ -76,8 +96,11 @@ func (t *Tuple) markDone()        { t.root |= doneBit }
 
 // Values returns the tuple's values. Do not modify them.
 func (t *Tuple) Values() []any {
-	if t.x != nil && t.x.vals != nil {
-		return t.x.vals
+	if t.x != nil {
+		t.x.live()
+		if t.x.vals != nil {
+			return t.x.vals
+		}
 	}
 	n := len(t.src.fields)
 	return t.inl[:n:n]
@@ -111,8 +134,11 @@ func (t *Tuple) Len() int { return len(t.src.fields) }
 
 // Value returns the i-th value.
 func (t *Tuple) Value(i int) any {
-	if t.x != nil && t.x.vals != nil {
-		return t.x.vals[i]
+	if t.x != nil {
+		t.x.live()
+		if t.x.vals != nil {
+			return t.x.vals[i]
+		}
 	}
 	if i >= len(t.src.fields) {
 		panic(fmt.Sprintf("gale: value index %d out of range: tuple from %s:%s has %d values", i, t.src.component, t.src.stream, len(t.src.fields)))
@@ -334,6 +360,24 @@ type tupleRecycler struct {
 	empties <-chan []*Tuple // used-up chunks from the emitters, to refill
 	chunk   []*Tuple
 }
+
+func newTupleRecycler(rt *runtime) *tupleRecycler {
+	return &tupleRecycler{pool: rt.freeTuples, empties: rt.emptyChunks}
+}
+
+// tuplePoison marks the tuples a bolt with topology.tuple.reuse is done
+// with, under RunOptions.CheckTupleReuse, so that any later use shows.
+type tuplePoison struct {
+	ext  *tupleExt
+	vals [2]any
+}
+
+func newTuplePoison(bolt string) *tuplePoison {
+	v := &reusedValue{bolt: bolt}
+	return &tuplePoison{ext: &tupleExt{reusedBy: bolt}, vals: [2]any{v, v}}
+}
+
+func (p *tuplePoison) apply(t *Tuple) { t.x, t.inl = p.ext, p.vals }
 
 const recycleChunk = 256
 

@@ -39,6 +39,11 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives the runtime's logs; default: discarded.
 	Logger *slog.Logger
+	// RecycleTuples runs bolts that set topology.tuple.reuse as a worker
+	// does, reusing the tuples they are done with. By default Complete
+	// poisons those tuples instead (gale.RunOptions.CheckTupleReuse), so a
+	// bolt that uses a tuple after acking it panics and the test sees it.
+	RecycleTuples bool
 }
 
 // Failure is a spout message that failed.
@@ -169,7 +174,7 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			res.mu.Unlock()
 		},
 	}
-	lt, err := gale.StartLocal(opts.Name, opts.Config, topo, gale.RunOptions{Logger: opts.Logger, Clock: opts.Clock, Observer: obs})
+	lt, err := gale.StartLocal(opts.Name, opts.Config, topo, gale.RunOptions{Logger: opts.Logger, Clock: opts.Clock, Observer: obs, CheckTupleReuse: !opts.RecycleTuples})
 	if err != nil {
 		return nil, err
 	}
