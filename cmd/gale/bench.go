@@ -55,7 +55,7 @@ the baseline to compare Gale with.`,
 	f.IntVar(&opts.MaxSpoutPending, "max-spout-pending", opts.MaxSpoutPending, "in-flight sentences per spout task (0 = unset)")
 	f.DurationVar(&opts.CountDelay, "count-delay", opts.CountDelay, "extra busy work per word in the count bolt, to overload it")
 	f.Var((*gogcFlag)(&opts.GOGC), "gogc", `GC percent for the run, for both runners: ≥ 25 or "off" (a Gale worker's topology.worker.gogc is 400; Go's default is 100)`)
-	f.BoolVar(&opts.TupleReuse, "tuple-reuse", opts.TupleReuse, "run Gale's bolts with topology.tuple.reuse: tuples they acked are recycled")
+	f.BoolVar(&opts.TupleReuse, "tuple-reuse", opts.TupleReuse, "run Gale's bolts with topology.tuple.reuse (they keep no tuple after acking it), so acked tuples are recycled; =false measures without")
 	f.IntVar(&opts.HeapMB, "heap-mb", opts.HeapMB, "memory limit in MiB for the run, for both runners (a Gale worker's worker.heap.memory.mb)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")

@@ -10,6 +10,7 @@ import (
 type benchReport struct {
 	Mode            string  `json:"mode"`
 	Runner          string  `json:"runner"`
+	TupleReuse      bool    `json:"tuple_reuse"`
 	DurationS       float64 `json:"duration_s"`
 	Sentences       int64   `json:"sentences"`
 	Words           int64   `json:"words"`
@@ -40,10 +41,12 @@ func TestBenchWordcountJSON(t *testing.T) {
 		args   []string
 		mode   string
 		runner string
+		reuse  bool // tuple_reuse reported
 	}{
-		{name: "gale ack", args: []string{"--mode", "ack"}, mode: "ack", runner: "gale"},
-		{name: "gale noack", args: []string{"--mode", "noack"}, mode: "noack", runner: "gale"},
-		{name: "plain ack", args: []string{"--runner", "plain"}, mode: "ack", runner: "plain"},
+		{name: "gale ack", args: []string{"--mode", "ack"}, mode: "ack", runner: "gale", reuse: true},
+		{name: "gale ack without reuse", args: []string{"--mode", "ack", "--tuple-reuse=false"}, mode: "ack", runner: "gale"},
+		{name: "gale noack", args: []string{"--mode", "noack"}, mode: "noack", runner: "gale", reuse: true},
+		{name: "plain ack", args: []string{"--runner", "plain"}, mode: "ack", runner: "plain", reuse: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,8 +68,9 @@ func TestBenchWordcountJSON(t *testing.T) {
 			decodeOne(t, stdout, &r)
 			t.Logf("report: %+v", r)
 
-			if r.Mode != tt.mode || r.Runner != tt.runner {
-				t.Errorf("mode, runner: got %q, %q, want %q, %q", r.Mode, r.Runner, tt.mode, tt.runner)
+			if r.Mode != tt.mode || r.Runner != tt.runner || r.TupleReuse != tt.reuse {
+				t.Errorf("mode, runner, tuple_reuse: got %q, %q, %v, want %q, %q, %v",
+					r.Mode, r.Runner, r.TupleReuse, tt.mode, tt.runner, tt.reuse)
 			}
 			if r.DurationS < 0.3 {
 				t.Errorf("duration_s: got %v, want ≥ 0.3 (--duration 300ms)", r.DurationS)
