@@ -163,6 +163,13 @@ func (x *spoutExec) run() {
 				capped = capped && c
 			}
 		}
+		if emitted {
+			// The idle backoff restarts whenever the source produces, not
+			// only at a flush after an emitting round: a round that fills a
+			// batch usually ends with an empty round, whose flush never saw
+			// emitted, and the pause stayed at its 1 ms cap.
+			idleN = 0
+		}
 		// While the source keeps producing, keep filling the batch: after
 		// a round that emitted less than a batch, yield and run another
 		// round before flushing. The flush comes when a round comes up
@@ -205,7 +212,6 @@ func (x *spoutExec) run() {
 		x.publish(emitted)
 		x.stopped.Store(!x.active)
 		if emitted {
-			idleN = 0
 			if busyRounds++; busyRounds%busyYieldEvery == 0 {
 				goruntime.Gosched() // see busyYieldEvery
 			}
