@@ -39,6 +39,7 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyComponentPanicPolicy, PanicPolicyFailTuple},
 		{TopologyTupleReuse, false},
 		{TopologyWorkerGOGC, 400},
+		{TopologyWorkerGCFloorMB, 64},
 		{WorkerHeapMemoryMB, 768},
 		{SupervisorSlotsPorts, []int{6700, 6701, 6702, 6703}},
 		{SupervisorHeartbeatFrequencySecs, 5},

@@ -1,6 +1,11 @@
 package gale
 
-import "runtime/debug"
+import (
+	goruntime "runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
 
 // GOGCOff is the value of TopologyWorkerGOGC that turns proportional
 // collection off, as GOGC=off does: the worker collects when its heap nears
@@ -11,25 +16,122 @@ const GOGCOff = -1
 type WorkerMemory struct {
 	GCPercent  int   // GOGC: GOGCOff, or a percent ≥ 25
 	LimitBytes int64 // GOMEMLIMIT, from the heap budget
+	// FloorBytes is the least heap the worker grows to before it collects,
+	// however little is live (TopologyWorkerGCFloorMB); 0 = none.
+	FloorBytes int64
 }
 
 // WorkerMemoryOf reads a worker's memory settings from its effective
-// configuration (TopologyWorkerGOGC and WorkerHeapMemoryMB).
+// configuration (TopologyWorkerGOGC, TopologyWorkerGCFloorMB and
+// WorkerHeapMemoryMB).
 func WorkerMemoryOf(e *Effective) WorkerMemory {
 	gogc, _ := e.Int(TopologyWorkerGOGC)
 	mb, _ := e.Int(WorkerHeapMemoryMB)
-	return WorkerMemory{GCPercent: gogc, LimitBytes: int64(mb) << 20}
+	floor, _ := e.Int(TopologyWorkerGCFloorMB)
+	return WorkerMemory{GCPercent: gogc, LimitBytes: int64(mb) << 20, FloorBytes: int64(floor) << 20}
 }
 
-// Apply sets this process's GC percent and memory limit and returns a
-// function that restores the previous ones. A worker process applies its
-// settings once at start; RunLocal never does, so a topology run inside
-// another program leaves that program's GC alone.
+// Apply sets this process's GC percent and memory limit, keeps the heap
+// floor, and returns a function that stops that and restores the previous
+// settings. A worker process applies its settings once at start; RunLocal
+// never does, so a topology run inside another program leaves that
+// program's GC alone.
 func (m WorkerMemory) Apply() (restore func()) {
 	oldPercent := debug.SetGCPercent(m.GCPercent)
 	oldLimit := debug.SetMemoryLimit(m.LimitBytes)
+	var f *gcFloor
+	if m.FloorBytes > 0 && m.GCPercent != GOGCOff {
+		f = &gcFloor{base: m.GCPercent, floor: uint64(m.FloorBytes), percent: m.GCPercent,
+			sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+		f.adjust()
+		f.arm()
+	}
 	return func() {
+		if f != nil {
+			f.stop()
+		}
 		debug.SetGCPercent(oldPercent)
 		debug.SetMemoryLimit(oldLimit)
 	}
+}
+
+// gcFloor keeps the heap goal at least floor: after every collection it
+// sets the GC percent from the live heap. Go's heap goal is the larger of
+// live·(1+GOGC/100) and 4 MiB·GOGC/100 (the minimum heap scales with GOGC,
+// as the Go GC guide documents), so
+//
+//   - live ≤ 4 MiB: GOGC = floor/4 MiB·100 makes the minimum heap the floor;
+//   - live > 4 MiB: GOGC = (floor/live − 1)·100 makes the proportional goal
+//     the floor;
+//
+// and never below the configured percent, which governs once
+// live·(1+GOGC/100) passes the floor. Unlike a higher fixed GOGC, the
+// overhead stays at most max(floor, the configured proportion) as the live
+// heap grows.
+type gcFloor struct {
+	mu      sync.Mutex
+	stopped bool
+	base    int    // the configured GC percent
+	floor   uint64 // bytes
+	percent int    // as last set
+	sample  []metrics.Sample
+}
+
+// minHeap is the Go runtime's minimum heap goal at GOGC=100.
+const minHeap = 4 << 20
+
+// floorPercent is the GC percent that makes the heap goal
+// max(floor, live·(1+base/100)).
+func floorPercent(base int, floor, live uint64) int {
+	var p uint64
+	if live <= minHeap {
+		p = floor * 100 / minHeap
+	} else {
+		p = floor*100/live - min(100, floor*100/live)
+	}
+	return max(base, int(min(p, 1<<30)))
+}
+
+func (f *gcFloor) adjust() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return
+	}
+	metrics.Read(f.sample)
+	if f.sample[0].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	if p := floorPercent(f.base, f.floor, f.sample[0].Value.Uint64()); p != f.percent {
+		debug.SetGCPercent(p)
+		f.percent = p
+	}
+}
+
+// gcSentinel is garbage whose finalizer runs after each collection. It
+// holds a pointer and is larger than the tiny allocator's 16 bytes, so it
+// is an object of its own and the finalizer does run.
+type gcSentinel struct {
+	f   *gcFloor
+	pad [24]byte
+}
+
+// arm sets up the next adjustment, after the next collection.
+func (f *gcFloor) arm() {
+	s := &gcSentinel{f: f}
+	goruntime.SetFinalizer(s, func(s *gcSentinel) {
+		s.f.adjust()
+		s.f.mu.Lock()
+		stopped := s.f.stopped
+		s.f.mu.Unlock()
+		if !stopped {
+			s.f.arm()
+		}
+	})
+}
+
+func (f *gcFloor) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
 }

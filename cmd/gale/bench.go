@@ -57,6 +57,7 @@ the baseline to compare Gale with.`,
 	f.Var((*gogcFlag)(&opts.GOGC), "gogc", `GC percent for the run, for both runners: ≥ 25 or "off" (a Gale worker's topology.worker.gogc is 400; Go's default is 100)`)
 	f.BoolVar(&opts.TupleReuse, "tuple-reuse", opts.TupleReuse, "run Gale's bolts with topology.tuple.reuse (they keep no tuple after acking it), so acked tuples are recycled; =false measures without")
 	f.IntVar(&opts.HeapMB, "heap-mb", opts.HeapMB, "memory limit in MiB for the run, for both runners (a Gale worker's worker.heap.memory.mb)")
+	f.IntVar(&opts.GCFloorMB, "gc-floor-mb", opts.GCFloorMB, "least heap in MiB before collecting, for both runners; 0 = none (a Gale worker's topology.worker.gc.floor.mb)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")

@@ -33,6 +33,7 @@ type Options struct {
 	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
 	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default is 400)
 	HeapMB          int           // memory limit for the run in MiB (a Gale worker's worker.heap.memory.mb)
+	GCFloorMB       int           // least heap in MiB before collecting, 0 = none (a worker's topology.worker.gc.floor.mb)
 	TupleReuse      bool          // Gale's bolts run with topology.tuple.reuse
 
 	JSON   bool   // print one JSON document instead of the live view and table
@@ -51,6 +52,7 @@ func DefaultOptions() Options {
 		Runner:    RunnerGale,
 		GOGC:      400,
 		HeapMB:    768,
+		GCFloorMB: 64,
 		// The bench's bolts keep no tuple after acking it, so they declare
 		// topology.tuple.reuse as an author who cares for latency would
 		// (galetest checks that they keep the promise).
@@ -94,6 +96,9 @@ func (o Options) Validate() error {
 	}
 	if o.GOGC != GOGCOff && o.GOGC < 25 {
 		bad("--gogc must be off or ≥ 25, got %d", o.GOGC)
+	}
+	if o.GCFloorMB < 0 {
+		bad("--gc-floor-mb must be ≥ 0, got %d", o.GCFloorMB)
 	}
 	if o.HeapMB < 64 {
 		bad("--heap-mb must be ≥ 64, got %d", o.HeapMB)

@@ -75,6 +75,7 @@ type Report struct {
 
 	GOGC       int    `json:"gogc"`    // -1 = off
 	HeapMB     int    `json:"heap_mb"` // the memory limit
+	GCFloorMB  int    `json:"gc_floor_mb"`
 	TupleReuse bool   `json:"tuple_reuse"`
 	GoVersion  string `json:"go_version"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
@@ -125,6 +126,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 
 		GOGC:       opts.GOGC,
 		HeapMB:     opts.HeapMB,
+		GCFloorMB:  opts.GCFloorMB,
 		TupleReuse: opts.TupleReuse,
 		GCCycles:   m.GCCycles,
 		GoVersion:  runtime.Version(),
@@ -215,7 +217,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.GOGC == GOGCOff {
 		gogc = "off"
 	}
-	row("go", "%s, GOMAXPROCS %d, GOGC %s, memory limit %d MiB", r.GoVersion, r.GOMAXPROCS, gogc, r.HeapMB)
+	row("go", "%s, GOMAXPROCS %d, GOGC %s, GC floor %d MiB, memory limit %d MiB", r.GoVersion, r.GOMAXPROCS, gogc, r.GCFloorMB, r.HeapMB)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	goruntime "runtime"
-	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/gale-stream/gale"
 )
 
 // Runner runs the word-count workload described by opts until ctx is done, updating
@@ -31,8 +32,11 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 		return nil, errors.New("bench: nil runner")
 	}
 	// Both runners run as a Gale worker would (gale.WorkerMemory.Apply).
-	defer debug.SetGCPercent(debug.SetGCPercent(opts.GOGC))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(opts.HeapMB) << 20))
+	defer gale.WorkerMemory{
+		GCPercent:  opts.GOGC,
+		LimitBytes: int64(opts.HeapMB) << 20,
+		FloorBytes: int64(opts.GCFloorMB) << 20,
+	}.Apply()()
 	var ms0, ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
 	cpu0, _, err := rusage()
