@@ -62,8 +62,8 @@ const (
 	// worker JVM options: the GOGC a worker process runs with (int,
 	// default 400; GOGCOff or ≥ 25). Tuples are short-lived garbage and
 	// bounded queues keep the live heap small, so Go's default of 100
-	// collects every few megabytes; 400 cuts that fourfold while the heap
-	// (16 MB) still fits in a server's last-level cache. Off, a worker
+	// collects every few megabytes; 400 cuts that fourfold, and
+	// TopologyWorkerGCFloorMB lets a small heap grow to 64 MiB first. Off, a worker
 	// collects only when its heap nears WorkerHeapMemoryMB: far fewer
 	// collections, but every allocation touches memory that is not in
 	// cache, which cost 30% more CPU per tuple in the bench
