@@ -88,7 +88,7 @@ const (
 	// Flink's object reuse does (bool, default false). Values themselves
 	// (strings, slices) are never reused, so what a bolt copied out of a
 	// tuple stays valid. It cut the bench's allocation per sentence from
-	// 800 to 290 bytes (docs/performance.md). galetest checks the promise:
+	// 800 to 217 bytes (docs/performance.md). galetest checks the promise:
 	// there the tuples are poisoned instead of reused, so a bolt that
 	// breaks it panics (RunOptions.CheckTupleReuse).
 	TopologyTupleReuse = "topology.tuple.reuse"
