@@ -46,7 +46,7 @@ func TestBenchWordcountJSON(t *testing.T) {
 		{name: "gale ack", args: []string{"--mode", "ack"}, mode: "ack", runner: "gale", reuse: true},
 		{name: "gale ack without reuse", args: []string{"--mode", "ack", "--tuple-reuse=false"}, mode: "ack", runner: "gale"},
 		{name: "gale noack", args: []string{"--mode", "noack"}, mode: "noack", runner: "gale", reuse: true},
-		{name: "plain ack", args: []string{"--runner", "plain"}, mode: "ack", runner: "plain", reuse: true},
+		{name: "plain ack", args: []string{"--runner", "plain"}, mode: "ack", runner: "plain"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

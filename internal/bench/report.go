@@ -127,7 +127,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		GOGC:       opts.GOGC,
 		HeapMB:     opts.HeapMB,
 		GCFloorMB:  opts.GCFloorMB,
-		TupleReuse: opts.TupleReuse,
+		TupleReuse: opts.TupleReuse && opts.Runner == RunnerGale, // plain has no tuples
 		GCCycles:   m.GCCycles,
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
