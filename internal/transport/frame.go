@@ -161,14 +161,15 @@ func NewFrameWriter(w io.Writer, maxSize int) *FrameWriter {
 	return &FrameWriter{w: bufio.NewWriterSize(w, 64<<10), max: maxSize}
 }
 
-// Write buffers one frame. A payload over the bound is an error and
-// writes nothing: the peer would reject it.
+// Write buffers one frame. A payload over the bound, or an unknown kind,
+// is an error wrapping ErrMalformedFrame and writes nothing: the peer
+// would reject it. Any other error is the connection's.
 func (fw *FrameWriter) Write(kind FrameKind, payload []byte) error {
 	if kind == 0 || kind >= frameKindEnd {
-		return fmt.Errorf("transport: cannot write a frame of unknown kind %d", uint8(kind))
+		return fmt.Errorf("transport: %w: cannot write a frame of unknown kind %d", ErrMalformedFrame, uint8(kind))
 	}
 	if len(payload)+1 > fw.max {
-		return fmt.Errorf("transport: a %s frame of %d bytes is over the %d-byte bound (the batch is too large: lower topology.producer.batch.size)", kind, len(payload)+1, fw.max)
+		return fmt.Errorf("transport: %w: a %s frame of %d bytes is over the %d-byte bound (the batch is too large: lower topology.producer.batch.size)", ErrMalformedFrame, kind, len(payload)+1, fw.max)
 	}
 	var hdr [frameHeader]byte
 	binary.BigEndian.PutUint32(hdr[:4], uint32(len(payload)+1))
