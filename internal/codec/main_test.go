@@ -1,0 +1,19 @@
+package codec
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/gale-stream/gale/internal/testseed"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testSeed returns the seed for a randomized test and logs how to replay it.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	return testseed.Seed(t)
+}
