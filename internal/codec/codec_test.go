@@ -503,3 +503,34 @@ func TestAppendAllocs(t *testing.T) {
 		})
 	}
 }
+
+// Registries agree on their fingerprint exactly when they registered the
+// same types under the same names in the same order.
+func TestFingerprint(t *testing.T) {
+	reg := func(t *testing.T, entries ...any) *Registry {
+		t.Helper()
+		r := NewRegistry()
+		for i := 0; i < len(entries); i += 2 {
+			if err := r.Register(entries[i].(reflect.Type), entries[i+1].(string), opaqueCodec{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r
+	}
+	pt, lb := reflect.TypeFor[point](), reflect.TypeFor[label]()
+	base := reg(t, pt, "geo.Point", lb, "label").Fingerprint()
+	if got := reg(t, pt, "geo.Point", lb, "label").Fingerprint(); got != base {
+		t.Errorf("same registrations: fingerprints %x and %x differ", got, base)
+	}
+	for name, r := range map[string]*Registry{
+		"none":          NewRegistry(),
+		"other order":   reg(t, lb, "label", pt, "geo.Point"),
+		"other name":    reg(t, pt, "geo.Pt", lb, "label"),
+		"one missing":   reg(t, pt, "geo.Point"),
+		"names swapped": reg(t, pt, "label", lb, "geo.Point"),
+	} {
+		if r.Fingerprint() == base {
+			t.Errorf("%s: same fingerprint %x as the original registrations", name, base)
+		}
+	}
+}

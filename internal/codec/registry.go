@@ -3,6 +3,7 @@ package codec
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"time"
 )
@@ -108,6 +109,20 @@ func (r *Registry) Register(t reflect.Type, name string, c TypeCodec) error {
 // Len returns the number of registered user types.
 func (r *Registry) Len() int {
 	return len(r.types)
+}
+
+// Fingerprint summarises the registration list: the names and Go types of
+// the user types, in order. Workers compare fingerprints when they connect
+// (transport.Hello.Types), because two registries that assign an id to
+// different types would decode each other's values as the wrong types.
+// The empty registry's fingerprint is FNV-1a's offset basis.
+func (r *Registry) Fingerprint() uint64 {
+	h := fnv.New64a()
+	for _, ut := range r.types {
+		// Length-prefixed, so that no two lists give the same bytes.
+		fmt.Fprintf(h, "%d:%s%d:%s", len(ut.name), ut.name, len(ut.typ.String()), ut.typ.String())
+	}
+	return h.Sum64()
 }
 
 // MaxDepth is how deeply []any and map[string]any values may nest. A
