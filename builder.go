@@ -3,8 +3,11 @@ package gale
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/gale-stream/gale/internal/codec"
 )
 
 // ErrInvalidTopology is wrapped by every topology validation error.
@@ -17,6 +20,7 @@ type Topology struct {
 	spouts  map[string]func() Spout
 	bolts   map[string]func() Bolt
 	customs map[string]func() CustomGrouping
+	types   *codec.Registry
 }
 
 // TopologyBuilder wires spouts and bolts into a Topology, as Storm's
@@ -26,6 +30,7 @@ type TopologyBuilder struct {
 	spouts  map[string]func() Spout
 	bolts   map[string]func() Bolt
 	customs map[string]func() CustomGrouping
+	types   codec.Registry
 	errs    []error
 }
 
@@ -343,7 +348,31 @@ func (b *TopologyBuilder) Build() (*Topology, error) {
 	t := &Topology{Def: b.def, spouts: b.spouts, bolts: b.bolts, customs: b.customs}
 	// Deep-copy the definition so later builder calls cannot change it.
 	t.Def = cloneDef(b.def)
+	t.types = b.types.Clone()
 	return t, nil
+}
+
+// TypeCodec encodes and decodes the values of one user type for the wire
+// between workers: the role a Kryo serializer registered with Storm's
+// Config.registerSerialization plays. Append appends the encoding of v
+// (always of the registered type) to dst; Decode gets exactly those bytes
+// back and must return an error, not panic, on bytes Append could not have
+// written. Both must be safe for concurrent use.
+type TypeCodec = codec.TypeCodec
+
+// RegisterType registers a user type that tuples may carry between worker
+// processes, encoded by c, under a name unique in the topology (for
+// messages and the topology definition). Values of the built-in types
+// (nil, bool, integers, floats, string, []byte, time.Time, []any,
+// map[string]any) need no registration; emitting any other type to a task
+// in another worker is an error naming the component, stream and type
+// (topology.testing.always.try.serialize checks every emit, in tests).
+func (b *TopologyBuilder) RegisterType(t reflect.Type, name string, c TypeCodec) {
+	if err := b.types.Register(t, name, c); err != nil {
+		b.errs = append(b.errs, fmt.Errorf("%w: %w", ErrInvalidTopology, err))
+		return
+	}
+	b.def.Types = append(b.def.Types, TypeDef{Name: name, GoType: t.String()})
 }
 
 func cloneDef(d TopologyDef) TopologyDef {
@@ -363,7 +392,7 @@ func cloneDef(d TopologyDef) TopologyDef {
 		}
 		return out
 	}
-	return TopologyDef{Spouts: cp(d.Spouts), Bolts: cp(d.Bolts)}
+	return TopologyDef{Spouts: cp(d.Spouts), Bolts: cp(d.Bolts), Types: slices.Clone(d.Types)}
 }
 
 // Validate checks the definition's structure: ids, parallelism, streams,
@@ -486,6 +515,18 @@ func (d *TopologyDef) Validate() error {
 				bad("bolt %q: unknown grouping type %q on %s:%s", c.ID, g.Type, in.Component, in.Stream)
 			}
 		}
+	}
+	typeNames := map[string]bool{}
+	for i, t := range d.Types {
+		switch {
+		case t.Name == "":
+			bad("registered type %d (%s) has an empty name", i, t.GoType)
+		case typeNames[t.Name]:
+			bad("type name %q is registered twice", t.Name)
+		case t.GoType == "":
+			bad("registered type %q has no Go type", t.Name)
+		}
+		typeNames[t.Name] = true
 	}
 	return errors.Join(errs...)
 }

@@ -92,6 +92,13 @@ const (
 	// there the tuples are poisoned instead of reused, so a bolt that
 	// breaks it panics (RunOptions.CheckTupleReuse).
 	TopologyTupleReuse = "topology.tuple.reuse"
+	// TopologyTestingAlwaysTrySerialize makes every emit encode and decode
+	// its values as a send to another worker would, so that a value of a
+	// type not registered with TopologyBuilder.RegisterType (or whose
+	// TypeCodec fails) is an emit error naming the component, stream and
+	// type even when the topology runs in one process (bool, default
+	// false, as in Storm). galetest turns it on unless the config sets it.
+	TopologyTestingAlwaysTrySerialize = "topology.testing.always.try.serialize"
 	// WorkerHeapMemoryMB is Storm's heap budget of one worker (int,
 	// default 768 as in Storm, ≥ 64; cluster config, gale.yaml). A Gale
 	// worker runs with it as its Go memory limit (GOMEMLIMIT): the
@@ -259,6 +266,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"least heap in MiB a worker grows to before collecting (0 = none; above it topology.worker.gogc governs)", intAtLeast(0)},
 	{WorkerHeapMemoryMB, configInt, 768, ScopeCluster,
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
+	{TopologyTestingAlwaysTrySerialize, configBool, false, ScopeTopology,
+		"encode and decode every emitted tuple as between workers, to find values that cannot cross in tests", nil},
 	{TopologyTupleReuse, configBool, false, ScopeComponent,
 		"the bolt does not keep tuples after acking them, so their memory is reused", nil},
 	{TopologyComponentPanicPolicy, configString, PanicPolicyFailTuple, ScopeComponent,

@@ -14,6 +14,17 @@ import (
 type TopologyDef struct {
 	Spouts []ComponentDef `json:"spouts"`
 	Bolts  []ComponentDef `json:"bolts"`
+	// Types lists the user types registered for the wire
+	// (TopologyBuilder.RegisterType), in order: every worker registers
+	// them in this order, so they agree on each type's id.
+	Types []TypeDef `json:"types,omitempty"`
+}
+
+// TypeDef is a registered user type: the name it was registered under and
+// its Go type, as reflect prints it.
+type TypeDef struct {
+	Name   string `json:"name"`
+	GoType string `json:"go_type"`
 }
 
 // ComponentDef describes one spout or bolt.

@@ -15,6 +15,10 @@ var (
 	ErrWrongArity       = errors.New("gale: emit with the wrong number of values")
 	ErrDirect           = errors.New("gale: direct emit mismatch")
 	ErrGrouping         = errors.New("gale: a custom grouping chose an invalid task")
+	// ErrNotSerializable: a value cannot cross to another worker (an
+	// unregistered type, or a TypeCodec that failed). The error also wraps
+	// the codec's, whose message names the type.
+	ErrNotSerializable = errors.New("gale: emit of a value that cannot be sent between workers")
 )
 
 // emitter is the emitting half of one task: its output streams, routers,
@@ -33,6 +37,11 @@ type emitter struct {
 	log     *slog.Logger
 	debug   bool         // topology.debug: log every emit
 	poison  *tuplePoison // set when acked inputs must be poisoned (RunOptions.CheckTupleReuse)
+	// trySerialize (topology.testing.always.try.serialize) encodes and
+	// decodes every emit's values, into wire.
+	trySerialize bool
+	wire         []byte
+	wireVals     []any
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -47,6 +56,7 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		log:  log,
 	}
 	e.debug = comp.conf.Bool(TopologyDebug)
+	e.trySerialize = rt.conf.Bool(TopologyTestingAlwaysTrySerialize)
 	if rt.checkReuse && !comp.isSpout && comp.conf.Bool(TopologyTupleReuse) {
 		e.poison = newTuplePoison(comp.id)
 	}
@@ -89,6 +99,11 @@ func (e *emitter) prepare(os *outStream, stream string, vals []any, direct int) 
 	if os == nil || len(vals) != os.arity || os.direct != (direct >= 0) {
 		return nil, e.badEmit(os, stream, len(vals), direct)
 	}
+	if e.trySerialize {
+		if err := e.serialize(stream, vals); err != nil {
+			return nil, err
+		}
+	}
 	t := e.slab.get()
 	t.src = os.info
 	t.setValues(vals)
@@ -128,6 +143,24 @@ func (e *emitter) outFor(stream string) *outStream {
 		return e.defOut
 	}
 	return e.outs[stream]
+}
+
+// serialize encodes and decodes vals as a send to another worker would,
+// so that a value that cannot cross shows in tests run in one process.
+//
+//go:noinline
+func (e *emitter) serialize(stream string, vals []any) error {
+	types := e.rt.topo.types
+	wire, err := types.AppendValues(e.wire[:0], vals)
+	e.wire = wire
+	if err == nil {
+		e.wireVals, _, err = types.DecodeValues(wire, e.wireVals[:0])
+		clear(e.wireVals)
+	}
+	if err != nil {
+		return e.emitError(fmt.Errorf("%w: component %q stream %q: %w (topology.testing.always.try.serialize)", ErrNotSerializable, e.comp.id, stream, err))
+	}
+	return nil
 }
 
 // badEmit explains why an emit was rejected; it is off the hot path.

@@ -169,7 +169,7 @@ func (t *Topology) ReplaceSpout(id string, factory func() Spout) (*Topology, err
 	}) {
 		return nil, fmt.Errorf("%w: replacement for spout %q declares streams %v, the topology's spout declares %v", ErrInvalidTopology, id, streams, def.Streams)
 	}
-	cp := &Topology{Def: cloneDef(t.Def), spouts: make(map[string]func() Spout), bolts: t.bolts, customs: t.customs}
+	cp := &Topology{Def: cloneDef(t.Def), spouts: make(map[string]func() Spout), bolts: t.bolts, customs: t.customs, types: t.types}
 	for k, v := range t.spouts {
 		cp.spouts[k] = v
 	}

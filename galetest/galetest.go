@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -174,7 +175,17 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			res.mu.Unlock()
 		},
 	}
-	lt, err := gale.StartLocal(opts.Name, opts.Config, topo, gale.RunOptions{Logger: opts.Logger, Clock: opts.Clock, Observer: obs, CheckTupleReuse: !opts.RecycleTuples})
+	conf := opts.Config
+	if _, set := conf[gale.TopologyTestingAlwaysTrySerialize]; !set {
+		// Values that could not cross between workers fail here, in the
+		// test, rather than in a multi-worker deployment.
+		conf = maps.Clone(conf)
+		if conf == nil {
+			conf = gale.Config{}
+		}
+		conf[gale.TopologyTestingAlwaysTrySerialize] = true
+	}
+	lt, err := gale.StartLocal(opts.Name, conf, topo, gale.RunOptions{Logger: opts.Logger, Clock: opts.Clock, Observer: obs, CheckTupleReuse: !opts.RecycleTuples})
 	if err != nil {
 		return nil, err
 	}

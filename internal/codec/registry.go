@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -104,6 +106,16 @@ func (r *Registry) Register(t reflect.Type, name string, c TypeCodec) error {
 	r.names[name] = t
 	r.types = append(r.types, userType{typ: t, name: name, codec: c})
 	return nil
+}
+
+// Clone returns a copy that later registrations in r do not change.
+func (r *Registry) Clone() *Registry {
+	c := &Registry{types: slices.Clone(r.types)}
+	if r.ids != nil {
+		c.ids = maps.Clone(r.ids)
+		c.names = maps.Clone(r.names)
+	}
+	return c
 }
 
 // Len returns the number of registered user types.
