@@ -81,6 +81,9 @@ type runtime struct {
 	// recycling allocates nothing.
 	emptyChunks chan []*Tuple
 	checkReuse  bool // RunOptions.CheckTupleReuse
+	// wireStreams numbers every declared stream, in definition order, the
+	// same in every worker of the topology (see wire.go).
+	wireStreams []wireStream
 	ackPool     sync.Pool
 
 	wg        sync.WaitGroup
@@ -270,7 +273,10 @@ func (rt *runtime) layout() error {
 			c.numTasks = maxp
 		}
 		for _, s := range d.Streams {
-			c.streams[s.ID] = newStreamInfo(d.ID, s.ID, s.Fields, s.Direct)
+			si := newStreamInfo(d.ID, s.ID, s.Fields, s.Direct)
+			si.wireID = uint32(len(rt.wireStreams))
+			c.streams[s.ID] = si
+			rt.wireStreams = append(rt.wireStreams, wireStream{info: si, comp: c})
 		}
 		nextTask += c.numTasks
 		rt.comps[d.ID] = c

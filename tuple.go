@@ -19,6 +19,7 @@ type streamInfo struct {
 	fields    []string
 	index     map[string]int
 	direct    bool
+	wireID    uint32 // the stream's number on the wire (runtime.wireStreams)
 }
 
 func newStreamInfo(component, stream string, fields []string, direct bool) *streamInfo {

@@ -1,0 +1,135 @@
+package gale
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Tuples bound for another worker travel in the payload of a data frame
+// (internal/transport) as a count and then, per tuple:
+//
+//	uvarint  destination task
+//	uvarint  stream: its number in wireStreams, the same in every worker
+//	uvarint  source task
+//	uvarint  anchors n, then n × (root, edge) as 8-byte little-endian pairs:
+//	         the trees the tuple belongs to (none when acking is off)
+//	values   the codec's value list (internal/codec)
+//
+// Field names, component and stream ids never travel: both ends built
+// the same topology definition.
+
+// wireStream is one declared stream as the wire numbers it.
+type wireStream struct {
+	info *streamInfo // task unset
+	comp *compInfo
+}
+
+// errWire is wrapped by every error about a data payload's bytes.
+var errWire = errors.New("gale: malformed tuple batch")
+
+// appendWireTuple appends t, bound for task, to dst.
+func (rt *runtime) appendWireTuple(dst []byte, task int32, t *Tuple) ([]byte, error) {
+	dst = binary.AppendUvarint(dst, uint64(task))
+	dst = binary.AppendUvarint(dst, uint64(t.src.wireID))
+	dst = binary.AppendUvarint(dst, uint64(t.src.task))
+	more := t.morePairs()
+	switch {
+	case t.treeRoot() == 0:
+		dst = append(dst, 0)
+	default:
+		dst = binary.AppendUvarint(dst, uint64(1+len(more)))
+		dst = binary.LittleEndian.AppendUint64(dst, t.treeRoot())
+		dst = binary.LittleEndian.AppendUint64(dst, t.edge)
+		for _, p := range more {
+			dst = binary.LittleEndian.AppendUint64(dst, p.root)
+			dst = binary.LittleEndian.AppendUint64(dst, p.edge)
+		}
+	}
+	return rt.topo.types.AppendValues(dst, t.Values())
+}
+
+// wireDecoder turns data payloads back into tuples. It belongs to one
+// goroutine (a connection's reader).
+type wireDecoder struct {
+	rt      *runtime
+	infos   map[uint64]*streamInfo // by wireID<<32 | source task
+	vals    []any                  // scratch
+	anchors []anchorPair           // scratch
+}
+
+func newWireDecoder(rt *runtime) *wireDecoder {
+	return &wireDecoder{rt: rt, infos: make(map[uint64]*streamInfo)}
+}
+
+// decode reads one tuple from b, returning its destination task, the
+// tuple, and the bytes consumed. Every number is checked against the
+// topology: a stream it does not have, a source task outside the
+// component's, a destination task outside the topology's, the wrong
+// number of values.
+func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) {
+	off := 0
+	bad := func(format string, args ...any) (int32, *Tuple, int, error) {
+		return 0, nil, 0, fmt.Errorf("%w at byte %d: %s", errWire, off, fmt.Sprintf(format, args...))
+	}
+	uv := func() (uint64, bool) {
+		v, k := binary.Uvarint(b[off:])
+		if k <= 0 {
+			return 0, false
+		}
+		off += k
+		return v, true
+	}
+	dst, ok := uv()
+	if !ok || dst >= uint64(len(d.rt.taskExec)) {
+		return bad("destination task %d: the topology has tasks 0 to %d", dst, len(d.rt.taskExec)-1)
+	}
+	sid, ok := uv()
+	if !ok || sid >= uint64(len(d.rt.wireStreams)) {
+		return bad("stream %d: the topology declares %d streams", sid, len(d.rt.wireStreams))
+	}
+	ws := d.rt.wireStreams[sid]
+	src, ok := uv()
+	if !ok || src < uint64(ws.comp.firstTask) || src >= uint64(ws.comp.firstTask+ws.comp.numTasks) {
+		return bad("source task %d is not a task of %q", src, ws.comp.id)
+	}
+	na, ok := uv()
+	if !ok || na > uint64(len(b)-off)/16 {
+		return bad("%d anchors in %d bytes", na, len(b)-off)
+	}
+	d.anchors = d.anchors[:0]
+	for i := range int(na) {
+		root := binary.LittleEndian.Uint64(b[off:])
+		edge := binary.LittleEndian.Uint64(b[off+8:])
+		off += 16
+		if root == 0 || root&doneBit != 0 {
+			return bad("anchor %d has an invalid root %#x", i, root)
+		}
+		d.anchors = append(d.anchors, anchorPair{root, edge})
+	}
+	vals, k, err := d.rt.topo.types.DecodeValues(b[off:], d.vals[:0])
+	if err != nil {
+		return bad("values of a tuple on %s:%s: %v", ws.info.component, ws.info.stream, err)
+	}
+	d.vals = vals
+	off += k
+	if len(vals) != len(ws.info.fields) {
+		clear(vals)
+		return bad("%d values on %s:%s, which declares %d fields", len(vals), ws.info.component, ws.info.stream, len(ws.info.fields))
+	}
+	key := sid<<32 | src
+	si := d.infos[key]
+	if si == nil {
+		c := *ws.info
+		c.task = int32(src)
+		si = &c
+		d.infos[key] = si
+	}
+	t = &Tuple{src: si}
+	t.setValues(vals) // before the anchors: it may replace t.x
+	clear(vals)
+	for _, p := range d.anchors {
+		t.addPair(p.root, p.edge)
+	}
+	return int32(dst), t, off, nil
+}
