@@ -133,3 +133,118 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 	}
 	return int32(dst), t, off, nil
 }
+
+// Acker messages bound for another worker travel in a data frame of their
+// own kind, per message:
+//
+//	uvarint  destination executor (an acker or a spout executor: both
+//	         ends number executors the same way)
+//	byte     kind (msgInit … msgFailed)
+//	uvarint  task: the spout task, or for msgFail the failing bolt's task
+//	8 bytes  root, little endian
+//	8 bytes  val, little endian
+//	for msgFail and msgFailed, the reason: uvarint length + failing
+//	component, uvarint task, uvarint length + the error's message
+//
+// A bolt's error crosses as its message: the spout gets a *FailedError
+// whose Err is a *RemoteError, so errors.Is on the original cannot match.
+
+// RemoteError is a bolt's error as it reaches a spout in another worker:
+// its message only.
+type RemoteError struct{ Message string }
+
+func (e *RemoteError) Error() string { return e.Message }
+
+// maxWireString bounds a component id or error message in an acker message.
+const maxWireString = 64 << 10
+
+func (rt *runtime) appendWireAck(dst []byte, exec int, m *ackMsg) []byte {
+	dst = binary.AppendUvarint(dst, uint64(exec))
+	dst = append(dst, m.kind)
+	dst = binary.AppendUvarint(dst, uint64(m.task))
+	dst = binary.LittleEndian.AppendUint64(dst, m.root)
+	dst = binary.LittleEndian.AppendUint64(dst, m.val)
+	if m.kind == msgFail || m.kind == msgFailed {
+		var fe *FailedError
+		if !errors.As(m.reason, &fe) {
+			fe = &FailedError{Err: m.reason}
+		}
+		msg := ""
+		if fe.Err != nil {
+			msg = fe.Err.Error()
+		}
+		msg = msg[:min(len(msg), maxWireString)]
+		dst = binary.AppendUvarint(dst, uint64(len(fe.Component)))
+		dst = append(dst, fe.Component...)
+		dst = binary.AppendUvarint(dst, uint64(fe.Task))
+		dst = binary.AppendUvarint(dst, uint64(len(msg)))
+		dst = append(dst, msg...)
+	}
+	return dst
+}
+
+// decodeAck reads one acker message from b, returning its destination
+// executor, the message and the bytes consumed.
+func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error) {
+	off := 0
+	bad := func(format string, args ...any) (int, ackMsg, int, error) {
+		return 0, ackMsg{}, 0, fmt.Errorf("%w at byte %d: acker message: %s", errWire, off, fmt.Sprintf(format, args...))
+	}
+	uv := func() (uint64, bool) {
+		v, k := binary.Uvarint(b[off:])
+		if k <= 0 {
+			return 0, false
+		}
+		off += k
+		return v, true
+	}
+	str := func() (string, bool) {
+		l, ok := uv()
+		if !ok || l > maxWireString || l > uint64(len(b)-off) {
+			return "", false
+		}
+		s := string(b[off : off+int(l)])
+		off += int(l)
+		return s, true
+	}
+	x, ok := uv()
+	if !ok || x >= uint64(len(d.rt.execs)) {
+		return bad("destination executor %d: the topology has %d", x, len(d.rt.execs))
+	}
+	if off >= len(b) {
+		return bad("truncated before the kind")
+	}
+	m.kind = b[off]
+	off++
+	if m.kind < msgInit || m.kind > msgFailed {
+		return bad("unknown kind %d", m.kind)
+	}
+	task, ok := uv()
+	if !ok || task == 0 || task >= uint64(len(d.rt.taskExec)) {
+		return bad("task %d: the topology has tasks 1 to %d", task, len(d.rt.taskExec)-1)
+	}
+	m.task = int32(task)
+	if len(b)-off < 16 {
+		return bad("truncated in the root and value")
+	}
+	m.root = binary.LittleEndian.Uint64(b[off:])
+	m.val = binary.LittleEndian.Uint64(b[off+8:])
+	off += 16
+	if m.root == 0 || m.root&doneBit != 0 {
+		return bad("invalid root %#x", m.root)
+	}
+	if m.kind == msgFail || m.kind == msgFailed {
+		comp, ok1 := str()
+		ftask, ok2 := uv()
+		msg, ok3 := str()
+		if !ok1 || !ok2 || !ok3 || ftask > uint64(len(d.rt.taskExec)) {
+			return bad("bad failure reason")
+		}
+		fe := &FailedError{Component: comp, Task: int(ftask)}
+		if msg != "" {
+			fe.Err = &RemoteError{Message: msg}
+		}
+		m.reason = fe
+	}
+	return int(x), m, off, nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -218,6 +219,87 @@ func FuzzWireDecode(f *testing.F) {
 				t.Fatalf("re-encoding differs: %x, then %x (%v)", re, re2, err)
 			}
 			b = b[n:]
+		}
+	})
+}
+
+func TestWireAckRoundTrip(t *testing.T) {
+	rt := wireRuntime(t)
+	spoutTask := int32(rt.comps["s"].firstTask + 1)
+	boltTask := int32(rt.comps["split"].firstTask + 2)
+	acker, spoutExec := rt.ackers[0], rt.taskExec[spoutTask]
+	in := []struct {
+		exec int
+		m    ackMsg
+	}{
+		{acker, ackMsg{kind: msgInit, task: spoutTask, root: 0x1234, val: 0xabcd}},
+		{acker, ackMsg{kind: msgAck, task: boltTask, root: 0x1234, val: 0x99}},
+		{acker, ackMsg{kind: msgFail, task: boltTask, root: 0x1234,
+			reason: &FailedError{Component: "split", Task: int(boltTask), Err: errors.New("no such word")}}},
+		{acker, ackMsg{kind: msgReset, task: spoutTask, root: 0x1234}},
+		{spoutExec, ackMsg{kind: msgComplete, task: spoutTask, root: 0x1234}},
+		{spoutExec, ackMsg{kind: msgFailed, task: spoutTask, root: 0x1234, reason: &FailedError{Component: "split", Task: int(boltTask)}}},
+	}
+	var buf []byte
+	for _, x := range in {
+		buf = rt.appendWireAck(buf, x.exec, &x.m)
+	}
+	d := newWireDecoder(rt)
+	for i, x := range in {
+		exec, m, n, err := d.decodeAck(buf)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		buf = buf[n:]
+		want := x.m
+		if exec != x.exec || m.kind != want.kind || m.task != want.task || m.root != want.root || m.val != want.val {
+			t.Errorf("message %d: exec %d %+v, want exec %d %+v", i, exec, m, x.exec, want)
+		}
+		if want.reason == nil {
+			if m.reason != nil {
+				t.Errorf("message %d: reason %v, want none", i, m.reason)
+			}
+			continue
+		}
+		// The bolt's error arrives as its message, naming the bolt and task.
+		if m.reason == nil || m.reason.Error() != want.reason.Error() {
+			t.Errorf("message %d: reason %v, want %v", i, m.reason, want.reason)
+		}
+		var fe *FailedError
+		if !errors.As(m.reason, &fe) || fe.Component != "split" || fe.Task != int(boltTask) {
+			t.Errorf("message %d: reason %#v is not a FailedError from split task %d", i, m.reason, boltTask)
+		}
+	}
+	if len(buf) != 0 {
+		t.Errorf("%d bytes left over", len(buf))
+	}
+	// Every truncation is an error, never a panic.
+	whole := rt.appendWireAck(nil, acker, &in[2].m)
+	for n := range len(whole) {
+		if _, _, _, err := newWireDecoder(rt).decodeAck(whole[:n]); !errors.Is(err, errWire) {
+			t.Errorf("decode of the first %d of %d bytes: %v, want errWire", n, len(whole), err)
+		}
+	}
+}
+
+func FuzzWireAckDecode(f *testing.F) {
+	rt := wireRuntime(f)
+	f.Add(rt.appendWireAck(nil, rt.ackers[0], &ackMsg{kind: msgAck, task: 2, root: 5, val: 6}))
+	f.Add(rt.appendWireAck(nil, rt.ackers[0], &ackMsg{kind: msgFail, task: 3, root: 5,
+		reason: &FailedError{Component: "split", Task: 3, Err: errors.New("boom")}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		exec, m, n, err := newWireDecoder(rt).decodeAck(b)
+		if err != nil {
+			return
+		}
+		if n <= 0 || n > len(b) {
+			t.Fatalf("consumed %d of %d bytes", n, len(b))
+		}
+		re := rt.appendWireAck(nil, exec, &m)
+		exec2, m2, _, err := newWireDecoder(rt).decodeAck(re)
+		if err != nil || exec2 != exec || m2.kind != m.kind || m2.root != m.root || m2.val != m.val || m2.task != m.task ||
+			fmt.Sprint(m2.reason) != fmt.Sprint(m.reason) {
+			t.Fatalf("re-decode: %v, %+v vs %+v", err, m2, m)
 		}
 	})
 }
