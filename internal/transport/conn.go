@@ -250,6 +250,7 @@ func (s *Sender) Send(ctx context.Context, kind FrameKind, payload []byte) error
 }
 
 // Close sends what is queued if connected, then a close frame, and stops.
+// It gives a peer that does not read MaxBackoff to take them.
 func (s *Sender) Close() {
 	s.once.Do(func() { close(s.quit) })
 	<-s.done
@@ -278,9 +279,27 @@ func (s *Sender) run() {
 					}
 				}
 			}()
+			// Close must not wait forever on a write to a peer that
+			// stopped reading: on quit, give writes MaxBackoff to finish.
+			pumped, watched := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(watched)
+				select {
+				case <-s.quit:
+					c.SetWriteDeadline(time.Now().Add(s.cfg.MaxBackoff))
+				case <-pumped:
+				}
+			}()
 			stop := s.pump(c, fw, broken)
+			close(pumped)
+			<-watched
 			c.Close()
 			<-broken
+			select {
+			case <-s.quit:
+				stop = true // a write cut short by Close
+			default:
+			}
 			if stop {
 				return
 			}

@@ -281,3 +281,30 @@ func TestHeartbeatsAndIdleTimeout(t *testing.T) {
 	c.Write(encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, hello("silent"))}))
 	lg.wait(t, "closed an idle worker connection", "worker=silent")
 }
+
+// Close returns even when the peer has stopped reading and the
+// connection's buffers are full.
+func TestSenderCloseWithStuckPeer(t *testing.T) {
+	release := make(chan struct{})
+	lg := newLogs()
+	srv := listen(t, "127.0.0.1:0", ServerConfig{Hello: hello("b"), Logger: lg.logger(),
+		Handler: func(Hello, FrameKind, []byte) { <-release }})
+	defer close(release) // before srv.Close, which waits for the handler
+	snd := NewSender(SenderConfig{Hello: hello("a"), Addr: srv.Addr(), Logger: lg.logger(), MaxBackoff: 100 * time.Millisecond, QueueLen: 4})
+	// Fill the queue and the socket buffers: Send blocks once they are full.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	payload := make([]byte, 1<<20)
+	for {
+		if err := snd.Send(ctx, FrameData, payload); err != nil {
+			break // full: the peer is not reading
+		}
+	}
+	done := make(chan struct{})
+	go func() { snd.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return with the peer not reading")
+	}
+}
