@@ -1,0 +1,63 @@
+package transport
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Credit grants a sender room for N more batches to one task (see
+// docs/architecture.md, backpressure between workers). A backpressure
+// frame carries a list of them: a uvarint count, then per credit the task
+// and N as uvarints.
+type Credit struct {
+	Task int32
+	N    uint32
+}
+
+// AppendCredits appends the payload of a backpressure frame to dst.
+func AppendCredits(dst []byte, cs []Credit) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(cs)))
+	for _, c := range cs {
+		dst = binary.AppendUvarint(dst, uint64(c.Task))
+		dst = binary.AppendUvarint(dst, uint64(c.N))
+	}
+	return dst
+}
+
+// ParseCredits decodes a backpressure frame's payload, appending to dst.
+// Tasks must be below numTasks and each grant positive.
+func ParseCredits(p []byte, numTasks int, dst []Credit) ([]Credit, error) {
+	off := 0
+	uv := func() (uint64, bool) {
+		v, k := binary.Uvarint(p[off:])
+		if k <= 0 {
+			return 0, false
+		}
+		off += k
+		return v, true
+	}
+	bad := func(format string, args ...any) ([]Credit, error) {
+		return dst, fmt.Errorf("transport: %w: backpressure frame at byte %d: %s", ErrMalformedFrame, off, fmt.Sprintf(format, args...))
+	}
+	n, ok := uv()
+	if !ok || n > uint64(len(p)-off)/2 { // each credit takes at least 2 bytes
+		return bad("bad count")
+	}
+	for range n {
+		task, ok1 := uv()
+		grant, ok2 := uv()
+		switch {
+		case !ok1 || !ok2:
+			return bad("truncated")
+		case task >= uint64(numTasks):
+			return bad("task %d: the topology has %d", task, numTasks)
+		case grant == 0 || grant > 1<<20:
+			return bad("grant of %d batches for task %d", grant, task)
+		}
+		dst = append(dst, Credit{Task: int32(task), N: uint32(grant)})
+	}
+	if off != len(p) {
+		return bad("%d bytes after the credits", len(p)-off)
+	}
+	return dst, nil
+}
