@@ -72,14 +72,7 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 	bad := func(format string, args ...any) (int32, *Tuple, int, error) {
 		return 0, nil, 0, fmt.Errorf("%w at byte %d: %s", errWire, off, fmt.Sprintf(format, args...))
 	}
-	uv := func() (uint64, bool) {
-		v, k := binary.Uvarint(b[off:])
-		if k <= 0 {
-			return 0, false
-		}
-		off += k
-		return v, true
-	}
+	uv := func() (uint64, bool) { return uvarintAt(b, &off) }
 	dst, ok := uv()
 	if !ok || dst >= uint64(len(d.rt.taskExec)) {
 		return bad("destination task %d: the topology has tasks 0 to %d", dst, len(d.rt.taskExec)-1)
@@ -190,14 +183,7 @@ func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error)
 	bad := func(format string, args ...any) (int, ackMsg, int, error) {
 		return 0, ackMsg{}, 0, fmt.Errorf("%w at byte %d: acker message: %s", errWire, off, fmt.Sprintf(format, args...))
 	}
-	uv := func() (uint64, bool) {
-		v, k := binary.Uvarint(b[off:])
-		if k <= 0 {
-			return 0, false
-		}
-		off += k
-		return v, true
-	}
+	uv := func() (uint64, bool) { return uvarintAt(b, &off) }
 	str := func() (string, bool) {
 		l, ok := uv()
 		if !ok || l > maxWireString || l > uint64(len(b)-off) {
@@ -247,4 +233,14 @@ func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error)
 		m.reason = fe
 	}
 	return int(x), m, off, nil
+}
+
+// uvarintAt reads a uvarint from b at *off and advances *off past it.
+func uvarintAt(b []byte, off *int) (uint64, bool) {
+	v, k := binary.Uvarint(b[*off:])
+	if k <= 0 {
+		return 0, false
+	}
+	*off += k
+	return v, true
 }
