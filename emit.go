@@ -68,6 +68,9 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 			r := newRouter(rt, sub, task, e.rng)
 			os.subs = append(os.subs, r)
 			os.custom = os.custom || r.kind == kindCustom
+			for _, t := range r.tasks {
+				os.remote = os.remote || !rt.local(rt.taskExec[t])
+			}
 		}
 		e.outs[id] = os
 		if id == DefaultStream {
@@ -101,6 +104,10 @@ func (e *emitter) prepare(os *outStream, stream string, vals []any, direct int) 
 	}
 	if e.trySerialize {
 		if err := e.serialize(stream, vals); err != nil {
+			return nil, err
+		}
+	} else if os.remote {
+		if err := e.encodable(stream, vals); err != nil {
 			return nil, err
 		}
 	}
@@ -159,6 +166,18 @@ func (e *emitter) serialize(stream string, vals []any) error {
 	}
 	if err != nil {
 		return e.emitError(fmt.Errorf("%w: component %q stream %q: %w (topology.testing.always.try.serialize)", ErrNotSerializable, e.comp.id, stream, err))
+	}
+	return nil
+}
+
+// encodable checks that vals can be sent to another worker: the stream
+// has subscribers in other workers, and the values are encoded only when
+// the batch is sent, too late to fail the emit.
+func (e *emitter) encodable(stream string, vals []any) error {
+	wire, err := e.rt.topo.types.AppendValues(e.wire[:0], vals)
+	e.wire = wire[:0]
+	if err != nil {
+		return e.emitError(fmt.Errorf("%w: component %q stream %q: %w (register the type with TopologyBuilder.RegisterType)", ErrNotSerializable, e.comp.id, stream, err))
 	}
 	return nil
 }

@@ -15,13 +15,14 @@ type ackerExec struct {
 	rt     *runtime
 	idx    int
 	ctl    chan *ackBatch
+	rctl   chan *ackBatch // from other workers; nil in one process
 	out    *outbox
 	ledger *acker.Ledger
 	tk     Ticker // rotation, every message timeout; made by start
 }
 
 func newAckerExec(rt *runtime, idx int) *ackerExec {
-	return &ackerExec{rt: rt, idx: idx, ctl: rt.execs[idx].ctl, out: newOutbox(rt, true), ledger: acker.New()}
+	return &ackerExec{rt: rt, idx: idx, ctl: rt.execs[idx].ctl, rctl: rt.execs[idx].rctl, out: newOutbox(rt, true), ledger: acker.New()}
 }
 
 func (x *ackerExec) run() {
@@ -37,7 +38,7 @@ func (x *ackerExec) run() {
 		}
 		// Look before selecting (see boltExec.run); yield a little before
 		// parking.
-		for spin := 0; spin < spinYields && len(x.ctl) == 0 && len(tk.C()) == 0; spin++ {
+		for spin := 0; spin < spinYields && len(x.ctl) == 0 && len(x.rctl) == 0 && len(tk.C()) == 0; spin++ {
 			goruntime.Gosched()
 		}
 		switch {
@@ -45,11 +46,15 @@ func (x *ackerExec) run() {
 			<-tk.C()
 			x.ledger.Rotate()
 			tickDone(tk)
+		case len(x.rctl) > 0 && (n&1 == 1 || len(x.ctl) == 0):
+			x.handle(<-x.rctl)
 		case len(x.ctl) > 0:
 			x.handle(<-x.ctl)
 		default:
 			select {
 			case b := <-x.ctl:
+				x.handle(b)
+			case b := <-x.rctl:
 				x.handle(b)
 			case <-tk.C():
 				x.ledger.Rotate()

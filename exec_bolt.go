@@ -23,13 +23,14 @@ type boltExec struct {
 	tasks []*boltTask
 	out   *outbox
 	in    chan *batch
+	rin   chan *batch // from other workers; nil in one process
 	tick  time.Duration
 	tk    Ticker         // tick tuples; made by start
 	reuse *tupleRecycler // nil unless TopologyTupleReuse
 }
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
-	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in}
+	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin}
 	x.out = newOutbox(rt, true)
 	if c.conf.Bool(TopologyTupleReuse) {
 		x.reuse = newTupleRecycler(rt)
@@ -70,7 +71,7 @@ func (x *boltExec) run() {
 		// ready, yield a few times before parking (Storm's progressive
 		// wait): waking a parked goroutine costs more than a yield when
 		// the producer is busy.
-		for spin := 0; spin < spinYields && len(x.in) == 0 && len(ticks) == 0; spin++ {
+		for spin := 0; spin < spinYields && len(x.in) == 0 && len(x.rin) == 0 && len(ticks) == 0; spin++ {
 			goruntime.Gosched()
 		}
 		switch {
@@ -78,12 +79,18 @@ func (x *boltExec) run() {
 			<-ticks
 			x.deliverTicks()
 			ticked = true
+		case len(x.rin) > 0 && (n&1 == 1 || len(x.in) == 0):
+			// Local and remote input take turns.
+			in = <-x.rin
+			x.process(in)
 		case len(x.in) > 0:
 			in = <-x.in
 			x.process(in)
 		default:
 			select {
 			case in = <-x.in:
+				x.process(in)
+			case in = <-x.rin:
 				x.process(in)
 			case <-ticks:
 				x.deliverTicks()

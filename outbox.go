@@ -11,6 +11,7 @@ package gale
 type batch struct {
 	task   int32
 	tuples []*Tuple
+	origin *inbound // the connection it came on, from another worker
 }
 
 const (
@@ -33,7 +34,9 @@ type ackMsg struct {
 
 // ackBatch is a group of acker messages for one destination executor.
 type ackBatch struct {
-	msgs []ackMsg
+	msgs   []ackMsg
+	origin *inbound // the connection it came on, from another worker
+	dest   int32    // with origin: the executor it was for
 }
 
 // outbox buffers an executor's outgoing batches. It belongs to the
@@ -132,11 +135,19 @@ func (o *outbox) flush() bool {
 }
 
 func (o *outbox) sendData(b *batch) bool {
-	return send(o, o.rt.execs[o.rt.taskExec[b.task]].in, b, len(b.tuples))
+	slot := o.rt.execs[o.rt.taskExec[b.task]]
+	if slot.peer != nil {
+		return o.sendRemoteData(slot, b)
+	}
+	return send(o, slot.in, b, len(b.tuples))
 }
 
 func (o *outbox) sendCtl(exec int, b *ackBatch) bool {
-	return send(o, o.rt.execs[exec].ctl, b, len(b.msgs))
+	slot := o.rt.execs[exec]
+	if slot.peer != nil {
+		return o.sendRemoteCtl(slot, exec, b)
+	}
+	return send(o, slot.ctl, b, len(b.msgs))
 }
 
 // send puts a batch of n items on ch, blocking while ch is full (parking

@@ -16,6 +16,7 @@ type outStream struct {
 	arity  int  // len(info.fields), kept here for the emit check
 	direct bool // info.direct
 	custom bool // some subscriber uses a custom grouping
+	remote bool // some subscriber task runs in another worker
 }
 
 // router picks the consumer tasks of one subscription for one emitting
@@ -38,6 +39,18 @@ func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Sourc
 	for i := 0; i < sub.consumer.numTasks; i++ {
 		r.tasks = append(r.tasks, sub.consumer.firstTask+i)
 	}
+	if sub.grouping.Type == GroupingLocalOrShuffle && rt.asg != nil {
+		// Prefer the consumer's tasks in this worker, if it has any.
+		var local []int
+		for _, t := range r.tasks {
+			if rt.local(rt.taskExec[t]) {
+				local = append(local, t)
+			}
+		}
+		if len(local) > 0 {
+			r.tasks = local
+		}
+	}
 	if len(r.tasks) > 0 {
 		r.next = rng.Intn(len(r.tasks))
 	}
@@ -55,8 +68,7 @@ func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Sourc
 func (r *router) choose(dst []int, vals []any, direct int) []int {
 	switch r.kind {
 	case kindShuffle:
-		// In one process every task is local, so local-or-shuffle is a
-		// shuffle; across workers the transport narrows the choice.
+		// Local-or-shuffle is a shuffle over the local tasks (newRouter).
 		t := r.tasks[r.next]
 		r.next++
 		if r.next == len(r.tasks) {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gale-stream/gale/internal/transport"
 )
 
 // compInfo is the runtime's view of one component.
@@ -35,9 +37,18 @@ type subscription struct {
 
 // execSlot is what other executors need to reach an executor.
 type execSlot struct {
-	in    chan *batch    // bolts: input tuples
-	ctl   chan *ackBatch // spouts: completions; ackers: acker messages
-	spout *spoutExec
+	in      chan *batch    // bolts: input tuples
+	ctl     chan *ackBatch // spouts: completions; ackers: acker messages
+	spout   *spoutExec
+	isSpout bool
+
+	// Several workers (worker.go). A remote executor has its peer and, unless
+	// it is a spout, the credits for sending to it; a local one receives
+	// from peers on rin (bolts) or rctl (ackers).
+	peer    *peer
+	credits chan struct{}
+	rin     chan *batch
+	rctl    chan *ackBatch
 }
 
 // runtime runs one topology in this process.
@@ -85,6 +96,17 @@ type runtime struct {
 	// same in every worker of the topology (see wire.go).
 	wireStreams []wireStream
 	ackPool     sync.Pool
+	queueCap    int // an executor's queue, in batches
+
+	// Several workers (worker.go); asg is nil when this process runs every
+	// executor.
+	asg        *Assignment
+	execWorker []int // executor index → worker
+	peers      []*peer
+	hello      transport.Hello
+	inMu       sync.Mutex
+	inbound    map[*transport.ServerConn]*inbound
+	wireTuples atomic.Int64 // tuples sent to peers
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
@@ -100,8 +122,18 @@ func (rt *runtime) getBatch() *batch {
 
 func (rt *runtime) putBatch(b *batch) {
 	rt.inflight.Add(-int64(len(b.tuples)))
+	if b.origin != nil {
+		b.origin.grant(rt.taskExec[b.task])
+	}
+	rt.recycleBatch(b)
+}
+
+// recycleBatch returns b to the pool without counting its tuples as
+// processed.
+func (rt *runtime) recycleBatch(b *batch) {
 	clear(b.tuples)
 	b.tuples = b.tuples[:0]
+	b.origin = nil
 	rt.batchPool.Put(b)
 }
 
@@ -114,8 +146,16 @@ func (rt *runtime) getAckBatch() *ackBatch {
 
 func (rt *runtime) putAckBatch(b *ackBatch) {
 	rt.inflight.Add(-int64(len(b.msgs)))
+	if b.origin != nil {
+		b.origin.grant(int(b.dest))
+	}
+	rt.recycleAckBatch(b)
+}
+
+func (rt *runtime) recycleAckBatch(b *ackBatch) {
 	clear(b.msgs)
 	b.msgs = b.msgs[:0]
+	b.origin = nil
 	rt.ackPool.Put(b)
 }
 
@@ -198,6 +238,12 @@ type Observer struct {
 }
 
 func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*runtime, error) {
+	return newRuntimeWith(name, topo, conf, opts, nil)
+}
+
+// newRuntimeWith makes the runtime of one worker of several when asg is
+// set (worker.go), of the whole topology otherwise.
+func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, asg *Assignment) (*runtime, error) {
 	if topo == nil {
 		return nil, errors.New("gale: nil topology")
 	}
@@ -218,6 +264,7 @@ func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*run
 		quit:  make(chan struct{}),
 		comps: make(map[string]*compInfo),
 		fatal: make(chan error, 1),
+		asg:   asg,
 	}
 	rt.checkReuse = opts.CheckTupleReuse
 	if opts.Observer != nil {
@@ -239,7 +286,10 @@ func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*run
 	if n, set := eff.Int(TopologyAckerExecutors); set {
 		rt.numAckers = n
 	} else {
-		rt.numAckers = 1 // one per worker; this process is one worker
+		rt.numAckers = 1 // one per worker, as Storm's default
+		if asg != nil {
+			rt.numAckers = len(asg.Workers)
+		}
 	}
 	if err := rt.layout(); err != nil {
 		return nil, err
@@ -302,13 +352,14 @@ func (rt *runtime) layout() error {
 	// Executors: each component's tasks split into contiguous ranges.
 	recv, _ := rt.conf.Int(TopologyExecutorReceiveBufferSize)
 	queueCap := max(2, recv/rt.batchSize)
+	rt.queueCap = queueCap
 	for _, c := range order {
 		execs := min(c.def.Parallelism, c.numTasks)
 		for e := 0; e < execs; e++ {
 			lo := e * c.numTasks / execs
 			hi := (e + 1) * c.numTasks / execs
 			idx := len(rt.execs)
-			slot := &execSlot{}
+			slot := &execSlot{isSpout: c.isSpout}
 			if c.isSpout {
 				slot.ctl = make(chan *ackBatch, queueCap)
 			} else {
@@ -320,29 +371,39 @@ func (rt *runtime) layout() error {
 			}
 		}
 	}
+	compExecs := len(rt.execs)
 	for a := 0; a < rt.numAckers; a++ {
 		rt.ackers = append(rt.ackers, len(rt.execs))
 		rt.execs = append(rt.execs, &execSlot{ctl: make(chan *ackBatch, queueCap)})
 	}
-	// Now that every executor has a slot, make the executors themselves.
+	if rt.asg != nil {
+		rt.place(compExecs)
+		rt.inbound = make(map[*transport.ServerConn]*inbound)
+		rt.setupPeers()
+	}
+	// Now that every executor has a slot, make this process's executors.
 	idx := 0
 	for _, c := range order {
 		execs := min(c.def.Parallelism, c.numTasks)
 		for e := 0; e < execs; e++ {
 			lo := e * c.numTasks / execs
 			hi := (e + 1) * c.numTasks / execs
-			if c.isSpout {
+			switch {
+			case !rt.local(idx):
+			case c.isSpout:
 				x := newSpoutExec(rt, idx, c, c.firstTask+lo, hi-lo)
 				rt.execs[idx].spout = x
 				rt.spoutExecs = append(rt.spoutExecs, x)
-			} else {
+			default:
 				rt.boltExecs = append(rt.boltExecs, newBoltExec(rt, idx, c, c.firstTask+lo, hi-lo))
 			}
 			idx++
 		}
 	}
 	for _, ai := range rt.ackers {
-		rt.ackerExecs = append(rt.ackerExecs, newAckerExec(rt, ai))
+		if rt.local(ai) {
+			rt.ackerExecs = append(rt.ackerExecs, newAckerExec(rt, ai))
+		}
 	}
 	return nil
 }

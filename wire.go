@@ -206,7 +206,9 @@ func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error)
 		return bad("unknown kind %d", m.kind)
 	}
 	task, ok := uv()
-	if !ok || task == 0 || task >= uint64(len(d.rt.taskExec)) {
+	// A bolt's ack or reset names no task (0); every other message does.
+	noTask := m.kind == msgAck || m.kind == msgReset
+	if !ok || task == 0 && !noTask || task >= uint64(len(d.rt.taskExec)) {
 		return bad("task %d: the topology has tasks 1 to %d", task, len(d.rt.taskExec)-1)
 	}
 	m.task = int32(task)
@@ -243,4 +245,94 @@ func uvarintAt(b []byte, off *int) (uint64, bool) {
 	}
 	*off += k
 	return v, true
+}
+
+// A data frame's payload starts with what it carries: a batch of tuples
+// for one task, or a batch of acker messages for one executor; then a
+// uvarint count and the items as above.
+const (
+	wireTuples byte = 1
+	wireAcks   byte = 2
+)
+
+// appendTupleFrame appends the payload of a data frame carrying b.
+func (rt *runtime) appendTupleFrame(dst []byte, b *batch) ([]byte, error) {
+	dst = append(dst, wireTuples)
+	dst = binary.AppendUvarint(dst, uint64(len(b.tuples)))
+	var err error
+	for _, t := range b.tuples {
+		if dst, err = rt.appendWireTuple(dst, b.task, t); err != nil {
+			return dst, fmt.Errorf("a tuple on %s:%s: %w", t.src.component, t.src.stream, err)
+		}
+	}
+	return dst, nil
+}
+
+// appendAckFrame appends the payload of a data frame carrying b, for
+// executor exec.
+func (rt *runtime) appendAckFrame(dst []byte, exec int, b *ackBatch) []byte {
+	dst = append(dst, wireAcks)
+	dst = binary.AppendUvarint(dst, uint64(len(b.msgs)))
+	for i := range b.msgs {
+		dst = rt.appendWireAck(dst, exec, &b.msgs[i])
+	}
+	return dst
+}
+
+// decodeBatch reads a tuple batch (after the kind byte) into b and returns
+// its task: every tuple must be for the same one.
+func (d *wireDecoder) decodeBatch(p []byte, b *batch) (int32, error) {
+	off := 0
+	n, ok := uvarintAt(p, &off)
+	if !ok || n == 0 || n > uint64(len(p)-off) {
+		return 0, fmt.Errorf("%w: a batch of %d tuples in %d bytes", errWire, n, len(p))
+	}
+	task := int32(-1)
+	for i := range int(n) {
+		dst, t, k, err := d.decode(p[off:])
+		if err != nil {
+			return 0, fmt.Errorf("tuple %d of %d: %w", i, n, err)
+		}
+		if task >= 0 && dst != task {
+			return 0, fmt.Errorf("%w: tuple %d of a batch for task %d is for task %d", errWire, i, task, dst)
+		}
+		if dst == 0 {
+			return 0, fmt.Errorf("%w: tuple %d is for task 0", errWire, i)
+		}
+		task = dst
+		off += k
+		b.tuples = append(b.tuples, t)
+	}
+	if off != len(p) {
+		return 0, fmt.Errorf("%w: %d bytes after a batch of %d tuples", errWire, len(p)-off, n)
+	}
+	b.task = task
+	return task, nil
+}
+
+// decodeAckBatch reads an acker message batch (after the kind byte) into b
+// and returns its executor: every message must be for the same one.
+func (d *wireDecoder) decodeAckBatch(p []byte, b *ackBatch) (int, error) {
+	off := 0
+	n, ok := uvarintAt(p, &off)
+	if !ok || n == 0 || n > uint64(len(p)-off) {
+		return 0, fmt.Errorf("%w: a batch of %d acker messages in %d bytes", errWire, n, len(p))
+	}
+	exec := -1
+	for i := range int(n) {
+		x, m, k, err := d.decodeAck(p[off:])
+		if err != nil {
+			return 0, fmt.Errorf("message %d of %d: %w", i, n, err)
+		}
+		if exec >= 0 && x != exec {
+			return 0, fmt.Errorf("%w: message %d of a batch for executor %d is for executor %d", errWire, i, exec, x)
+		}
+		exec = x
+		off += k
+		b.msgs = append(b.msgs, m)
+	}
+	if off != len(p) {
+		return 0, fmt.Errorf("%w: %d bytes after a batch of %d acker messages", errWire, len(p)-off, n)
+	}
+	return exec, nil
 }

@@ -38,7 +38,9 @@ fixed vocabulary of 1000, splitters cut them into words, counters count them.
 Runs for --duration, printing live numbers to stderr each second and a summary
 to stdout at the end (or, with --json, one JSON document on stdout only).
 --runner plain runs the same workload as plain Go goroutines and channels,
-the baseline to compare Gale with.`,
+the baseline to compare Gale with. --workers N runs the topology in N worker
+processes of this binary on 127.0.0.1, so that tuples cross processes over TCP;
+the report then adds the bytes sent between workers.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWordcount(cmd, opts, cpuprofile, tracefile)
@@ -58,6 +60,7 @@ the baseline to compare Gale with.`,
 	f.BoolVar(&opts.TupleReuse, "tuple-reuse", opts.TupleReuse, "run Gale's bolts with topology.tuple.reuse (they keep no tuple after acking it), so acked tuples are recycled; =false measures without")
 	f.IntVar(&opts.HeapMB, "heap-mb", opts.HeapMB, "memory limit in MiB for the run, for both runners (a Gale worker's worker.heap.memory.mb)")
 	f.IntVar(&opts.GCFloorMB, "gc-floor-mb", opts.GCFloorMB, "least heap in MiB before collecting, for both runners; 0 = none (a Gale worker's topology.worker.gc.floor.mb)")
+	f.IntVar(&opts.Workers, "workers", opts.Workers, "worker processes to run the topology in, on 127.0.0.1 (1 = in this process)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
@@ -73,6 +76,13 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 	if opts.Runner == bench.RunnerGale {
 		log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		runner = benchtopo.Runner(log)
+		if opts.Workers > 1 {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			runner = benchtopo.ProcessRunner(exe, workerArgs, cmd.ErrOrStderr(), log)
+		}
 	}
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
@@ -107,6 +117,10 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 	_, err = bench.Run(cmd.Context(), opts, runner, cmd.OutOrStdout(), live)
 	return err
 }
+
+// workerArgs select the worker subcommand of this binary; tests replace
+// them when the binary is a test binary.
+var workerArgs = []string{"worker"}
 
 // gogcFlag is --gogc: "off" or a GC percent, as the GOGC variable takes.
 type gogcFlag int

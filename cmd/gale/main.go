@@ -80,7 +80,7 @@ func newRootCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	})
-	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd())
+	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newWorkerCmd())
 	return root
 }
 

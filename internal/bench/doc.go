@@ -25,4 +25,12 @@
 //   - Use [SpoutSeed] for spout i's generator, so that every runner sees the same
 //     sentences.
 //   - Honour Options.CountDelay by calling [BusyWork] once per counted word.
+//   - With Options.Workers > 1, run the topology in that many worker processes, each
+//     with its own Stats, and fold them into stats: every worker sends
+//     [Stats.Snapshot] now and then, and the runner adds each snapshot's change since
+//     that worker's previous one with [Stats.AddDelta]. Add the bytes and tuples sent
+//     between workers to Stats.WireBytes and Stats.WireTuples, and record each
+//     worker's RSS about once a second with [Stats.RecordWorkerRSS]. Wait for every
+//     worker process before returning: Run's CPU measurement includes only child
+//     processes that have been waited for.
 package bench

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync/atomic"
@@ -26,9 +27,10 @@ const (
 	numBuckets = subCount + (maxExp-subBits+1)*subCount
 )
 
-// Histogram records durations into fixed log-linear buckets. Record, Merge and the
-// readers are lock-free and safe for concurrent use; readers see a consistent-enough
-// view for monitoring (counts recorded during a read may or may not be included).
+// Histogram records durations into fixed log-linear buckets. Record, Merge, AddCounts
+// and the readers (Count, Counts, Quantile) are lock-free and safe for concurrent use;
+// readers see a consistent-enough view for monitoring (counts recorded during a read may
+// or may not be included).
 // The zero value is an empty histogram. A Histogram must not be copied after first use.
 type Histogram struct {
 	counts [numBuckets]atomic.Int64
@@ -81,6 +83,38 @@ func (h *Histogram) Merge(other *Histogram) {
 			h.counts[i].Add(c)
 		}
 	}
+}
+
+// Counts returns a copy of the bucket counts, one per bucket in bucket order (its length
+// is the number of buckets). With AddCounts it carries a histogram across a process
+// boundary: a worker sends Counts, the launcher adds them (or their change since the
+// last send) to its own histogram.
+func (h *Histogram) Counts() []int64 {
+	c := make([]int64, numBuckets)
+	for i := range h.counts {
+		c[i] = h.counts[i].Load()
+	}
+	return c
+}
+
+// AddCounts adds c to h bucket by bucket, as Merge does for a Histogram. c must have
+// one count per bucket (the length Counts returns), none negative; otherwise AddCounts
+// returns an error and adds nothing.
+func (h *Histogram) AddCounts(c []int64) error {
+	if len(c) != numBuckets {
+		return fmt.Errorf("bench: histogram counts have %d buckets, want %d", len(c), numBuckets)
+	}
+	for i, n := range c {
+		if n < 0 {
+			return fmt.Errorf("bench: histogram count of bucket %d is %d, want ≥ 0", i, n)
+		}
+	}
+	for i, n := range c {
+		if n != 0 {
+			h.counts[i].Add(n)
+		}
+	}
+	return nil
 }
 
 // Quantile returns the q-quantile (0 ≤ q ≤ 1) of the recorded durations: the value of

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,6 +151,102 @@ func TestHistCountsIntervalQuantile(t *testing.T) {
 	delta.sub(&cur, &prev)
 	if got := delta.quantile(0.5); math.Abs(float64(got-time.Second))/float64(time.Second) > 0.01 {
 		t.Errorf("interval Quantile(0.5) = %v, want ≈ 1s (only the interval's observations)", got)
+	}
+}
+
+func TestHistogramCountsRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 3))
+	var src Histogram
+	for range 10_000 {
+		src.Record(time.Duration(rng.Int64N(int64(time.Second))))
+	}
+	src.Record(0)
+	src.Record(HistogramMax)
+
+	c := src.Counts()
+	if len(c) != numBuckets {
+		t.Fatalf("len(Counts()) = %d, want %d (one per bucket)", len(c), numBuckets)
+	}
+	var sum int64
+	for _, n := range c {
+		sum += n
+	}
+	if sum != src.Count() {
+		t.Errorf("Counts() sums to %d, want Count() = %d", sum, src.Count())
+	}
+	c[bucketOf(0)] += 1000 // a copy: changing it leaves src alone
+	if got := src.Counts()[bucketOf(0)]; got != 1 {
+		t.Errorf("after changing the returned slice, bucket of 0 holds %d, want 1", got)
+	}
+	c[bucketOf(0)] -= 1000
+
+	var dst Histogram
+	dst.Record(time.Millisecond)
+	if err := dst.AddCounts(c); err != nil {
+		t.Fatalf("AddCounts(Counts()) = %v", err)
+	}
+	var want Histogram
+	want.Merge(&src)
+	want.Record(time.Millisecond)
+	if got, w := dst.Counts(), want.Counts(); !slices.Equal(got, w) {
+		t.Errorf("AddCounts(src.Counts()) differs from Merge(src)")
+	}
+	for _, q := range []float64{0, 0.5, 0.99, 0.999, 1} {
+		if got, w := dst.Quantile(q), want.Quantile(q); got != w {
+			t.Errorf("Quantile(%v) after AddCounts = %v, want %v (as after Merge)", q, got, w)
+		}
+	}
+}
+
+func TestHistogramAddCountsErrors(t *testing.T) {
+	negative := make([]int64, numBuckets)
+	negative[7], negative[9] = 5, -1
+	tests := []struct {
+		name    string
+		counts  []int64
+		wantErr string
+	}{
+		{"nil", nil, fmt.Sprintf("0 buckets, want %d", numBuckets)},
+		{"short", make([]int64, numBuckets-1), fmt.Sprintf("%d buckets, want %d", numBuckets-1, numBuckets)},
+		{"long", make([]int64, numBuckets+1), fmt.Sprintf("%d buckets, want %d", numBuckets+1, numBuckets)},
+		{"negative", negative, "bucket 9 is -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h Histogram
+			h.Record(time.Millisecond)
+			before := h.Counts()
+			err := h.AddCounts(tt.counts)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("AddCounts() = %v, want an error containing %q", err, tt.wantErr)
+			}
+			if !slices.Equal(h.Counts(), before) {
+				t.Errorf("AddCounts() failed but changed the histogram (bucket 7: %d)", h.Counts()[7])
+			}
+		})
+	}
+}
+
+func TestHistogramAddCountsConcurrent(t *testing.T) {
+	const adders, rounds = 4, 200
+	one := make([]int64, numBuckets)
+	one[bucketOf(int64(time.Millisecond))] = 1
+	var h Histogram
+	var wg sync.WaitGroup
+	for range adders {
+		wg.Go(func() {
+			for range rounds {
+				if err := h.AddCounts(one); err != nil {
+					t.Error(err)
+					return
+				}
+				h.Record(time.Second)
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := h.Count(), int64(2*adders*rounds); got != want {
+		t.Errorf("Count() after concurrent AddCounts and Record = %d, want %d", got, want)
 	}
 }
 

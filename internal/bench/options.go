@@ -15,6 +15,9 @@ const (
 	RunnerGale  = "gale"  // the Gale topology
 	RunnerPlain = "plain" // the plain Go baseline, RunPlain
 
+	// maxWorkers bounds Options.Workers.
+	maxWorkers = 16
+
 	// GOGCOff as Options.GOGC turns proportional collection off: the run
 	// collects when the heap nears Options.HeapMB (gale.GOGCOff).
 	GOGCOff = -1
@@ -38,6 +41,10 @@ type Options struct {
 
 	JSON   bool   // print one JSON document instead of the live view and table
 	Runner string // RunnerGale or RunnerPlain; a label for the report
+
+	// Workers is how many worker OS processes run the topology (RunnerGale only); 1
+	// runs it in this process.
+	Workers int
 }
 
 // DefaultOptions returns the defaults of `gale bench wordcount`.
@@ -50,6 +57,7 @@ func DefaultOptions() Options {
 		Counters:  1,
 		Ackers:    1,
 		Runner:    RunnerGale,
+		Workers:   1,
 		GOGC:      400,
 		HeapMB:    768,
 		GCFloorMB: 64,
@@ -70,6 +78,12 @@ func (o Options) Validate() error {
 	}
 	if o.Runner != RunnerGale && o.Runner != RunnerPlain {
 		bad("--runner must be %q or %q, got %q", RunnerGale, RunnerPlain, o.Runner)
+	}
+	switch {
+	case o.Workers < 1 || o.Workers > maxWorkers:
+		bad("--workers must be between 1 and %d, got %d", maxWorkers, o.Workers)
+	case o.Workers > 1 && o.Runner == RunnerPlain:
+		bad("--workers applies to the gale runner only (--runner %s runs in one process), got --workers %d", RunnerPlain, o.Workers)
 	}
 	if o.Duration <= 0 {
 		bad("--duration must be > 0, got %v", o.Duration)

@@ -28,6 +28,12 @@ func TestOptionsValidate(t *testing.T) {
 		{"ack mode without ackers", func(o *Options) { o.Ackers = 0 }, []string{"--ackers must be ≥ 1 with --mode ack"}},
 		{"negative max spout pending", func(o *Options) { o.MaxSpoutPending = -1 }, []string{"--max-spout-pending must be ≥ 0"}},
 		{"negative count delay", func(o *Options) { o.CountDelay = -time.Microsecond }, []string{"--count-delay must be ≥ 0, got -1µs"}},
+		{"gale runner with 16 workers", func(o *Options) { o.Workers = 16 }, nil},
+		{"plain runner with one worker", func(o *Options) { o.Runner, o.Workers = RunnerPlain, 1 }, nil},
+		{"zero workers", func(o *Options) { o.Workers = 0 }, []string{"--workers must be between 1 and 16, got 0"}},
+		{"too many workers", func(o *Options) { o.Workers = 17 }, []string{"--workers must be between 1 and 16, got 17"}},
+		{"plain runner with workers", func(o *Options) { o.Runner, o.Workers = RunnerPlain, 2 },
+			[]string{"--workers applies to the gale runner only", "got --workers 2"}},
 		{"every problem reported", func(o *Options) { o.Spouts, o.Counters = 0, 0 },
 			[]string{"--spouts must be ≥ 1", "--counters must be ≥ 1"}},
 	}
@@ -51,6 +57,12 @@ func TestOptionsValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDefaultOptionsWorkers(t *testing.T) {
+	if got := DefaultOptions().Workers; got != 1 {
+		t.Errorf("DefaultOptions().Workers = %d, want 1 (in-process)", got)
 	}
 }
 

@@ -23,3 +23,13 @@ func rusage() (cpu time.Duration, maxRSS int64, err error) {
 	}
 	return cpu, maxRSS, nil
 }
+
+// childrenCPU returns the CPU time (user + system) used so far by this process's child
+// processes that have ended and been waited for, and by their waited-for descendants.
+func childrenCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage children: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}

@@ -20,7 +20,7 @@ type Measurements struct {
 	Drain           time.Duration // from then until the runner had drained and returned
 	WindowSentences int64         // Stats.Sentences when the window closed
 	WindowWords     int64         // Stats.Words when the window closed
-	CPU             time.Duration // user + system CPU of the whole process over the run
+	CPU             time.Duration // user + system CPU over the run: the process and its waited-for children
 	MaxRSS          int64         // peak resident set size of the process, bytes
 	RSSSamples      []int64       // resident set size once a second, bytes
 	AllocBytes      uint64        // bytes allocated on the Go heap over the run
@@ -53,6 +53,9 @@ type Report struct {
 	// is tracked and every quantile is 0.
 	LatencyMS *Latencies `json:"latency_ms"`
 
+	// CPUSeconds is user + system CPU over the run, of this process and of the
+	// child processes it waited for: with Workers > 1 it includes the worker
+	// processes.
 	CPUSeconds                    float64 `json:"cpu_seconds"`
 	CPUSecondsPerMillionSentences float64 `json:"cpu_seconds_per_million_sentences"`
 	// AllocBytesPerSentence is Go heap bytes allocated per sentence over the
@@ -64,6 +67,18 @@ type Report struct {
 	MaxRSSBytes     int64       `json:"max_rss_bytes"`
 	RSSSamplesBytes []int64     `json:"rss_samples_bytes"`
 	RSSAfterWarmup  *RSSSummary `json:"rss_after_warmup_bytes,omitempty"` // nil without samples
+
+	// Workers is the number of worker processes (1: the topology ran in this
+	// process). WireBytes and WireTuples are what crossed between workers (bytes
+	// written, frames included, and tuples sent to another worker); they are 0
+	// with one worker.
+	Workers           int     `json:"workers"`
+	WireBytes         int64   `json:"wire_bytes"`
+	WireTuples        int64   `json:"wire_tuples"`
+	WireBytesPerTuple float64 `json:"wire_bytes_per_tuple"` // 0 when no tuple crossed
+	// WorkerRSS has an entry per worker that reported RSS samples, in worker order;
+	// the report's own RSS fields above are then the launcher's.
+	WorkerRSS []WorkerRSS `json:"worker_rss,omitempty"`
 
 	Spouts          int     `json:"spouts"`
 	Splitters       int     `json:"splitters"`
@@ -97,6 +112,13 @@ type RSSSummary struct {
 	WarmupSamples int   `json:"warmup_samples"`
 }
 
+// WorkerRSS is one worker process's resident set size over the run.
+type WorkerRSS struct {
+	Worker       int         `json:"worker"`
+	SamplesBytes []int64     `json:"samples_bytes"`                // about once a second
+	AfterWarmup  *RSSSummary `json:"after_warmup_bytes,omitempty"` // as Report.RSSAfterWarmup
+}
+
 // NewReport builds the report of a run from its options, final Stats and measurements.
 func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 	c := stats.load()
@@ -111,6 +133,10 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		Failed:     c.failed,
 		Timeouts:   c.timeouts,
 		Unfinished: c.unfinished,
+
+		Workers:    opts.Workers,
+		WireBytes:  stats.WireBytes.Load(),
+		WireTuples: stats.WireTuples.Load(),
 
 		CPUSeconds:      m.CPU.Seconds(),
 		MaxRSSBytes:     m.MaxRSS,
@@ -152,18 +178,38 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 			P999: ms(stats.Latency.Quantile(0.999)),
 		}
 	}
-	if s := m.RSSSamples; len(s) > 0 {
-		skip := 0
-		if len(s) > rssWarmupSamples {
-			skip = rssWarmupSamples
+	if r.WireTuples > 0 {
+		r.WireBytesPerTuple = float64(r.WireBytes) / float64(r.WireTuples)
+	}
+	r.RSSAfterWarmup = summariseRSS(m.RSSSamples)
+	for _, w := range stats.workerRSS() {
+		if len(w.samples) == 0 {
+			continue
 		}
-		sum := RSSSummary{Min: s[skip], Max: s[skip], Last: s[len(s)-1], WarmupSamples: skip}
-		for _, v := range s[skip:] {
-			sum.Min, sum.Max = min(sum.Min, v), max(sum.Max, v)
-		}
-		r.RSSAfterWarmup = &sum
+		r.WorkerRSS = append(r.WorkerRSS, WorkerRSS{
+			Worker:       w.worker,
+			SamplesBytes: w.samples, // already a copy
+			AfterWarmup:  summariseRSS(w.samples),
+		})
 	}
 	return r
+}
+
+// summariseRSS summarises once-a-second RSS samples after skipping rssWarmupSamples
+// leading ones (when there are more than that); nil without samples.
+func summariseRSS(s []int64) *RSSSummary {
+	if len(s) == 0 {
+		return nil
+	}
+	skip := 0
+	if len(s) > rssWarmupSamples {
+		skip = rssWarmupSamples
+	}
+	sum := RSSSummary{Min: s[skip], Max: s[skip], Last: s[len(s)-1], WarmupSamples: skip}
+	for _, v := range s[skip:] {
+		sum.Min, sum.Max = min(sum.Min, v), max(sum.Max, v)
+	}
+	return &sum
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -205,13 +251,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	row("cpu", "%.2fs\t%.3fs per million sentences", r.CPUSeconds, r.CPUSecondsPerMillionSentences)
 	row("heap", "%.0f bytes allocated per sentence, %d GC cycles", r.AllocBytesPerSentence, r.GCCycles)
-	row("max rss", "%s", mib(r.MaxRSSBytes))
+	proc := "" // with worker processes, this process is only the launcher
+	if r.Workers > 1 {
+		proc = "launcher "
+	}
+	row(proc+"max rss", "%s", mib(r.MaxRSSBytes))
 	if s := r.RSSAfterWarmup; s != nil {
-		warmup := ""
-		if s.WarmupSamples > 0 {
-			warmup = fmt.Sprintf(" (after %ds warm-up)", s.WarmupSamples)
+		row(proc+"rss", "%s", fmtRSS(s))
+	}
+	if r.Workers > 1 {
+		row("workers", "%d processes, wire %s in %s tuples, %.1f bytes per tuple",
+			r.Workers, commas(r.WireBytes)+" bytes", commas(r.WireTuples), r.WireBytesPerTuple)
+		for _, w := range r.WorkerRSS {
+			if w.AfterWarmup != nil {
+				row(fmt.Sprintf("worker %d rss", w.Worker), "%s", fmtRSS(w.AfterWarmup))
+			}
 		}
-		row("rss", "min %s  max %s  last %s%s", mib(s.Min), mib(s.Max), mib(s.Last), warmup)
 	}
 	gogc := strconv.Itoa(r.GOGC)
 	if r.GOGC == GOGCOff {
@@ -242,6 +297,15 @@ func commas(n int64) string {
 		b = append(b, s[i])
 	}
 	return string(b)
+}
+
+// fmtRSS formats an RSS summary for the table.
+func fmtRSS(s *RSSSummary) string {
+	warmup := ""
+	if s.WarmupSamples > 0 {
+		warmup = fmt.Sprintf(" (after %ds warm-up)", s.WarmupSamples)
+	}
+	return fmt.Sprintf("min %s  max %s  last %s%s", mib(s.Min), mib(s.Max), mib(s.Last), warmup)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,119 @@ func TestReportTable(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table does not contain %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+// testWorkersReport is a three-worker run whose workers reported RSS out of order.
+func testWorkersReport() *Report {
+	opts := DefaultOptions()
+	opts.Workers = 3
+	var s Stats
+	s.Sentences.Store(1000)
+	s.WireBytes.Store(30_000)
+	s.WireTuples.Store(1200)
+	for _, w := range []struct {
+		worker int
+		rss    []int64
+	}{
+		{2, []int64{50 << 20, 60 << 20, 70 << 20, 65 << 20}},
+		{0, []int64{10 << 20}},
+		{1, []int64{30 << 20, 20 << 20, 40 << 20}},
+	} {
+		for _, v := range w.rss {
+			s.RecordWorkerRSS(w.worker, v)
+		}
+	}
+	return NewReport(opts, &s, Measurements{Window: time.Second, CPU: 4 * time.Second})
+}
+
+func TestReportWorkers(t *testing.T) {
+	var buf bytes.Buffer
+	if err := testWorkersReport().WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Workers           *int        `json:"workers"`
+		WireBytes         *int64      `json:"wire_bytes"`
+		WireTuples        *int64      `json:"wire_tuples"`
+		WireBytesPerTuple *float64    `json:"wire_bytes_per_tuple"`
+		WorkerRSS         []WorkerRSS `json:"worker_rss"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Workers == nil || *doc.Workers != 3 {
+		t.Errorf("workers = %v, want 3", doc.Workers)
+	}
+	if doc.WireBytes == nil || *doc.WireBytes != 30_000 || doc.WireTuples == nil || *doc.WireTuples != 1200 {
+		t.Errorf("wire_bytes, wire_tuples = %v, %v; want 30000, 1200", doc.WireBytes, doc.WireTuples)
+	}
+	if doc.WireBytesPerTuple == nil || *doc.WireBytesPerTuple != 25 {
+		t.Errorf("wire_bytes_per_tuple = %v, want 30000 / 1200 = 25", doc.WireBytesPerTuple)
+	}
+	want := []WorkerRSS{
+		{Worker: 0, SamplesBytes: []int64{10 << 20},
+			AfterWarmup: &RSSSummary{Min: 10 << 20, Max: 10 << 20, Last: 10 << 20, WarmupSamples: 0}},
+		{Worker: 1, SamplesBytes: []int64{30 << 20, 20 << 20, 40 << 20},
+			AfterWarmup: &RSSSummary{Min: 40 << 20, Max: 40 << 20, Last: 40 << 20, WarmupSamples: 2}},
+		{Worker: 2, SamplesBytes: []int64{50 << 20, 60 << 20, 70 << 20, 65 << 20},
+			AfterWarmup: &RSSSummary{Min: 65 << 20, Max: 70 << 20, Last: 65 << 20, WarmupSamples: 2}},
+	}
+	if !reflect.DeepEqual(doc.WorkerRSS, want) {
+		t.Errorf("worker_rss =\n%s\nwant (in worker order, summarised like rss_after_warmup_bytes)\n%s", jsonString(doc.WorkerRSS), jsonString(want))
+	}
+
+	// One worker: the wire is empty, nothing is divided by zero, and worker_rss is left out.
+	buf.Reset()
+	if err := testReport(ModeAck).WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var one map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &one); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"workers": 1, "wire_bytes": 0, "wire_tuples": 0, "wire_bytes_per_tuple": 0} {
+		if got, ok := one[k].(float64); !ok || got != want {
+			t.Errorf("one-worker report %q = %v, want %v", k, one[k], want)
+		}
+	}
+	if _, ok := one["worker_rss"]; ok {
+		t.Errorf("one-worker report has worker_rss %v, want it left out", one["worker_rss"])
+	}
+}
+
+func jsonString(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+func TestReportTableWorkers(t *testing.T) {
+	var buf bytes.Buffer
+	if err := testWorkersReport().WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	table := buf.String()
+	for _, want := range []string{
+		"3 processes", "wire 30,000 bytes in 1,200 tuples", "25.0 bytes per tuple",
+		"min 10 MiB  max 10 MiB  last 10 MiB\n",
+		"min 40 MiB  max 40 MiB  last 40 MiB (after 2s warm-up)",
+		"min 65 MiB  max 70 MiB  last 65 MiB (after 2s warm-up)",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table does not contain %q:\n%s", want, table)
+		}
+	}
+	w0, w1, w2 := strings.Index(table, "worker 0 rss"), strings.Index(table, "worker 1 rss"), strings.Index(table, "worker 2 rss")
+	if w0 < 0 || w1 < w0 || w2 < w1 {
+		t.Errorf("table rows worker 0/1/2 rss at %d/%d/%d, want all present in worker order:\n%s", w0, w1, w2, table)
+	}
+
+	buf.Reset()
+	if err := testReport(ModeAck).WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "workers") || strings.Contains(buf.String(), "wire") {
+		t.Errorf("one-worker table shows workers or wire:\n%s", buf.String())
 	}
 }
 

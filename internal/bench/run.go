@@ -39,7 +39,7 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	}.Apply()()
 	var ms0, ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
-	cpu0, _, err := rusage()
+	cpu0, _, err := runUsage()
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s runner: %w", opts.Runner, err)
 	}
-	cpu1, maxRSS, err := rusage()
+	cpu1, maxRSS, err := runUsage()
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +98,22 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 		return nil, err
 	}
 	return r, nil
+}
+
+// runUsage returns the CPU time used so far by this process and by its child processes
+// that have been waited for — a multi-process runner's workers count once the runner
+// has waited for them; an in-process run adds nothing from children — and this
+// process's peak resident set size in bytes.
+func runUsage() (cpu time.Duration, maxRSS int64, err error) {
+	self, maxRSS, err := rusage()
+	if err != nil {
+		return 0, 0, err
+	}
+	children, err := childrenCPU()
+	if err != nil {
+		return 0, 0, err
+	}
+	return self + children, maxRSS, nil
 }
 
 // monitor samples the stats and RSS once a second and prints the live view. Its fields

@@ -1,7 +1,9 @@
 // Package benchtopo is the Gale side of `gale bench wordcount`: the word
-// count topology (sentence spout → split, shuffle → count, fields on the
-// word) run in this process with the bench's workload, pacing and latency
-// measurement.
+// count topology (sentence spout → split, local-or-shuffle → count, fields
+// on the word) run with the bench's workload, pacing and latency
+// measurement, in this process (Runner) or in worker processes
+// (ProcessRunner, WorkerFactory): there the fields grouping crosses
+// processes, and local-or-shuffle keeps sentences in their worker.
 package benchtopo
 
 import (
@@ -138,7 +140,7 @@ func Topology(opts bench.Options, stats *bench.Stats) (*gale.Topology, gale.Conf
 	ack := opts.Mode == bench.ModeAck
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("sentences", func() gale.Spout { return &spout{opts: opts, stats: stats, ack: ack} }, opts.Spouts)
-	split := b.SetBolt("split", func() gale.Bolt { return &wordcount.SplitSentence{} }, opts.Splitters).ShuffleGrouping("sentences")
+	split := b.SetBolt("split", func() gale.Bolt { return &wordcount.SplitSentence{} }, opts.Splitters).LocalOrShuffleGrouping("sentences")
 	count := b.SetBolt("count", func() gale.Bolt { return &count{opts: opts, stats: stats} }, opts.Counters).FieldsGrouping("split", "word")
 	if opts.TupleReuse {
 		// Both bolts are done with a tuple once they ack it.

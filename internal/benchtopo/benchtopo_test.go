@@ -90,7 +90,7 @@ func TestTopologyShape(t *testing.T) {
 				from     string
 			}{
 				{"sentences", 2, gale.GroupingDef{}, ""},
-				{"split", 4, gale.GroupingDef{Type: gale.GroupingShuffle}, "sentences"},
+				{"split", 4, gale.GroupingDef{Type: gale.GroupingLocalOrShuffle}, "sentences"},
 				{"count", 5, gale.GroupingDef{Type: gale.GroupingFields, Fields: []string{"word"}}, "split"},
 			} {
 				def, ok := topo.Def.Component(c.id)

@@ -9,34 +9,78 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// A worker dials every peer it sends to and keeps one connection per peer.
-// The dialer speaks first with its Hello; the listener checks it and
-// answers with its own, which the dialer checks in turn. Then frames flow
-// from dialer to listener. A frame lost with a broken connection is not
-// sent again: the trees it carried time out and their spouts replay them,
-// as with any loss (at-least-once).
+// A worker dials every peer it sends tuples to and keeps one connection per
+// peer: a Sender on the dialing side, a Server on the listening side.
+//
+// The dialer speaks first with its Hello; the listener checks it and answers
+// with its own, which the dialer checks in turn. Then frames flow both ways:
+//
+//   - dialer to listener: data, heartbeat and backpressure frames, sent with
+//     Sender.Send, then a close frame when the Sender closes;
+//   - listener to dialer: backpressure frames (credits, see Credit) and, if
+//     it likes, heartbeats, written with ServerConn.Write. The dialer passes
+//     backpressure frames to its Handler, ignores heartbeats and breaks the
+//     connection on any other kind.
+//
+// Callbacks on the listener, per connection, all from the connection's
+// goroutine: OnOpen once the handshake has succeeded, Handler for each frame,
+// then OnClose once when the connection has ended for any reason. A
+// connection refused at the hello gets none of them.
+//
+// Callbacks on the dialer, per connection: OnConnect from the Sender's
+// goroutine once the handshake has succeeded, before any queued frame is
+// written; then Handler from the connection's reader goroutine, which starts
+// after OnConnect returns and ends before the next connection is dialled. So
+// OnConnect and Handler never run concurrently, and neither runs after
+// Sender.Close returns.
+//
+// A frame lost with a broken connection is not sent again: the trees it
+// carried time out and their spouts replay them, as with any loss
+// (at-least-once). Credits are lost with their connection too; the callbacks
+// mark where each connection starts and ends, so a caller can tie its grants
+// to one connection.
+
+// defaultWriteTimeout is ServerConfig.WriteTimeout's default.
+const defaultWriteTimeout = 10 * time.Second
 
 // ServerConfig configures a listening worker.
 type ServerConfig struct {
 	Hello        Hello // this worker's
-	MaxFrameSize int   // ≤ 0: DefaultMaxFrameSize
+	MaxFrameSize int   // bounds frames both ways; ≤ 0: DefaultMaxFrameSize
 	// IdleTimeout closes a connection that sent no frame for this long
 	// (peers send heartbeats when idle); 0 means never.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds each ServerConn.Write, and the hello: a peer that
+	// does not take a frame within it loses its connection. ≤ 0: 10 s.
+	WriteTimeout time.Duration
 	// Handler gets every data, heartbeat and backpressure frame, from the
-	// connection's goroutine; payload is valid until it returns.
-	Handler func(peer Hello, kind FrameKind, payload []byte)
+	// connection's goroutine; payload is valid until it returns. Required.
+	Handler func(c *ServerConn, kind FrameKind, payload []byte)
+	// OnOpen, if set, is called from the connection's goroutine once the
+	// handshake has succeeded, before the first Handler call.
+	OnOpen func(c *ServerConn)
+	// OnClose, if set, is called exactly once for every connection that got
+	// OnOpen, from its goroutine, after the last Handler call, once the
+	// connection has ended for any reason: a close frame, EOF, a bad frame,
+	// the idle or write timeout, ServerConn.Close or Server.Close. From then
+	// on c.Write returns ErrConnClosed.
+	//
+	// Handler, OnOpen and OnClose must not block for long: the connection
+	// reads nothing meanwhile, and Server.Close waits for them.
+	OnClose func(c *ServerConn)
 	Logger  *slog.Logger // nil: slog.Default()
 }
 
 // Server accepts connections from peer workers.
 type Server struct {
-	cfg ServerConfig
-	ln  net.Listener
-	log *slog.Logger
+	cfg           ServerConfig
+	ln            net.Listener
+	log           *slog.Logger
+	bytesReceived atomic.Int64
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -44,14 +88,32 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// Listen starts accepting connections on addr.
+// Listen starts accepting connections on addr: net.Listen, then Serve.
 func Listen(addr string, cfg ServerConfig) (*Server, error) {
-	if cfg.Handler == nil {
-		return nil, errors.New("transport: Listen needs a Handler")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen on %s: %w", addr, err)
+	}
+	s, err := Serve(ln, cfg)
+	if err != nil {
+		ln.Close()
+	}
+	return s, err
+}
+
+// Serve starts accepting connections on ln, a listener the caller has bound
+// already (a worker binds first to learn the port it announces). From a
+// successful return the Server owns ln, and Close closes it; on error ln is
+// left as it was.
+func Serve(ln net.Listener, cfg ServerConfig) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	s := &Server{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[net.Conn]struct{})}
 	if s.log == nil {
@@ -62,11 +124,22 @@ func Listen(addr string, cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
+func (cfg *ServerConfig) check() error {
+	if cfg.Handler == nil {
+		return errors.New("transport: ServerConfig.Handler is nil: a Server needs a frame handler")
+	}
+	return nil
+}
+
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Close stops accepting, closes every connection and waits for their
-// goroutines.
+// BytesReceived is the number of bytes of frames read so far, headers and
+// payloads, over all connections. Safe for concurrent use.
+func (s *Server) BytesReceived() int64 { return s.bytesReceived.Load() }
+
+// Close stops accepting, closes the listener and every connection, and
+// waits for their goroutines, OnClose calls included.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -83,18 +156,23 @@ func (s *Server) accept() {
 	defer s.wg.Done()
 	for {
 		c, err := s.ln.Accept()
-		if err != nil {
-			return // closed
-		}
 		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
+		closed := s.closed
+		if err == nil && !closed {
+			s.conns[c] = struct{}{}
+			s.wg.Add(1)
+		}
+		s.mu.Unlock()
+		switch {
+		case err != nil:
+			if !closed {
+				s.log.Error("stopped accepting worker connections", "addr", s.Addr(), "err", err)
+			}
+			return
+		case closed:
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
 		go s.serve(c)
 	}
 }
@@ -115,10 +193,22 @@ func (s *Server) serve(c net.Conn) {
 		}
 	}
 	deadline()
-	peer, err := s.handshake(c, fr)
+	peer, fw, err := s.handshake(c, fr)
 	if err != nil {
-		s.log.Error("refused a worker connection", "remote", remote, "err", err)
+		if !errors.Is(err, net.ErrClosed) { // else Close
+			s.log.Error("refused a worker connection", "remote", remote, "err", err)
+		}
 		return
+	}
+	sc := &ServerConn{c: c, fw: fw, peer: peer, remote: remote, timeout: s.cfg.WriteTimeout}
+	defer func() {
+		sc.Close()
+		if s.cfg.OnClose != nil {
+			s.cfg.OnClose(sc)
+		}
+	}()
+	if s.cfg.OnOpen != nil {
+		s.cfg.OnOpen(sc)
 	}
 	for {
 		deadline()
@@ -127,52 +217,135 @@ func (s *Server) serve(c net.Conn) {
 			s.readError(peer, remote, err)
 			return
 		}
+		s.bytesReceived.Add(frameHeader + int64(len(payload)))
+		if sc.closed.Load() {
+			return // ServerConn.Close; the frame came from the read buffer
+		}
 		switch kind {
 		case FrameClose:
 			return
 		case FrameHello:
-			s.log.Error("closed a worker connection", "worker", peer.Worker, "remote", remote,
+			s.log.Error("closed a worker connection", "peer", peer.Worker, "remote", remote,
 				"err", "a second hello on the connection")
 			return
 		}
-		s.cfg.Handler(peer, kind, payload)
+		s.cfg.Handler(sc, kind, payload)
 	}
 }
 
-func (s *Server) handshake(c net.Conn, fr *FrameReader) (Hello, error) {
+// handshake reads the dialer's hello and answers with this worker's,
+// returning the writer for the connection's later frames.
+func (s *Server) handshake(c net.Conn, fr *FrameReader) (Hello, *FrameWriter, error) {
 	kind, payload, err := fr.Read()
 	if err != nil {
-		return Hello{}, fmt.Errorf("reading the hello: %w", err)
+		return Hello{}, nil, fmt.Errorf("reading the hello: %w", err)
 	}
+	s.bytesReceived.Add(frameHeader + int64(len(payload)))
 	if kind != FrameHello {
-		return Hello{}, fmt.Errorf("%w: the first frame is %s, not hello", ErrBadHello, kind)
+		return Hello{}, nil, fmt.Errorf("%w: the first frame is %s, not hello", ErrBadHello, kind)
 	}
 	peer, err := ParseHello(payload)
 	if err != nil {
-		return Hello{}, err
+		return Hello{}, nil, err
 	}
 	if err := s.cfg.Hello.Accept(peer); err != nil {
-		return Hello{}, err
+		return Hello{}, nil, err
 	}
 	fw := NewFrameWriter(c, s.cfg.MaxFrameSize)
+	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err := fw.Write(FrameHello, AppendHello(nil, s.cfg.Hello)); err != nil {
-		return Hello{}, err
+		return Hello{}, nil, err
 	}
-	return peer, fw.Flush()
+	if err := fw.Flush(); err != nil {
+		return Hello{}, nil, fmt.Errorf("sending the hello: %w", err)
+	}
+	return peer, fw, nil
 }
 
 func (s *Server) readError(peer Hello, remote string, err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, net.ErrClosed):
-		return // Close
+		return // Close, or a failed Write whose caller has the error
 	case errors.Is(err, io.EOF):
-		s.log.Info("worker connection ended without a close frame", "worker", peer.Worker, "remote", remote)
+		s.log.Info("worker connection ended without a close frame", "peer", peer.Worker, "remote", remote)
 	case errors.As(err, &ne) && ne.Timeout():
-		s.log.Error("closed an idle worker connection", "worker", peer.Worker, "remote", remote,
+		s.log.Error("closed an idle worker connection", "peer", peer.Worker, "remote", remote,
 			"err", fmt.Sprintf("no frame for %s: the peer's heartbeats stopped", s.cfg.IdleTimeout))
 	default:
-		s.log.Error("closed a worker connection", "worker", peer.Worker, "remote", remote, "err", err)
+		s.log.Error("closed a worker connection", "peer", peer.Worker, "remote", remote, "err", err)
+	}
+}
+
+// ErrConnClosed is returned by ServerConn.Write once the connection has
+// ended. It wraps net.ErrClosed.
+var ErrConnClosed = fmt.Errorf("transport: connection closed: %w", net.ErrClosed)
+
+// ServerConn is a connection a Server accepted and shook hands on. Its
+// methods are safe for concurrent use.
+type ServerConn struct {
+	c       net.Conn
+	peer    Hello
+	remote  string
+	timeout time.Duration
+	closed  atomic.Bool
+
+	// wmu serializes Writes. It guards fw alone, and holding it across the
+	// socket write is its purpose: frames must not interleave.
+	wmu sync.Mutex
+	fw  *FrameWriter
+}
+
+// Peer is the dialer's hello.
+func (sc *ServerConn) Peer() Hello { return sc.peer }
+
+// RemoteAddr is the dialer's address.
+func (sc *ServerConn) RemoteAddr() string { return sc.remote }
+
+// Write sends one frame to the dialer and flushes it, waiting at most
+// ServerConfig.WriteTimeout for the peer to take it; payload may be reused
+// once it returns. Safe for concurrent use.
+//
+// A dialer takes only backpressure and heartbeat frames: another kind, or a
+// payload over the frame bound, is an error wrapping ErrMalformedFrame and
+// sends nothing. Once the connection has ended Write returns ErrConnClosed
+// without blocking. Any other failure (the timeout, a reset) may leave a
+// frame half sent, so it ends the connection.
+func (sc *ServerConn) Write(kind FrameKind, payload []byte) error {
+	if kind != FrameBackpressure && kind != FrameHeartbeat {
+		return fmt.Errorf("transport: %w: a listener cannot send a %s frame: a dialer takes only backpressure and heartbeat frames", ErrMalformedFrame, kind)
+	}
+	if sc.closed.Load() {
+		return ErrConnClosed
+	}
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	if sc.closed.Load() {
+		return ErrConnClosed
+	}
+	sc.c.SetWriteDeadline(time.Now().Add(sc.timeout))
+	err := sc.fw.Write(kind, payload)
+	if err == nil {
+		err = sc.fw.Flush()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrMalformedFrame):
+		return err // nothing was written
+	case sc.closed.Load() || errors.Is(err, net.ErrClosed):
+		return ErrConnClosed
+	}
+	sc.Close()
+	return fmt.Errorf("transport: send a %s frame to worker %q at %s: %w", kind, sc.peer.Worker, sc.remote, err)
+}
+
+// Close ends the connection, without a close frame: the dialer sees it drop
+// and reconnects. No Handler call starts after it, and OnClose follows from
+// the connection's goroutine. Idempotent.
+func (sc *ServerConn) Close() {
+	if !sc.closed.Swap(true) {
+		sc.c.Close()
 	}
 }
 
@@ -180,7 +353,7 @@ func (s *Server) readError(peer Hello, remote string, err error) {
 type SenderConfig struct {
 	Hello        Hello // this worker's
 	Addr         string
-	MaxFrameSize int // ≤ 0: DefaultMaxFrameSize
+	MaxFrameSize int // bounds frames both ways; ≤ 0: DefaultMaxFrameSize
 	// Heartbeat is how long the connection may go without a frame before
 	// the sender sends a heartbeat; 0 means never.
 	Heartbeat time.Duration
@@ -188,24 +361,40 @@ type SenderConfig struct {
 	// which doubles from the first to the second, with jitter. Defaults:
 	// 10 ms and 1 s.
 	MinBackoff, MaxBackoff time.Duration
-	QueueLen               int          // frames waiting to be sent; default 64
-	Logger                 *slog.Logger // nil: slog.Default()
+	QueueLen               int // frames waiting to be sent; default 64
+	// OnConnect, if set, is called from the sender's goroutine after each
+	// successful handshake, the first and every reconnection, before any
+	// queued frame is written on the new connection. Nothing drains the
+	// queue until it returns, so it must not wait on Send.
+	OnConnect func()
+	// Handler, if set, gets every backpressure frame the listener sends,
+	// from the connection's reader goroutine; payload is valid until it
+	// returns. Without it they are dropped. It must not block for long (in
+	// particular not on Send with the queue full): the connection reads
+	// nothing meanwhile, and a reconnection or Close waits for it.
+	Handler func(kind FrameKind, payload []byte)
+	Logger  *slog.Logger // nil: slog.Default()
 }
 
-type outFrame struct {
-	kind    FrameKind
-	payload []byte
+// Frame is a frame waiting to be sent.
+type Frame struct {
+	Kind    FrameKind
+	Payload []byte
 }
 
-// Sender keeps a connection to one peer, reconnecting with backoff, and
-// sends the frames given to Send in order.
+// Sender keeps a connection to one peer, reconnecting with backoff, sends
+// the frames given to Send in order, and passes the frames the peer sends
+// back to SenderConfig.Handler.
 type Sender struct {
 	cfg  SenderConfig
 	log  *slog.Logger
-	q    chan outFrame
+	q    chan Frame
 	quit chan struct{}
 	done chan struct{}
 	once sync.Once
+
+	connected             atomic.Bool
+	bytesSent, framesSent atomic.Int64
 }
 
 // NewSender starts connecting to cfg.Addr.
@@ -219,7 +408,7 @@ func NewSender(cfg SenderConfig) *Sender {
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = 64
 	}
-	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan outFrame, cfg.QueueLen),
+	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan Frame, cfg.QueueLen),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -240,7 +429,7 @@ func (s *Sender) Send(ctx context.Context, kind FrameKind, payload []byte) error
 	default:
 	}
 	select {
-	case s.q <- outFrame{kind, payload}:
+	case s.q <- Frame{kind, payload}:
 		return nil
 	case <-s.quit:
 		return ErrSenderClosed
@@ -249,12 +438,30 @@ func (s *Sender) Send(ctx context.Context, kind FrameKind, payload []byte) error
 	}
 }
 
+// Queue is the sender's queue, for a caller that must select on room in
+// it alongside other events (a spout draining its completions while it
+// waits). Only Send checks for a closed sender: put nothing on the queue
+// after Close.
+func (s *Sender) Queue() chan<- Frame { return s.q }
+
 // Close sends what is queued if connected, then a close frame, and stops.
-// It gives a peer that does not read MaxBackoff to take them.
+// It gives a peer that does not read MaxBackoff to take them. No callback
+// runs after Close returns.
 func (s *Sender) Close() {
 	s.once.Do(func() { close(s.quit) })
 	<-s.done
 }
+
+// Connected reports whether a handshaken connection is up.
+func (s *Sender) Connected() bool { return s.connected.Load() }
+
+// BytesSent is the number of bytes of frames sent so far, headers and
+// payloads, hellos and heartbeats included. A frame counts once a flush
+// that carried it has succeeded. Safe for concurrent use.
+func (s *Sender) BytesSent() int64 { return s.bytesSent.Load() }
+
+// FramesSent is the number of frames sent so far, counted as BytesSent.
+func (s *Sender) FramesSent() int64 { return s.framesSent.Load() }
 
 func (s *Sender) run() {
 	defer close(s.done)
@@ -263,49 +470,22 @@ func (s *Sender) run() {
 	defer timer.Stop()
 	<-timer.C
 	for {
-		c, fw, err := s.connect()
+		c, fr, fw, err := s.connect()
 		if err == nil {
-			backoff = s.cfg.MinBackoff
-			// The peer sends nothing after its hello for now (backpressure
-			// frames will come this way): reading shows at once when it
-			// goes away, rather than at the next write.
-			broken := make(chan struct{})
-			go func() {
-				defer close(broken)
-				fr := NewFrameReader(c, s.cfg.MaxFrameSize)
-				for {
-					if _, _, err := fr.Read(); err != nil {
-						return
-					}
-				}
-			}()
-			// Close must not wait forever on a write to a peer that
-			// stopped reading: on quit, give writes MaxBackoff to finish.
-			pumped, watched := make(chan struct{}), make(chan struct{})
-			go func() {
-				defer close(watched)
-				select {
-				case <-s.quit:
-					c.SetWriteDeadline(time.Now().Add(s.cfg.MaxBackoff))
-				case <-pumped:
-				}
-			}()
-			stop := s.pump(c, fw, broken)
-			close(pumped)
-			<-watched
-			c.Close()
-			<-broken
-			select {
-			case <-s.quit:
-				stop = true // a write cut short by Close
-			default:
-			}
+			stop, violation := s.session(c, fr, fw)
 			if stop {
 				return
 			}
-			continue
+			if violation == nil {
+				// A peer that went away: try it again at once.
+				backoff = s.cfg.MinBackoff
+				continue
+			}
+			// A peer that breaks the protocol: back off, as for one
+			// that refuses the connection, rather than spin.
+		} else {
+			s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
 		}
-		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
 		timer.Reset(backoff/2 + rand.N(backoff/2+1))
 		select {
 		case <-timer.C:
@@ -316,21 +496,27 @@ func (s *Sender) run() {
 	}
 }
 
-func (s *Sender) connect() (net.Conn, *FrameWriter, error) {
+// connect dials the peer and shakes hands. The reader it returns has read
+// the peer's hello and nothing after it.
+func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 	d := net.Dialer{Timeout: s.cfg.MaxBackoff}
 	c, err := d.Dial("tcp", s.cfg.Addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	fr := NewFrameReader(c, s.cfg.MaxFrameSize)
 	fw := NewFrameWriter(c, s.cfg.MaxFrameSize)
-	if err := fw.Write(FrameHello, AppendHello(nil, s.cfg.Hello)); err == nil {
+	hello := AppendHello(nil, s.cfg.Hello)
+	if err = fw.Write(FrameHello, hello); err == nil {
 		err = fw.Flush()
 	}
 	if err == nil {
+		s.bytesSent.Add(frameHeader + int64(len(hello)))
+		s.framesSent.Add(1)
 		c.SetReadDeadline(time.Now().Add(s.cfg.MaxBackoff))
 		var kind FrameKind
 		var payload []byte
-		kind, payload, err = NewFrameReader(c, 0).Read()
+		kind, payload, err = fr.Read()
 		if err == nil && kind != FrameHello {
 			err = fmt.Errorf("%w: the peer answered with a %s frame", ErrBadHello, kind)
 		}
@@ -345,14 +531,93 @@ func (s *Sender) connect() (net.Conn, *FrameWriter, error) {
 	}
 	if err != nil {
 		c.Close()
-		return nil, nil, fmt.Errorf("handshake with %s: %w", s.cfg.Addr, err)
+		return nil, nil, nil, fmt.Errorf("handshake with %s: %w", s.cfg.Addr, err)
 	}
-	return c, fw, nil
+	return c, fr, fw, nil
 }
 
-// pump sends queued frames on c until it breaks (false) or the sender is
-// closed (true).
-func (s *Sender) pump(c net.Conn, fw *FrameWriter, broken <-chan struct{}) (stop bool) {
+// errListenerFrame is wrapped by the error for a frame a listener may not
+// send.
+var errListenerFrame = errors.New("a listener sends only backpressure and heartbeat frames")
+
+// session runs one handshaken connection until the sender is closed (stop)
+// or the connection breaks; violation is the listener's breach of the
+// protocol, if that is what broke it. It logs why a connection broke.
+func (s *Sender) session(c net.Conn, fr *FrameReader, fw *FrameWriter) (stop bool, violation error) {
+	s.connected.Store(true)
+	if s.cfg.OnConnect != nil {
+		s.cfg.OnConnect()
+	}
+	// The reader passes the peer's frames to the Handler, and shows at once
+	// when the peer goes away, rather than at the next write.
+	var readErr error
+	broken := make(chan struct{})
+	go func() {
+		defer close(broken)
+		readErr = s.read(c, fr)
+	}()
+	// Close must not wait forever on a write to a peer that stopped
+	// reading: on quit, give writes MaxBackoff to finish.
+	pumped, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-s.quit:
+			c.SetWriteDeadline(time.Now().Add(s.cfg.MaxBackoff))
+		case <-pumped:
+		}
+	}()
+	stop, err := s.pump(fw, broken)
+	s.connected.Store(false)
+	close(pumped)
+	<-watched
+	c.Close()
+	<-broken
+	select {
+	case <-s.quit:
+		return true, nil // stop, or a write cut short by Close
+	default:
+	}
+	if errors.Is(readErr, errListenerFrame) || errors.Is(readErr, ErrMalformedFrame) {
+		s.log.Error("broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", readErr)
+		return false, readErr
+	}
+	if err == nil {
+		err = readErr
+	}
+	s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", err)
+	return false, nil
+}
+
+// read passes the peer's backpressure frames to the Handler until the
+// connection fails, and returns why. A frame the peer may not send closes
+// the connection, which also ends a write blocked on it.
+func (s *Sender) read(c net.Conn, fr *FrameReader) error {
+	for {
+		kind, payload, err := fr.Read()
+		if err != nil {
+			if errors.Is(err, ErrMalformedFrame) {
+				c.Close()
+			}
+			return err
+		}
+		switch kind {
+		case FrameBackpressure:
+			if s.cfg.Handler != nil {
+				s.cfg.Handler(kind, payload)
+			}
+		case FrameHeartbeat:
+		default:
+			c.Close()
+			return fmt.Errorf("transport: the peer sent a %s frame: %w", kind, errListenerFrame)
+		}
+	}
+}
+
+// pump sends queued frames until the sender is closed (stop) or the
+// connection breaks: err is the write's error, or nil if the reader saw
+// the break.
+func (s *Sender) pump(fw *FrameWriter, broken <-chan struct{}) (stop bool, err error) {
 	var hb <-chan time.Time
 	var hbTimer *time.Timer
 	if s.cfg.Heartbeat > 0 {
@@ -360,59 +625,67 @@ func (s *Sender) pump(c net.Conn, fw *FrameWriter, broken <-chan struct{}) (stop
 		defer hbTimer.Stop()
 		hb = hbTimer.C
 	}
-	write := func(f outFrame) bool {
-		err := fw.Write(f.kind, f.payload)
+	var pendBytes, pendFrames int64 // written to fw, not yet flushed
+	write := func(kind FrameKind, payload []byte) error {
+		err := fw.Write(kind, payload)
 		switch {
 		case err == nil:
-			return true
+			pendBytes += frameHeader + int64(len(payload))
+			pendFrames++
 		case errors.Is(err, ErrMalformedFrame):
 			s.log.Error("dropped a frame for a peer worker", "addr", s.cfg.Addr, "err", err)
-			return true // the connection is fine
+			return nil // the connection is fine
 		}
-		s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", err)
-		return false
+		return err
 	}
-	flush := func() bool {
+	flush := func() error {
 		if err := fw.Flush(); err != nil {
-			s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", err)
-			return false
+			return err
 		}
+		s.bytesSent.Add(pendBytes)
+		s.framesSent.Add(pendFrames)
+		pendBytes, pendFrames = 0, 0
 		if hbTimer != nil {
 			hbTimer.Reset(s.cfg.Heartbeat)
 		}
-		return true
+		return nil
 	}
 	for {
 		select {
 		case f := <-s.q:
-			if !write(f) {
-				return false
+			if err := write(f.Kind, f.Payload); err != nil {
+				return false, err
 			}
 			// Take what else is queued into the same flush.
 			for n := len(s.q); n > 0; n-- {
-				if !write(<-s.q) {
-					return false
+				f := <-s.q
+				if err := write(f.Kind, f.Payload); err != nil {
+					return false, err
 				}
 			}
-			if !flush() {
-				return false
+			if err := flush(); err != nil {
+				return false, err
 			}
 		case <-hb:
-			if fw.Write(FrameHeartbeat, nil) != nil || !flush() {
-				return false
+			if err := write(FrameHeartbeat, nil); err != nil {
+				return false, err
+			}
+			if err := flush(); err != nil {
+				return false, err
 			}
 		case <-broken:
-			s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr)
-			return false
+			return false, nil
 		case <-s.quit:
 			for n := len(s.q); n > 0; n-- {
-				if !write(<-s.q) {
-					return true
+				f := <-s.q
+				if write(f.Kind, f.Payload) != nil {
+					return true, nil
 				}
 			}
-			fw.Write(FrameClose, nil)
-			fw.Flush()
-			return true
+			if write(FrameClose, nil) == nil {
+				flush()
+			}
+			return true, nil
 		}
 	}
 }

@@ -81,7 +81,7 @@ type received struct {
 
 func newReceived() *received { return &received{added: make(chan struct{}, 1)} }
 
-func (r *received) handle(_ Hello, kind FrameKind, payload []byte) {
+func (r *received) handle(_ *ServerConn, kind FrameKind, payload []byte) {
 	r.mu.Lock()
 	r.frames = append(r.frames, frame{kind, bytes.Clone(payload)})
 	r.mu.Unlock()
@@ -170,8 +170,8 @@ func TestServerClosesBadPeers(t *testing.T) {
 		{"HTTP", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), []string{"refused a worker connection", "over the"}},
 		{"data before hello", encodeFrames(t, 0, frame{FrameData, []byte{1}}), []string{"refused", "first frame is data, not hello"}},
 		{"other topology", encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, Hello{Version: ProtocolVersion, Topology: "wc-2", Worker: "bad", Types: 42})}), []string{"refused", `runs topology "wc-2"`}},
-		{"garbage after hello", append(bytes.Clone(helloFrame), 0, 0, 0, 1, 77), []string{"closed a worker connection", "worker=bad", "unknown frame kind 77"}},
-		{"cut mid-frame", append(bytes.Clone(helloFrame), append(binary.BigEndian.AppendUint32(nil, 100), byte(FrameData), 1, 2, 3)...), []string{"closed a worker connection", "worker=bad", "unexpected EOF"}},
+		{"garbage after hello", append(bytes.Clone(helloFrame), 0, 0, 0, 1, 77), []string{"closed a worker connection", "peer=bad", "unknown frame kind 77"}},
+		{"cut mid-frame", append(bytes.Clone(helloFrame), append(binary.BigEndian.AppendUint32(nil, 100), byte(FrameData), 1, 2, 3)...), []string{"closed a worker connection", "peer=bad", "unexpected EOF"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -279,7 +279,7 @@ func TestHeartbeatsAndIdleTimeout(t *testing.T) {
 	}
 	defer c.Close()
 	c.Write(encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, hello("silent"))}))
-	lg.wait(t, "closed an idle worker connection", "worker=silent")
+	lg.wait(t, "closed an idle worker connection", "peer=silent")
 }
 
 // Close returns even when the peer has stopped reading and the
@@ -288,7 +288,7 @@ func TestSenderCloseWithStuckPeer(t *testing.T) {
 	release := make(chan struct{})
 	lg := newLogs()
 	srv := listen(t, "127.0.0.1:0", ServerConfig{Hello: hello("b"), Logger: lg.logger(),
-		Handler: func(Hello, FrameKind, []byte) { <-release }})
+		Handler: func(*ServerConn, FrameKind, []byte) { <-release }})
 	defer close(release) // before srv.Close, which waits for the handler
 	snd := NewSender(SenderConfig{Hello: hello("a"), Addr: srv.Addr(), Logger: lg.logger(), MaxBackoff: 100 * time.Millisecond, QueueLen: 4})
 	// Fill the queue and the socket buffers: Send blocks once they are full.

@@ -5,12 +5,12 @@ import (
 	"fmt"
 )
 
-// Credit grants a sender room for N more batches to one task (see
-// docs/architecture.md, backpressure between workers). A backpressure
-// frame carries a list of them: a uvarint count, then per credit the task
-// and N as uvarints.
+// Credit grants a sender room for N more batches to one destination
+// executor (see docs/architecture.md, backpressure between workers). The
+// listener sends credits to the dialer in backpressure frames: a uvarint
+// count, then per credit the executor's index and N as uvarints.
 type Credit struct {
-	Task int32
+	Dest int32 // the destination executor's index in the topology
 	N    uint32
 }
 
@@ -18,15 +18,16 @@ type Credit struct {
 func AppendCredits(dst []byte, cs []Credit) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(cs)))
 	for _, c := range cs {
-		dst = binary.AppendUvarint(dst, uint64(c.Task))
+		dst = binary.AppendUvarint(dst, uint64(c.Dest))
 		dst = binary.AppendUvarint(dst, uint64(c.N))
 	}
 	return dst
 }
 
 // ParseCredits decodes a backpressure frame's payload, appending to dst.
-// Tasks must be below numTasks and each grant positive.
-func ParseCredits(p []byte, numTasks int, dst []Credit) ([]Credit, error) {
+// Destinations must be below numDests, the topology's executor count, and
+// each grant must be positive.
+func ParseCredits(p []byte, numDests int, dst []Credit) ([]Credit, error) {
 	off := 0
 	uv := func() (uint64, bool) {
 		v, k := binary.Uvarint(p[off:])
@@ -44,17 +45,17 @@ func ParseCredits(p []byte, numTasks int, dst []Credit) ([]Credit, error) {
 		return bad("bad count")
 	}
 	for range n {
-		task, ok1 := uv()
+		dest, ok1 := uv()
 		grant, ok2 := uv()
 		switch {
 		case !ok1 || !ok2:
 			return bad("truncated")
-		case task >= uint64(numTasks):
-			return bad("task %d: the topology has %d", task, numTasks)
+		case dest >= uint64(numDests):
+			return bad("destination %d: the topology has %d executors", dest, numDests)
 		case grant == 0 || grant > 1<<20:
-			return bad("grant of %d batches for task %d", grant, task)
+			return bad("grant of %d batches for destination %d", grant, dest)
 		}
-		dst = append(dst, Credit{Task: int32(task), N: uint32(grant)})
+		dst = append(dst, Credit{Dest: int32(dest), N: uint32(grant)})
 	}
 	if off != len(p) {
 		return bad("%d bytes after the credits", len(p)-off)

@@ -29,7 +29,7 @@ const (
 	FrameHello        FrameKind = iota + 1 // first frame of a connection: who is speaking
 	FrameData                              // a batch of addressed tuples
 	FrameHeartbeat                         // liveness, when there is nothing else to send
-	FrameBackpressure                      // tasks the sender must stop or resume sending to
+	FrameBackpressure                      // credits, listener to dialer: see Credit
 	FrameClose                             // orderly close: nothing follows
 	frameKindEnd
 )

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gale-stream/gale/internal/benchtopo"
+	"github.com/gale-stream/gale/internal/workerproc"
+)
+
+func init() {
+	workerproc.Register(benchtopo.WorkerTopology, benchtopo.WorkerFactory)
+}
+
+// newWorkerCmd is the hidden `gale worker`: one worker process of a
+// topology, started by a launcher (gale bench --workers, later the
+// supervisor) that talks to it over stdin and stdout (internal/workerproc).
+func newWorkerCmd() *cobra.Command {
+	var specPath string
+	cmd := &cobra.Command{
+		Use:    "worker --spec FILE",
+		Short:  "Run one worker process of a topology (started by a launcher)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if specPath == "" {
+				return usageError{errNoSpec}
+			}
+			spec, err := workerproc.ReadSpec(specPath)
+			if err != nil {
+				return usageError{err}
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: spec.Level()})).
+				With("worker", spec.Worker)
+			return workerproc.Main(cmd.Context(), spec, workerproc.Stdin(), cmd.OutOrStdout(), log)
+		},
+	}
+	cmd.Flags().StringVar(&specPath, "spec", "", "the worker's spec, a JSON `file` written by its launcher")
+	return cmd
+}
+
+var errNoSpec = errors.New("--spec is required")

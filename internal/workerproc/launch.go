@@ -1,0 +1,445 @@
+package workerproc
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gale-stream/gale"
+)
+
+// LaunchConfig describes the worker processes of one topology on this
+// machine.
+type LaunchConfig struct {
+	// Exe is the binary to run (default: this one), with Args before the
+	// "--spec FILE" the launcher adds (for gale: "worker"), and Env added
+	// to this process's environment.
+	Exe  string
+	Args []string
+	Env  []string
+	// Spec is every worker's spec; Worker, Workers and Listen are set per
+	// worker. N is the number of workers, Host the address they listen on
+	// (default 127.0.0.1) with ports they pick.
+	Spec Spec
+	N    int
+	Host string
+	// Dir receives the spec files; it must exist.
+	Dir string
+	// Stderr receives the workers' logs (default os.Stderr).
+	Stderr io.Writer
+	// OnMessage, if set, gets every event line of every worker, from that
+	// worker's reading goroutine; incarnation counts the worker's starts
+	// from 0.
+	OnMessage func(worker, incarnation int, m Message)
+	// Restart starts a worker that exits by itself (not by Stop) again on
+	// the same address, as a supervisor does.
+	Restart bool
+	// StartTimeout bounds each start handshake (default 30 s).
+	StartTimeout time.Duration
+}
+
+// Cluster is a running set of worker processes.
+type Cluster struct {
+	cfg   LaunchConfig
+	addrs []string
+
+	mu       sync.Mutex
+	procs    []*proc // each worker's current process
+	stopping bool
+	errs     []error // workers that failed or exited badly, not by Kill
+	restarts int
+	status   []beat // each worker's last heartbeat
+	changed  chan struct{}
+
+	wg sync.WaitGroup
+}
+
+type proc struct {
+	worker, incarnation int
+	cmd                 *exec.Cmd
+	stdinMu             sync.Mutex
+	stdin               io.WriteCloser
+	events              chan Message // listening, started, failed: for the handshake
+	readDone            chan struct{}
+	killed              bool // by Kill: its exit is expected
+	failed              string
+}
+
+// Launch starts cfg.N workers, tells each the others' addresses and
+// returns once all have started. On error every process started is
+// killed.
+func Launch(cfg LaunchConfig) (*Cluster, error) {
+	if cfg.N < 1 {
+		return nil, fmt.Errorf("workerproc: %d workers", cfg.N)
+	}
+	if cfg.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Exe = exe
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	c := &Cluster{cfg: cfg, addrs: make([]string, cfg.N), procs: make([]*proc, cfg.N),
+		status: make([]beat, cfg.N), changed: make(chan struct{}, 1)}
+	for i := range cfg.N {
+		p, addr, err := c.spawn(i, 0, net.JoinHostPort(cfg.Host, "0"))
+		if err != nil {
+			c.abort()
+			return nil, err
+		}
+		c.addrs[i] = addr
+		c.procs[i] = p
+	}
+	for _, p := range c.procs {
+		if err := c.startAndWait(p); err != nil {
+			c.abort()
+			return nil, err
+		}
+	}
+	for _, p := range c.procs {
+		c.supervise(p)
+	}
+	return c, nil
+}
+
+// Addrs are the workers' addresses.
+func (c *Cluster) Addrs() []string { return c.addrs }
+
+// spawn starts worker i's process and waits for its listening event.
+func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error) {
+	spec := c.cfg.Spec
+	spec.Worker, spec.Workers, spec.Listen = i, c.cfg.N, listen
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	path := filepath.Join(c.cfg.Dir, "worker-"+strconv.Itoa(i)+".json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(c.cfg.Exe, append(append([]string(nil), c.cfg.Args...), "--spec", path)...)
+	cmd.Env = append(os.Environ(), c.cfg.Env...)
+	cmd.Stderr = c.cfg.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("start worker %d: %w", i, err)
+	}
+	p := &proc{worker: i, incarnation: incarnation, cmd: cmd, stdin: stdin,
+		events: make(chan Message, 4), readDone: make(chan struct{})}
+	go c.read(p, stdout)
+	m, err := c.await(p, EventListening)
+	if err != nil {
+		c.reap(p)
+		return nil, "", err
+	}
+	return p, m.Addr, nil
+}
+
+// read passes p's event lines on until its stdout ends.
+func (c *Cluster) read(p *proc, stdout io.Reader) {
+	defer close(p.readDone)
+	defer close(p.events)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.Event == "" {
+			continue // not ours; the worker's logs go to stderr
+		}
+		switch m.Event {
+		case EventListening, EventStarted, EventFailed:
+			select {
+			case p.events <- m:
+			default:
+			}
+		}
+		c.mu.Lock()
+		if m.Event == EventFailed {
+			p.failed = m.Error
+		}
+		if m.Status != nil {
+			c.status[p.worker] = beat{at: time.Now(), status: *m.Status}
+		}
+		c.mu.Unlock()
+		if m.Status != nil {
+			select {
+			case c.changed <- struct{}{}:
+			default:
+			}
+		}
+		if c.cfg.OnMessage != nil {
+			c.cfg.OnMessage(p.worker, p.incarnation, m)
+		}
+	}
+	io.Copy(io.Discard, stdout)
+}
+
+// await waits for p's next handshake event, which must be want.
+func (c *Cluster) await(p *proc, want string) (Message, error) {
+	t := time.NewTimer(c.cfg.StartTimeout)
+	defer t.Stop()
+	select {
+	case m, ok := <-p.events:
+		switch {
+		case !ok:
+			return m, fmt.Errorf("worker %d exited before %q (its log is on stderr)", p.worker, want)
+		case m.Event == EventFailed:
+			return m, fmt.Errorf("worker %d failed: %s", p.worker, m.Error)
+		case m.Event != want:
+			return m, fmt.Errorf("worker %d said %q, want %q", p.worker, m.Event, want)
+		}
+		return m, nil
+	case <-t.C:
+		return Message{}, fmt.Errorf("worker %d: no %q within %s", p.worker, want, c.cfg.StartTimeout)
+	}
+}
+
+func (c *Cluster) startAndWait(p *proc) error {
+	if err := p.send(Message{Cmd: CmdStart, Workers: c.addrs}); err != nil {
+		return fmt.Errorf("worker %d: %w", p.worker, err)
+	}
+	_, err := c.await(p, EventStarted)
+	return err
+}
+
+func (p *proc) send(m Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	_, err = p.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// reap kills p if it still runs and waits for it and its reader.
+func (c *Cluster) reap(p *proc) {
+	p.cmd.Process.Kill()
+	p.stdin.Close()
+	<-p.readDone
+	p.cmd.Wait()
+}
+
+// abort kills every process started so far.
+func (c *Cluster) abort() {
+	c.mu.Lock()
+	c.stopping = true
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	for _, p := range procs {
+		if p != nil {
+			c.reap(p)
+		}
+	}
+	c.wg.Wait()
+}
+
+// supervise waits for p to exit and, with Restart, starts the worker
+// again on its address unless the cluster is stopping.
+func (c *Cluster) supervise(p *proc) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			<-p.readDone
+			err := p.cmd.Wait()
+			c.mu.Lock()
+			expected := c.stopping || p.killed
+			switch {
+			case p.failed != "":
+				c.errs = append(c.errs, fmt.Errorf("worker %d failed: %s", p.worker, p.failed))
+			case err != nil && !expected:
+				c.errs = append(c.errs, fmt.Errorf("worker %d exited: %v", p.worker, err))
+			}
+			restart := c.cfg.Restart && !c.stopping
+			c.mu.Unlock()
+			if !restart {
+				return
+			}
+			np, err := c.restart(p)
+			if err != nil {
+				c.mu.Lock()
+				c.errs = append(c.errs, fmt.Errorf("restart worker %d: %w", p.worker, err))
+				c.mu.Unlock()
+				return
+			}
+			if np == nil {
+				return // stopping
+			}
+			p = np
+		}
+	}()
+}
+
+func (c *Cluster) restart(old *proc) (*proc, error) {
+	// The old port may still be held for a moment by the dying process's
+	// sockets: retry the bind a few times.
+	var lastErr error
+	for attempt := range 50 {
+		c.mu.Lock()
+		stopping := c.stopping
+		c.mu.Unlock()
+		if stopping {
+			return nil, nil
+		}
+		if attempt > 0 {
+			time.Sleep(100 * time.Millisecond) // a retry interval, not a wait for a condition
+		}
+		p, _, err := c.spawn(old.worker, old.incarnation+1, c.addrs[old.worker])
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			c.reap(p)
+			return nil, nil
+		}
+		c.procs[old.worker] = p
+		c.restarts++
+		c.mu.Unlock()
+		if err := c.startAndWait(p); err != nil {
+			c.reap(p)
+			return nil, err
+		}
+		return p, nil
+	}
+	return nil, lastErr
+}
+
+// Restarts is how many times workers were restarted.
+func (c *Cluster) Restarts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restarts
+}
+
+// Kill sends SIGKILL to worker i's current process (with Restart, it is
+// started again).
+func (c *Cluster) Kill(i int) error {
+	c.mu.Lock()
+	p := c.procs[i]
+	p.killed = true
+	c.mu.Unlock()
+	return p.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// Broadcast sends a command ("activate", "deactivate") to every worker.
+func (c *Cluster) Broadcast(cmd string) error {
+	c.mu.Lock()
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	var errs []error
+	for _, p := range procs {
+		if err := p.send(Message{Cmd: cmd}); err != nil {
+			errs = append(errs, fmt.Errorf("worker %d: %w", p.worker, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// beat is a worker's last reported status and when it arrived.
+type beat struct {
+	at     time.Time
+	status gale.WorkerStatus
+}
+
+// Drain deactivates every worker and waits, up to timeout, until each has
+// reported in a heartbeat that its spouts stopped and it has no trees
+// pending and nothing queued.
+func (c *Cluster) Drain(timeout time.Duration) error {
+	since := time.Now()
+	if err := c.Broadcast(CmdDeactivate); err != nil {
+		return err
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		var busy []int
+		for i, b := range c.status {
+			if !b.at.After(since) || !b.status.Stopped || b.status.Pending > 0 || b.status.Inflight > 0 {
+				busy = append(busy, i)
+			}
+		}
+		c.mu.Unlock()
+		if len(busy) == 0 {
+			return nil
+		}
+		select {
+		case <-c.changed:
+		case <-t.C:
+			return fmt.Errorf("workers %v still had trees in flight after %s", busy, timeout)
+		}
+	}
+}
+
+// Stop drains the workers (Drain, up to timeout), tells every worker to
+// stop, gives them timeout to exit, kills the rest, and waits for every
+// process and goroutine. It returns the errors of workers that failed or
+// exited badly over the cluster's life (killed ones excepted), and a
+// drain that did not finish.
+func (c *Cluster) Stop(timeout time.Duration) error {
+	drainErr := c.Drain(timeout)
+	c.mu.Lock()
+	if drainErr != nil {
+		c.errs = append(c.errs, drainErr)
+	}
+	c.stopping = true
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	for _, p := range procs {
+		p.send(Message{Cmd: CmdStop})
+		p.stdin.Close() // end of input means stop too
+	}
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		c.mu.Lock()
+		procs = append(procs[:0], c.procs...)
+		c.errs = append(c.errs, fmt.Errorf("workers did not all stop within %s; killed the rest", timeout))
+		c.mu.Unlock()
+		for _, p := range procs {
+			p.cmd.Process.Kill()
+		}
+		<-done
+	}
+	for _, p := range procs {
+		p.stdin.Close()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.errs...)
+}

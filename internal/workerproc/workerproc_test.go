@@ -1,0 +1,267 @@
+package workerproc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/gale-stream/gale"
+)
+
+// The test binary is also the worker binary: run with workerEnv set, it
+// runs one worker instead of the tests.
+const workerEnv = "GALE_WORKERPROC_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(workerMain(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func workerMain(args []string) int {
+	if len(args) != 2 || args[0] != "--spec" {
+		fmt.Fprintf(os.Stderr, "usage: --spec FILE, got %q\n", args)
+		return 2
+	}
+	spec, err := ReadSpec(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: spec.Level()})).With("worker", spec.Worker)
+	if err := Main(ctx, spec, Stdin(), os.Stdout, log); err != nil {
+		log.Error("worker failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func init() {
+	Register("e2e-wordcount", e2eFactory)
+}
+
+// e2eParams shape the test word count.
+type e2eParams struct {
+	Sentences int     `json:"sentences"` // per spout task
+	Rate      float64 `json:"rate"`      // sentences per second per spout task
+}
+
+// e2eStats is what a worker reports: its spouts' progress.
+type e2eStats struct {
+	Emitted int64 `json:"emitted"` // first emits, not replays
+	Acked   int64 `json:"acked"`   // distinct sentences acked
+	Failed  int64 `json:"failed"`  // fails (each replayed)
+	Words   int64 `json:"words"`   // words counted
+}
+
+func e2eFactory(raw json.RawMessage) (*Built, error) {
+	var p e2eParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	var emitted, acked, failed, words atomic.Int64
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("sentences", func() gale.Spout {
+		return &replaySpout{p: p, emitted: &emitted, acked: &acked, failed: &failed}
+	}, 1)
+	b.SetBolt("split", func() gale.Bolt { return &splitBolt{} }, 2).LocalOrShuffleGrouping("sentences")
+	b.SetBolt("count", func() gale.Bolt { return &countBolt{words: &words} }, 2).FieldsGrouping("split", "word")
+	topo, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return &Built{
+		Topology: topo,
+		Config:   gale.Config{gale.TopologyMessageTimeoutSecs: 3},
+		Stats: func() any {
+			return e2eStats{Emitted: emitted.Load(), Acked: acked.Load(), Failed: failed.Load(), Words: words.Load()}
+		},
+	}, nil
+}
+
+// replaySpout emits p.Sentences sentences at p.Rate, each with its number
+// as message id, and emits a failed one again.
+type replaySpout struct {
+	gale.BaseSpout
+	p                      e2eParams
+	emitted, acked, failed *atomic.Int64
+	n                      int
+	start                  time.Time
+	done                   []bool
+}
+
+func (*replaySpout) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("sentence") }
+
+func (s *replaySpout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
+	s.Collector = c
+	s.start = time.Now()
+	s.done = make([]bool, s.p.Sentences)
+	return nil
+}
+
+func e2eSentence(i int) string {
+	return fmt.Sprintf("w%d w%d w%d w%d", i%41, (i*3)%41, (i+7)%41, i%3)
+}
+
+func (s *replaySpout) NextTuple() {
+	due := int(time.Since(s.start).Seconds() * s.p.Rate)
+	for ; s.n < s.p.Sentences && s.n < due; s.n++ {
+		s.Collector.Emit(s.n, e2eSentence(s.n))
+		s.emitted.Add(1)
+	}
+}
+
+func (s *replaySpout) Ack(id any) {
+	if i := id.(int); !s.done[i] {
+		s.done[i] = true
+		s.acked.Add(1)
+	}
+}
+
+func (s *replaySpout) Fail(id any, _ error) {
+	s.failed.Add(1)
+	s.Collector.Emit(id, e2eSentence(id.(int)))
+}
+
+type splitBolt struct{ gale.BaseBolt }
+
+func (*splitBolt) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("word") }
+
+func (b *splitBolt) Execute(t *gale.Tuple) {
+	for _, w := range strings.Fields(t.GetString(0)) {
+		b.Collector.Emit(t, w)
+	}
+	b.Collector.Ack(t)
+}
+
+type countBolt struct {
+	gale.BaseBolt
+	words *atomic.Int64
+}
+
+func (*countBolt) DeclareOutputFields(gale.OutputDeclarer) {}
+
+func (b *countBolt) Execute(t *gale.Tuple) {
+	b.words.Add(1)
+	b.Collector.Ack(t)
+}
+
+// progress collects the workers' latest stats.
+type progress struct {
+	mu      sync.Mutex
+	stats   map[int]e2eStats // by worker
+	changed chan struct{}
+}
+
+func newProgress() *progress {
+	return &progress{stats: map[int]e2eStats{}, changed: make(chan struct{}, 1)}
+}
+
+func (p *progress) take(worker, _ int, m Message) {
+	if m.Stats == nil {
+		return
+	}
+	var s e2eStats
+	if json.Unmarshal(m.Stats, &s) != nil {
+		return
+	}
+	p.mu.Lock()
+	p.stats[worker] = s
+	p.mu.Unlock()
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (p *progress) get(worker int) e2eStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats[worker]
+}
+
+// wait waits until cond holds over the latest stats.
+func (p *progress) wait(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-p.changed:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting for %s; worker 0 reports %+v", timeout, what, p.get(0))
+		}
+	}
+}
+
+func launch(t *testing.T, params e2eParams, n int, restart bool, prog *progress) *Cluster {
+	t.Helper()
+	raw, _ := json.Marshal(params)
+	c, err := Launch(LaunchConfig{
+		Env:       []string{workerEnv + "=1"},
+		Spec:      Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn"},
+		N:         n,
+		Dir:       t.TempDir(),
+		OnMessage: prog.take,
+		Restart:   restart,
+	})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	return c
+}
+
+// TestKillWorkerEveryMessageAcked runs an acked word count in two worker
+// processes and kills the one without the spout with SIGKILL in the middle
+// of it. Its trees fail by timeout, the spout replays them, the killed
+// worker is started again (as a supervisor would), and every sentence is
+// acked in the end.
+func TestKillWorkerEveryMessageAcked(t *testing.T) {
+	const sentences = 30000
+	prog := newProgress()
+	// Executors in id order: count (worker 0, worker 1), sentences
+	// (worker 0), split (worker 1, worker 0); ackers: one each. Worker 1
+	// runs a counter, a splitter and an acker, and no spout.
+	c := launch(t, e2eParams{Sentences: sentences, Rate: 10000}, 2, true, prog)
+	stopped := false
+	defer func() {
+		if !stopped {
+			c.Stop(10 * time.Second)
+		}
+	}()
+	prog.wait(t, "a fifth of the sentences acked", 30*time.Second, func() bool { return prog.get(0).Acked >= sentences/5 })
+	before := prog.get(0)
+	if err := c.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	prog.wait(t, "every sentence acked", 90*time.Second, func() bool { return prog.get(0).Acked == sentences })
+	after := prog.get(0)
+	stopped = true
+	if err := c.Stop(10 * time.Second); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if c.Restarts() != 1 {
+		t.Errorf("worker restarted %d times, want 1", c.Restarts())
+	}
+	if after.Emitted != sentences {
+		t.Errorf("emitted %d first times, want %d", after.Emitted, sentences)
+	}
+	if after.Failed == 0 {
+		t.Errorf("no tree failed although a worker died with %d of %d sentences acked: the kill lost nothing?", before.Acked, sentences)
+	}
+	t.Logf("killed worker 1 at %d acked; %d fails replayed; all %d acked", before.Acked, after.Failed, sentences)
+}

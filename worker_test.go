@@ -1,0 +1,412 @@
+package gale_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/galetest"
+)
+
+// workers runs a topology in several Workers of this process, each with
+// its own runtime, talking over TCP on 127.0.0.1 as worker processes do.
+type workers struct {
+	t  *testing.T
+	ws []*gale.Worker
+}
+
+// startWorkers starts n workers of topo. listen, if set, wraps worker i's
+// listener address into the address its peers dial (a proxy).
+func startWorkers(t *testing.T, n int, topo *gale.Topology, conf gale.Config, obs *gale.Observer, dial func(i int, addr string) string) *workers {
+	t.Helper()
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		addrs[i] = ln.Addr().String()
+		if dial != nil {
+			addrs[i] = dial(i, addrs[i])
+		}
+	}
+	w := &workers{t: t}
+	for i := range n {
+		wk, err := gale.StartWorker("test", conf, topo, gale.Assignment{Worker: i, Workers: addrs},
+			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t).With("worker", i), Observer: obs}, Listener: lns[i]})
+		if err != nil {
+			for _, ln := range lns[i:] {
+				ln.Close()
+			}
+			w.stop()
+			t.Fatalf("StartWorker %d: %v", i, err)
+		}
+		w.ws = append(w.ws, wk)
+	}
+	t.Cleanup(w.stop)
+	return w
+}
+
+// stop deactivates every worker, then stops them all at once.
+func (w *workers) stop() {
+	for _, wk := range w.ws {
+		wk.Deactivate()
+	}
+	var wg sync.WaitGroup
+	for _, wk := range w.ws {
+		wg.Go(wk.Stop)
+	}
+	wg.Wait()
+	w.ws = nil
+}
+
+func (w *workers) status() []gale.WorkerStatus {
+	var out []gale.WorkerStatus
+	for _, wk := range w.ws {
+		out = append(out, wk.Status())
+	}
+	return out
+}
+
+// wordCount is an acked word count: spouts emit n sentences each (message
+// id = sentence number), split splits them, count counts per word and
+// remembers which task saw each word.
+type wordCount struct {
+	n       int
+	counts  counter[string]
+	seenBy  sync.Map // word → task id
+	misrout atomic.Int64
+}
+
+func sentence(i int) string {
+	return fmt.Sprintf("w%d w%d w%d w%d", i%37, (i+1)%37, (i*7)%37, i%5)
+}
+
+func (wc *wordCount) topology(t *testing.T, spouts, splits, counts int) *gale.Topology {
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("sentences", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("sentence") },
+			next: func(s *funcSpout) {
+				if s.n < wc.n {
+					id := s.tc.TaskIndex()*wc.n + s.n
+					if _, err := s.Collector.Emit(id, sentence(id)); err != nil {
+						panic(err)
+					}
+					s.n++
+				}
+			},
+			fail: func(s *funcSpout, id any, _ error) {
+				// Replay.
+				if _, err := s.Collector.Emit(id, sentence(id.(int))); err != nil {
+					panic(err)
+				}
+			},
+		}
+	}, spouts)
+	b.SetBolt("split", func() gale.Bolt {
+		return &funcBolt{
+			declare: func(d gale.OutputDeclarer) { d.Declare("word") },
+			execute: func(b *funcBolt, in *gale.Tuple) {
+				for _, w := range strings.Fields(in.GetString(0)) {
+					b.Collector.Emit(in, w)
+				}
+				b.Collector.Ack(in)
+			},
+		}
+	}, splits).LocalOrShuffleGrouping("sentences")
+	b.SetBolt("count", func() gale.Bolt {
+		return &funcBolt{
+			execute: func(b *funcBolt, in *gale.Tuple) {
+				w := in.GetString(0)
+				if prev, loaded := wc.seenBy.LoadOrStore(w, b.tc.TaskID()); loaded && prev.(int) != b.tc.TaskID() {
+					wc.misrout.Add(1)
+				}
+				wc.counts.inc(w)
+				b.Collector.Ack(in)
+			},
+		}
+	}, counts).FieldsGrouping("split", "word")
+	return build(t, b)
+}
+
+// expected is the word counts of sentences 0 … total-1.
+func expectedCounts(total int) map[string]int {
+	want := map[string]int{}
+	for i := range total {
+		for _, w := range strings.Fields(sentence(i)) {
+			want[w]++
+		}
+	}
+	return want
+}
+
+func TestWorkersAckedWordCount(t *testing.T) {
+	wc := &wordCount{n: 3000}
+	topo := wc.topology(t, 2, 2, 2)
+	rec := newRecorder(galetest.NewClock(testEpoch))
+	w := startWorkers(t, 2, topo, gale.Config{}, rec.observer(), nil)
+	total := 2 * wc.n
+	waitFor(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+	if got := ints(rec.Acked("sentences")); !equalInts(got, rangeInts(0, total)) {
+		t.Fatalf("acked %d ids, not each of 0…%d once", len(got), total-1)
+	}
+	if f := rec.Failed("sentences"); len(f) > 0 {
+		t.Fatalf("%d failed, first %v: %v", len(f), f[0].id, f[0].reason)
+	}
+	if got, want := wc.counts.snapshot(), expectedCounts(total); !equalMaps(got, want) {
+		t.Fatalf("counts differ: got %v, want %v", got, want)
+	}
+	if n := wc.misrout.Load(); n > 0 {
+		t.Fatalf("%d words reached a second count task: the fields grouping differs between workers", n)
+	}
+	for i, st := range w.status() {
+		if st.WireTuplesSent == 0 || st.WireBytesSent == 0 {
+			t.Errorf("worker %d sent nothing to its peer (%+v): the test does not cross processes", i, st)
+		}
+		if st.Pending != 0 {
+			t.Errorf("worker %d has %d trees pending after every ack", i, st.Pending)
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalMaps(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestWorkersSlowReader: a bolt in one worker stops taking tuples; the
+// spout feeding it from the other worker must be throttled (credits run
+// out) with a bounded number of tuples emitted, and once the bolt resumes
+// every tuple arrives: nothing dropped.
+func TestWorkersSlowReader(t *testing.T) {
+	const total = 20000
+	gate := make(chan struct{})
+	var emitted, got atomic.Int64
+	b := gale.NewTopologyBuilder()
+	// Executors in id order are count (worker 0), sentences (worker 1),
+	// split (worker 0): the spout's tuples cross to split, whose output to
+	// count stays in worker 0.
+	b.SetSpout("sentences", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("n") },
+			next: func(s *funcSpout) {
+				if s.n < total {
+					s.Collector.Emit(nil, s.n)
+					s.n++
+					emitted.Add(1)
+				}
+			},
+		}
+	}, 1)
+	b.SetBolt("split", func() gale.Bolt {
+		return &funcBolt{
+			declare: func(d gale.OutputDeclarer) { d.Declare("n") },
+			execute: func(b *funcBolt, in *gale.Tuple) { b.Collector.Emit(in, in.Value(0)) },
+		}
+	}, 1).ShuffleGrouping("sentences")
+	b.SetBolt("count", func() gale.Bolt {
+		return &funcBolt{execute: func(b *funcBolt, in *gale.Tuple) {
+			<-gate
+			got.Add(1)
+		}}
+	}, 1).ShuffleGrouping("split")
+	conf := gale.Config{
+		gale.TopologyAckerExecutors:            0,
+		gale.TopologyProducerBatchSize:         10,
+		gale.TopologyExecutorReceiveBufferSize: 100, // 10 batches a queue
+	}
+	w := startWorkers(t, 2, build(t, b), conf, nil, nil)
+	// Queues that can fill, in batches of 10: count's (10), split's local
+	// and remote ones (10 + 10 credits), the frames in the connection's
+	// queue and socket buffers (at most the 10 credits), the batches each
+	// executor holds while it waits (1 each); the spout stops at the first
+	// flush that finds no credit.
+	const bound = 10 * (10 + 10 + 10 + 3 + 10)
+	waitFor(t, "the spout to be held back", func() bool { return emitted.Load() >= bound/4 })
+	// Were the spout not held back it would emit all 20,000 in
+	// milliseconds: watch it for a while.
+	window := time.NewTimer(300 * time.Millisecond)
+	defer window.Stop()
+	poll := time.NewTicker(100 * time.Microsecond)
+	defer poll.Stop()
+watch:
+	for {
+		if n := emitted.Load(); n > bound {
+			t.Fatalf("the spout emitted %d tuples into a stopped pipeline; at most %d fit its queues and credits", n, bound)
+		}
+		select {
+		case <-window.C:
+			break watch
+		case <-poll.C:
+		}
+	}
+	if st := w.ws[1].Status(); st.WireTuplesSent == 0 {
+		t.Fatalf("nothing crossed to worker 0: %+v", st)
+	}
+	close(gate)
+	waitFor(t, "every tuple counted", func() bool { return got.Load() == total })
+	if n := emitted.Load(); n != total {
+		t.Fatalf("emitted %d, want %d", n, total)
+	}
+}
+
+// proxy forwards TCP connections to a worker and can cut them all, as a
+// failing network would, in the middle of whatever they carry.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	count  int
+	wg     sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.count++
+		p.mu.Unlock()
+		p.wg.Go(func() { io.Copy(u, c); u.Close(); c.Close() })
+		p.wg.Go(func() { io.Copy(c, u); u.Close(); c.Close() })
+	}
+}
+
+// cut closes every connection open now.
+func (p *proxy) cut() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	n := len(p.conns) / 2
+	p.conns = nil
+	return n
+}
+
+func (p *proxy) connections() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count
+}
+
+func (p *proxy) close() {
+	p.ln.Close()
+	p.cut()
+	p.wg.Wait()
+}
+
+// TestWorkersConnectionCut cuts every connection between two workers in
+// the middle of an acked word count: the workers reconnect, the trees
+// whose tuples were lost time out and are replayed, and every sentence is
+// acked in the end.
+func TestWorkersConnectionCut(t *testing.T) {
+	wc := &wordCount{n: 4000}
+	topo := wc.topology(t, 2, 2, 2)
+	rec := newRecorder(galetest.NewClock(testEpoch))
+	var proxies []*proxy
+	conf := gale.Config{gale.TopologyMessageTimeoutSecs: 2}
+	startWorkers(t, 2, topo, conf, rec.observer(), func(i int, addr string) string {
+		p := newProxy(t, addr)
+		proxies = append(proxies, p)
+		return p.ln.Addr().String()
+	})
+	total := 2 * wc.n
+	waitFor(t, "a tenth of the sentences acked", func() bool { return len(rec.Acked("sentences")) >= total/10 })
+	cut := 0
+	for _, p := range proxies {
+		cut += p.cut()
+	}
+	if cut == 0 {
+		t.Fatal("no connection to cut")
+	}
+	waitForLong(t, "every sentence acked", func() bool { return len(uniqueInts(rec.Acked("sentences"))) == total })
+	for _, p := range proxies {
+		if p.connections() < 2 {
+			t.Errorf("a worker did not reconnect through its proxy (%d connections)", p.connections())
+		}
+	}
+	for _, f := range rec.Failed("sentences") {
+		if !errors.Is(f.reason, gale.ErrTimeout) {
+			t.Errorf("sentence %v failed with %v; only timeouts are expected", f.id, f.reason)
+		}
+	}
+	t.Logf("cut %d connections; %d replays after timeouts", cut, len(rec.Failed("sentences")))
+}
+
+func uniqueInts(ids []any) []int {
+	seen := map[int]bool{}
+	for _, id := range ids {
+		seen[id.(int)] = true
+	}
+	out := make([]int, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	return out
+}
+
+// waitForLong is waitFor for conditions that take message timeouts.
+func waitForLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-poll.C:
+		}
+	}
+}
