@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/gale-stream/gale/internal/xrand"
 )
@@ -174,6 +175,18 @@ func (e *emitter) serialize(stream string, vals []any) error {
 // has subscribers in other workers, and the values are encoded only when
 // the batch is sent, too late to fail the emit.
 func (e *emitter) encodable(stream string, vals []any) error {
+	simple := true
+	for _, v := range vals {
+		switch v.(type) {
+		case nil, bool, string, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8, uintptr,
+			float64, float32, []byte, time.Time:
+		default:
+			simple = false
+		}
+	}
+	if simple {
+		return nil // the codec takes every value of these types
+	}
 	wire, err := e.rt.topo.types.AppendValues(e.wire[:0], vals)
 	e.wire = wire[:0]
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/gale-stream/gale/internal/codec"
 )
 
 // Tuples bound for another worker travel in the payload of a data frame
@@ -53,13 +55,16 @@ func (rt *runtime) appendWireTuple(dst []byte, task int32, t *Tuple) ([]byte, er
 // goroutine (a connection's reader).
 type wireDecoder struct {
 	rt      *runtime
-	infos   map[uint64]*streamInfo // by wireID<<32 | source task
-	vals    []any                  // scratch
-	anchors []anchorPair           // scratch
+	infos   [][]*streamInfo // by wireID, then source task - the component's first
+	vals    []any           // scratch
+	anchors []anchorPair    // scratch
+	strs    codec.Interner  // words repeat: decode each once
+	slab    tupleSlab       // tuples, recycled ones first
 }
 
 func newWireDecoder(rt *runtime) *wireDecoder {
-	return &wireDecoder{rt: rt, infos: make(map[uint64]*streamInfo)}
+	return &wireDecoder{rt: rt, infos: make([][]*streamInfo, len(rt.wireStreams)),
+		slab: tupleSlab{pool: rt.freeTuples, empties: rt.emptyChunks}}
 }
 
 // decode reads one tuple from b, returning its destination task, the
@@ -100,7 +105,7 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 		}
 		d.anchors = append(d.anchors, anchorPair{root, edge})
 	}
-	vals, k, err := d.rt.topo.types.DecodeValues(b[off:], d.vals[:0])
+	vals, k, err := d.rt.topo.types.DecodeValuesInterned(b[off:], d.vals[:0], &d.strs)
 	if err != nil {
 		return bad("values of a tuple on %s:%s: %v", ws.info.component, ws.info.stream, err)
 	}
@@ -110,15 +115,20 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 		clear(vals)
 		return bad("%d values on %s:%s, which declares %d fields", len(vals), ws.info.component, ws.info.stream, len(ws.info.fields))
 	}
-	key := sid<<32 | src
-	si := d.infos[key]
+	byTask := d.infos[sid]
+	if byTask == nil {
+		byTask = make([]*streamInfo, ws.comp.numTasks)
+		d.infos[sid] = byTask
+	}
+	si := byTask[src-uint64(ws.comp.firstTask)]
 	if si == nil {
 		c := *ws.info
 		c.task = int32(src)
 		si = &c
-		d.infos[key] = si
+		byTask[src-uint64(ws.comp.firstTask)] = si
 	}
-	t = &Tuple{src: si}
+	t = d.slab.get()
+	t.src = si
 	t.setValues(vals) // before the anchors: it may replace t.x
 	clear(vals)
 	for _, p := range d.anchors {

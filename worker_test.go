@@ -245,12 +245,17 @@ func TestWorkersSlowReader(t *testing.T) {
 		gale.TopologyExecutorReceiveBufferSize: 100, // 10 batches a queue
 	}
 	w := startWorkers(t, 2, build(t, b), conf, nil, nil)
-	// Queues that can fill, in batches of 10: count's (10), split's local
-	// and remote ones (10 + 10 credits), the frames in the connection's
-	// queue and socket buffers (at most the 10 credits), the batches each
-	// executor holds while it waits (1 each); the spout stops at the first
-	// flush that finds no credit.
-	const bound = 10 * (10 + 10 + 10 + 3 + 10)
+	var open sync.Once
+	openGate := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(openGate) // before the workers stop, should the test fail
+	// What can fill: count's queue (10 batches of 10), the batch count
+	// holds and the two split holds; the spout's batches that its worker
+	// had credit for (4 × 10; they are in the connection or in split's
+	// queue for remote batches), each up to twice the batch size (a spout
+	// keeps filling a batch for a round or two before it flushes), and
+	// the one the spout holds when it finds no credit.
+	const credits = 4 * 10
+	const bound = 10*(10+3) + 2*10*(credits+1)
 	waitFor(t, "the spout to be held back", func() bool { return emitted.Load() >= bound/4 })
 	// Were the spout not held back it would emit all 20,000 in
 	// milliseconds: watch it for a while.
@@ -272,7 +277,7 @@ watch:
 	if st := w.ws[1].Status(); st.WireTuplesSent == 0 {
 		t.Fatalf("nothing crossed to worker 0: %+v", st)
 	}
-	close(gate)
+	openGate()
 	waitFor(t, "every tuple counted", func() bool { return got.Load() == total })
 	if n := emitted.Load(); n != total {
 		t.Fatalf("emitted %d, want %d", n, total)

@@ -53,7 +53,10 @@ const heartbeatMS = 200
 // subcommand), whose logs go to logs. The runner folds the workers'
 // reported stats into its own, and stops them in order: spouts
 // deactivated, in-flight trees drained everywhere, then the processes.
-func ProcessRunner(exe string, args []string, logs io.Writer, log *slog.Logger) bench.Runner {
+//
+// cpuProfile, if set, has each worker write a CPU profile to
+// cpuProfile.worker-N.
+func ProcessRunner(exe string, args []string, cpuProfile string, logs io.Writer, log *slog.Logger) bench.Runner {
 	return func(ctx context.Context, opts bench.Options, stats *bench.Stats) error {
 		dir, err := os.MkdirTemp("", "gale-bench-")
 		if err != nil {
@@ -74,6 +77,7 @@ func ProcessRunner(exe string, args []string, logs io.Writer, log *slog.Logger) 
 				Params:      params,
 				HeartbeatMS: heartbeatMS,
 				LogLevel:    "warn",
+				CPUProfile:  cpuProfile,
 			},
 			N:         opts.Workers,
 			Dir:       dir,

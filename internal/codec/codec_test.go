@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -532,5 +533,46 @@ func TestFingerprint(t *testing.T) {
 		if r.Fingerprint() == base {
 			t.Errorf("%s: same fingerprint %x as the original registrations", name, base)
 		}
+	}
+}
+
+// TestInterner: decoding through an Interner gives the same values, and
+// once a word has been seen, decoding it again allocates nothing.
+func TestInterner(t *testing.T) {
+	r := NewRegistry()
+	long := strings.Repeat("x", internMaxLen+1)
+	in := []any{"alpha", 7, "beta", long}
+	b, err := r.AppendValues(nil, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var it Interner
+	got, _, err := r.DecodeValuesInterned(b, nil, &it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, in) {
+		t.Fatalf("got %#v, want %#v", got, in)
+	}
+	short, err := r.AppendValues(nil, []any{"alpha", "beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]any, 0, 4)
+	allocs := testing.AllocsPerRun(100, func() {
+		dst, _, _ = r.DecodeValuesInterned(short, dst[:0], &it)
+	})
+	if allocs != 0 {
+		t.Errorf("decoding interned words allocates %.0f times, want 0", allocs)
+	}
+	// Past the bound it starts over rather than growing.
+	for i := range internMax + 10 {
+		w, _ := r.AppendValues(nil, []any{fmt.Sprint("w", i)})
+		if _, _, err := r.DecodeValuesInterned(w, nil, &it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(it.m) > internMax {
+		t.Errorf("interner holds %d strings, over its bound %d", len(it.m), internMax)
 	}
 }

@@ -14,7 +14,13 @@ import (
 // number of bytes consumed. Pass dst[:0] to reuse a slice. On error it
 // returns dst with its original length and a *DecodeError.
 func (r *Registry) DecodeValues(b []byte, dst []any) ([]any, int, error) {
-	d := decoder{r: r, b: b}
+	return r.DecodeValuesInterned(b, dst, nil)
+}
+
+// DecodeValuesInterned is DecodeValues taking short strings from in (nil:
+// none), so that a stream of the same words allocates nothing for them.
+func (r *Registry) DecodeValuesInterned(b []byte, dst []any, in *Interner) ([]any, int, error) {
+	d := decoder{r: r, b: b, in: in}
 	start := len(dst)
 	n, err := d.count(1)
 	if err != nil {
@@ -49,6 +55,39 @@ type decoder struct {
 	r   *Registry
 	b   []byte
 	off int
+	in  *Interner
+}
+
+// Interner keeps one boxed copy of each short string decoded through it,
+// up to a bound after which it starts over. Strings are immutable, so
+// handing the same one to many tuples is safe. An Interner belongs to one
+// goroutine; the zero value is ready to use.
+type Interner struct {
+	m map[string]any
+}
+
+// Interning covers strings of up to internMaxLen bytes, internMax of them.
+const (
+	internMaxLen = 64
+	internMax    = 4096
+)
+
+func (in *Interner) get(p []byte) any {
+	if len(p) > internMaxLen {
+		return string(p)
+	}
+	if v, ok := in.m[string(p)]; ok { // no allocation for the lookup
+		return v
+	}
+	if in.m == nil {
+		in.m = make(map[string]any)
+	} else if len(in.m) >= internMax {
+		clear(in.m)
+	}
+	s := string(p)
+	var v any = s
+	in.m[s] = v
+	return v
 }
 
 func (d *decoder) errorf(off int, format string, args ...any) error {
@@ -208,6 +247,9 @@ func (d *decoder) value(depth int) (any, error) {
 		p, err := d.bytes("string")
 		if err != nil {
 			return nil, err
+		}
+		if d.in != nil {
+			return d.in.get(p), nil
 		}
 		return string(p), nil
 	case tagBytes:

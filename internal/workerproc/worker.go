@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -56,6 +57,9 @@ type Spec struct {
 	Listen string `json:"listen"`
 	// HeartbeatMS is the period of heartbeats to the launcher.
 	HeartbeatMS int `json:"heartbeat_ms"`
+	// CPUProfile, if set, is a file to write a pprof CPU profile of the
+	// worker's run to.
+	CPUProfile string `json:"cpu_profile,omitempty"`
 	// LogLevel is the least level logged to stderr: debug, info (the
 	// default), warn or error.
 	LogLevel string `json:"log_level,omitempty"`
@@ -205,6 +209,17 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	}()
 	if err := spec.Validate(); err != nil {
 		return err
+	}
+	if spec.CPUProfile != "" {
+		f, err := os.Create(spec.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	factory, _ := lookup(spec.Factory)
 	built, err := factory(spec.Params)
