@@ -333,7 +333,14 @@ func (p *peer) start() {
 }
 
 // peerLinger is how long a connection may hold frames to fill a write.
-const peerLinger = 100 * time.Microsecond
+// Longer lingers save writes but add to every hop's latency and to the
+// credits' round trip: at half the 2-worker maximum, 300 µs gave a p99
+// of 90 ms, 100 µs 7–13 ms, 30 µs 3–4 ms (docs/performance.md).
+const peerLinger = 30 * time.Microsecond
+
+// grantLinger is how long a connection's credit writer lets grants
+// gather before writing them.
+const grantLinger = peerLinger
 
 // peerQueueLen bounds the frames waiting for a peer's connection.
 const peerQueueLen = 256
@@ -451,7 +458,7 @@ func (in *inbound) run() {
 		}
 		// Let more grants gather into the frame: a write costs about as
 		// much per call as per byte.
-		linger.Reset(peerLinger)
+		linger.Reset(grantLinger)
 		select {
 		case <-linger.C:
 		case <-in.done:
