@@ -7,6 +7,11 @@
 // Time is simulated: the topology runs on a manual Clock that Complete
 // advances whenever the topology is idle with trees still pending, so a
 // 30-second message timeout takes milliseconds.
+//
+// StartWorkers runs a topology multi-process instead, in real time: worker
+// processes that are re-runs of the test binary (which must call
+// RunWorkerIfChild first in TestMain), exchanging tuples over TCP, which a
+// test can kill and have restarted, watching their heartbeats.
 package galetest
 
 import (

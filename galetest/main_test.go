@@ -4,8 +4,13 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/gale-stream/gale/galetest"
 )
 
 func TestMain(m *testing.M) {
+	// Run as a worker by StartWorkers (workers_test.go), this process is
+	// that worker and exits here.
+	galetest.RunWorkerIfChild()
 	goleak.VerifyTestMain(m)
 }

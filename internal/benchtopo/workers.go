@@ -46,7 +46,7 @@ func WorkerFactory(params json.RawMessage) (*workerproc.Built, error) {
 }
 
 // heartbeatMS is how often bench workers report.
-const heartbeatMS = 200
+const heartbeatMS = 500
 
 // ProcessRunner returns the bench.Runner that runs the topology in
 // opts.Workers worker processes of exe (args select its worker
