@@ -415,3 +415,54 @@ func waitForLong(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+func TestStartWorkerBadAssignment(t *testing.T) {
+	topo := (&wordCount{n: 1}).topology(t, 1, 1, 1)
+	for _, asg := range []gale.Assignment{
+		{Worker: 0},
+		{Worker: 2, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}},
+		{Worker: 0, Workers: []string{"127.0.0.1:1", "no-port"}},
+	} {
+		_, err := gale.StartWorker("test", gale.Config{}, topo, asg, gale.WorkerOptions{})
+		if !errors.Is(err, gale.ErrInvalidAssignment) {
+			t.Errorf("%+v: got %v, want ErrInvalidAssignment", asg, err)
+		}
+	}
+}
+
+// opaque is a type no codec knows.
+type opaque struct{ x int }
+
+// TestWorkersUnregisteredTypeFailsEmit: a value that cannot be encoded
+// fails the emit itself when the stream has subscribers in another worker,
+// with try.serialize off, naming the component, stream and type.
+func TestWorkersUnregisteredTypeFailsEmit(t *testing.T) {
+	var emitErr atomic.Value
+	b := gale.NewTopologyBuilder()
+	// Executors in id order: sink (worker 0), source (worker 1).
+	b.SetSpout("source", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("v") },
+			next: func(s *funcSpout) {
+				if s.n == 0 {
+					if _, err := s.Collector.Emit(nil, opaque{1}); err != nil {
+						emitErr.Store(err)
+					}
+					s.n++
+				}
+			},
+		}
+	}, 1)
+	b.SetBolt("sink", func() gale.Bolt { return &funcBolt{} }, 1).ShuffleGrouping("source")
+	startWorkers(t, 2, build(t, b), gale.Config{gale.TopologyTestingAlwaysTrySerialize: false}, nil, nil)
+	waitFor(t, "the emit to fail", func() bool { return emitErr.Load() != nil })
+	err := emitErr.Load().(error)
+	if !errors.Is(err, gale.ErrNotSerializable) {
+		t.Fatalf("emit error %v, want ErrNotSerializable", err)
+	}
+	for _, want := range []string{`"source"`, `"default"`, "opaque"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("emit error %q does not name %s", err, want)
+		}
+	}
+}
