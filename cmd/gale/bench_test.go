@@ -161,3 +161,50 @@ func hasRow(table, name string) bool {
 	}
 	return false
 }
+
+// TestBenchWordcountWorkers runs the bench in two worker processes (this
+// test binary acting as gale) and checks what --workers adds: tuples and
+// bytes crossed, each worker's memory, every sentence acked.
+func TestBenchWordcountWorkers(t *testing.T) {
+	t.Setenv(galeMainEnv, "1") // inherited by the worker processes
+	code, stdout, _ := runGale(t, "bench", "wordcount", "--workers", "2", "--spouts", "2", "--splitters", "2",
+		"--counters", "2", "--ackers", "2", "--duration", "1500ms", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var r struct {
+		benchReport
+		Workers           int     `json:"workers"`
+		WireBytes         int64   `json:"wire_bytes"`
+		WireTuples        int64   `json:"wire_tuples"`
+		WireBytesPerTuple float64 `json:"wire_bytes_per_tuple"`
+		WorkerRSS         []struct {
+			Worker       int     `json:"worker"`
+			SamplesBytes []int64 `json:"samples_bytes"`
+		} `json:"worker_rss"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
+	}
+	if r.Workers != 2 || len(r.WorkerRSS) != 2 {
+		t.Errorf("workers %d, RSS series for %d workers; want 2 and 2", r.Workers, len(r.WorkerRSS))
+	}
+	if r.Sentences == 0 || r.Acked != r.Sentences || r.Failed+r.Timeouts+r.Unfinished != 0 {
+		t.Errorf("sentences %d, acked %d, failed %d, timeouts %d, unfinished %d: want every sentence acked",
+			r.Sentences, r.Acked, r.Failed, r.Timeouts, r.Unfinished)
+	}
+	if r.Words != r.Sentences*wordsPerSentence {
+		t.Errorf("words %d, want %d × %d", r.Words, r.Sentences, wordsPerSentence)
+	}
+	if r.WireTuples == 0 || r.WireBytes <= r.WireTuples {
+		t.Errorf("wire tuples %d, bytes %d: nothing crossed between the workers", r.WireTuples, r.WireBytes)
+	}
+	if got := float64(r.WireBytes) / float64(r.WireTuples); got != r.WireBytesPerTuple {
+		t.Errorf("wire_bytes_per_tuple %v, want wire_bytes / wire_tuples = %v", r.WireBytesPerTuple, got)
+	}
+	for _, w := range r.WorkerRSS {
+		if len(w.SamplesBytes) == 0 || w.SamplesBytes[0] <= 0 {
+			t.Errorf("worker %d: no RSS samples", w.Worker)
+		}
+	}
+}

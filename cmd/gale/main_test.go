@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +15,17 @@ import (
 // os/signal.signal_recv, and runtime.ensureSigM), which lives for the rest of
 // the process; goleak v1.3.0 already treats both as standard-library
 // goroutines, so no IgnoreTopFunction is needed.
+//
+// Run with galeMainEnv set, the test binary is gale itself: `gale bench
+// --workers` starts its worker processes from this binary.
 func TestMain(m *testing.M) {
+	if os.Getenv(galeMainEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(m)
 }
+
+const galeMainEnv = "GALE_CMD_TEST_AS_GALE"
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes: a bench run writes
 // its live lines (monitor goroutine) and warnings (executors) to stderr from
