@@ -284,7 +284,7 @@ func (rt *runtime) setupPeers() {
 		if w == rt.asg.Worker {
 			continue
 		}
-		rt.peers[w] = &peer{rt: rt, worker: w, addr: addr}
+		rt.peers[w] = &peer{rt: rt, worker: w, addr: addr, bufs: make(chan []byte, peerQueueLen)}
 	}
 	k := rt.creditBatches()
 	remotePeers := len(rt.asg.Workers) - 1
@@ -317,6 +317,7 @@ type peer struct {
 	addr   string
 	execs  []int // its executors, whose credits refill on connect
 	sender *transport.Sender
+	bufs   chan []byte // frame buffers the sender gave back
 }
 
 func (p *peer) start() {
@@ -326,10 +327,35 @@ func (p *peer) start() {
 		Heartbeat: peerHeartbeat,
 		QueueLen:  peerQueueLen,
 		Linger:    peerLinger,
+		Release:   p.putBuf,
 		OnConnect: p.refill,
 		Handler:   p.handle,
 		Logger:    p.rt.log.With("peer", p.worker),
 	})
+}
+
+// getBuf returns an empty frame buffer, a reused one if the connection
+// gave one back.
+func (p *peer) getBuf() []byte {
+	select {
+	case b := <-p.bufs:
+		return b
+	default:
+		return make([]byte, 0, 4<<10)
+	}
+}
+
+// putBuf takes back a frame buffer the connection is done with; frames
+// of tens of kilobytes come from rare large batches and are left to the
+// collector.
+func (p *peer) putBuf(b []byte) {
+	if cap(b) > 64<<10 {
+		return
+	}
+	select {
+	case p.bufs <- b[:0]:
+	default:
+	}
 }
 
 // peerLinger is how long a connection may hold frames to fill a write.
@@ -595,13 +621,14 @@ func (o *outbox) sendRemoteData(slot *execSlot, b *batch) bool {
 		return false
 	}
 	n := len(b.tuples)
-	buf, err := o.rt.appendTupleFrame(make([]byte, 0, 64+n*32), b)
+	buf, err := o.rt.appendTupleFrame(slot.peer.getBuf(), b)
 	o.rt.recycleBatch(b)
 	if err != nil {
 		// The emit checked the values (emitter.prepare); only a TypeCodec
 		// that fails on a value it accepted before gets here. The trees
 		// time out and replay.
 		o.rt.log.Error("dropped a batch for a peer worker: it cannot be encoded", "err", err)
+		slot.peer.putBuf(buf)
 		slot.credits <- struct{}{}
 		return true
 	}
@@ -614,7 +641,7 @@ func (o *outbox) sendRemoteCtl(slot *execSlot, exec int, b *ackBatch) bool {
 		o.rt.recycleAckBatch(b)
 		return false
 	}
-	buf := o.rt.appendAckFrame(make([]byte, 0, 64+len(b.msgs)*24), exec, b)
+	buf := o.rt.appendAckFrame(slot.peer.getBuf(), exec, b)
 	o.rt.recycleAckBatch(b)
 	return o.sendFrame(slot.peer, buf)
 }

@@ -22,9 +22,21 @@ import (
 //   - dialer to listener: data, heartbeat and backpressure frames, sent with
 //     Sender.Send, then a close frame when the Sender closes;
 //   - listener to dialer: backpressure frames (credits, see Credit) and, if
-//     it likes, heartbeats, written with ServerConn.Write. The dialer passes
-//     backpressure frames to its Handler, ignores heartbeats and breaks the
-//     connection on any other kind.
+//     it likes, heartbeats, written with ServerConn.Write, then a close frame
+//     when the Server closes. The dialer passes backpressure frames to its
+//     Handler, ignores heartbeats and breaks the connection on any other
+//     kind.
+//
+// A close frame, either way, says that its sender is going away in order
+// and that nothing follows; its receiver ends the connection without
+// complaint. The listener ends it silently when the dialer's Sender
+// closes. The dialer, when the listener's Server closes, logs once at INFO
+// that the peer is shutting down and reconnects as usual, but logs its
+// failed attempts at DEBUG until one succeeds or
+// SenderConfig.QuietAfterClose has passed: when a whole topology stops,
+// its workers do not warn about each other. A connection that ends without
+// a close frame (EOF, a reset, a timeout) is a failure, logged at WARN on
+// the dialer's side.
 //
 // Callbacks on the listener, per connection, all from the connection's
 // goroutine: OnOpen once the handshake has succeeded, Handler for each frame,
@@ -83,10 +95,14 @@ type Server struct {
 	bytesReceived atomic.Int64
 
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*ServerConn // nil until the handshake has succeeded
 	closed bool
 	wg     sync.WaitGroup
 }
+
+// closeFrameTimeout bounds how long Server.Close tries to send its close
+// frames: a peer that does not take 5 bytes by then is not reading.
+const closeFrameTimeout = 100 * time.Millisecond
 
 // Listen starts accepting connections on addr: net.Listen, then Serve.
 func Listen(addr string, cfg ServerConfig) (*Server, error) {
@@ -115,7 +131,7 @@ func Serve(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = defaultWriteTimeout
 	}
-	s := &Server{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[net.Conn]struct{})}
+	s := &Server{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[net.Conn]*ServerConn)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -138,18 +154,46 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // payloads, over all connections. Safe for concurrent use.
 func (s *Server) BytesReceived() int64 { return s.bytesReceived.Load() }
 
-// Close stops accepting, closes the listener and every connection, and
-// waits for their goroutines, OnClose calls included.
+// Close stops accepting and closes the listener, sends every handshaken
+// connection a close frame, so that its dialer knows this worker is
+// shutting down rather than failing, closes every connection, and waits
+// for their goroutines, OnClose calls included.
+//
+// The close frames are best effort, sent together, and bounded by one
+// deadline, closeFrameTimeout (100 ms) from the start. A connection whose
+// frame is out stays open until its dialer hangs up, its frames dropped
+// unread, since closing with bytes unread would reset it and could discard
+// the close frame; a frame that cannot go out, because a Write holds the
+// connection or the peer does not read, is given up. Either way the
+// connection is closed by the deadline.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	for c := range s.conns {
-		c.Close()
+	var open []*ServerConn
+	for c, sc := range s.conns {
+		if sc == nil {
+			c.Close() // still shaking hands: no close frame before a hello
+		} else {
+			open = append(open, sc)
+		}
 	}
 	s.mu.Unlock()
 	err := s.ln.Close()
+	deadline := time.Now().Add(closeFrameTimeout)
+	var wg sync.WaitGroup
+	for _, sc := range open {
+		wg.Go(func() { sc.closeOrderly(deadline) })
+	}
+	wg.Wait()
 	s.wg.Wait()
 	return err
+}
+
+// closing reports whether Close has begun.
+func (s *Server) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func (s *Server) accept() {
@@ -159,7 +203,7 @@ func (s *Server) accept() {
 		s.mu.Lock()
 		closed := s.closed
 		if err == nil && !closed {
-			s.conns[c] = struct{}{}
+			s.conns[c] = nil
 			s.wg.Add(1)
 		}
 		s.mu.Unlock()
@@ -193,15 +237,16 @@ func (s *Server) serve(c net.Conn) {
 		}
 	}
 	deadline()
-	peer, fw, err := s.handshake(c, fr)
+	sc, err := s.handshake(c, fr, remote)
 	if err != nil {
 		if !errors.Is(err, net.ErrClosed) { // else Close
 			s.log.Error("refused a worker connection", "remote", remote, "err", err)
 		}
 		return
 	}
-	sc := &ServerConn{c: c, fw: fw, peer: peer, remote: remote, timeout: s.cfg.WriteTimeout}
+	peer := sc.peer
 	defer func() {
+		close(sc.readDone)
 		sc.Close()
 		if s.cfg.OnClose != nil {
 			s.cfg.OnClose(sc)
@@ -219,7 +264,10 @@ func (s *Server) serve(c net.Conn) {
 		}
 		s.bytesReceived.Add(frameHeader + int64(len(payload)))
 		if sc.closed.Load() {
-			return // ServerConn.Close; the frame came from the read buffer
+			// Dropped: after ServerConn.Close it came from the read
+			// buffer, and the next read fails; after Server.Close's close
+			// frame the dialer is about to hang up.
+			continue
 		}
 		switch kind {
 		case FrameClose:
@@ -234,32 +282,49 @@ func (s *Server) serve(c net.Conn) {
 }
 
 // handshake reads the dialer's hello and answers with this worker's,
-// returning the writer for the connection's later frames.
-func (s *Server) handshake(c net.Conn, fr *FrameReader) (Hello, *FrameWriter, error) {
+// returning the connection for its later frames. The connection joins
+// s.conns as handshaken before the answer goes out, and the answer holds
+// its write lock, so that a Close from then on sends its close frame after
+// the hello: a dialer that has read the hello always gets one.
+func (s *Server) handshake(c net.Conn, fr *FrameReader, remote string) (*ServerConn, error) {
 	kind, payload, err := fr.Read()
 	if err != nil {
-		return Hello{}, nil, fmt.Errorf("reading the hello: %w", err)
+		return nil, fmt.Errorf("reading the hello: %w", err)
 	}
 	s.bytesReceived.Add(frameHeader + int64(len(payload)))
 	if kind != FrameHello {
-		return Hello{}, nil, fmt.Errorf("%w: the first frame is %s, not hello", ErrBadHello, kind)
+		return nil, fmt.Errorf("%w: the first frame is %s, not hello", ErrBadHello, kind)
 	}
 	peer, err := ParseHello(payload)
 	if err != nil {
-		return Hello{}, nil, err
+		return nil, err
 	}
 	if err := s.cfg.Hello.Accept(peer); err != nil {
-		return Hello{}, nil, err
+		return nil, err
 	}
-	fw := NewFrameWriter(c, s.cfg.MaxFrameSize)
+	sc := &ServerConn{c: c, fw: NewFrameWriter(c, s.cfg.MaxFrameSize), wlock: make(chan struct{}, 1),
+		readDone: make(chan struct{}), peer: peer, remote: remote, timeout: s.cfg.WriteTimeout}
+	sc.wlock <- struct{}{}
+	defer func() { <-sc.wlock }()
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.conns[c] = sc
+	}
+	s.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("answering the hello: %w", net.ErrClosed) // Close has closed c
+	}
 	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	if err := fw.Write(FrameHello, AppendHello(nil, s.cfg.Hello)); err != nil {
-		return Hello{}, nil, err
+	err = sc.fw.Write(FrameHello, AppendHello(nil, s.cfg.Hello))
+	if err == nil {
+		err = sc.fw.Flush()
 	}
-	if err := fw.Flush(); err != nil {
-		return Hello{}, nil, fmt.Errorf("sending the hello: %w", err)
+	if err != nil {
+		sc.closed.Store(true) // for Close, which may have it already
+		return nil, fmt.Errorf("sending the hello: %w", err)
 	}
-	return peer, fw, nil
+	return sc, nil
 }
 
 func (s *Server) readError(peer Hello, remote string, err error) {
@@ -267,6 +332,8 @@ func (s *Server) readError(peer Hello, remote string, err error) {
 	switch {
 	case errors.Is(err, net.ErrClosed):
 		return // Close, or a failed Write whose caller has the error
+	case s.closing():
+		return // the dialer may hang up on the close frame before Close closes c
 	case errors.Is(err, io.EOF):
 		s.log.Info("worker connection ended without a close frame", "peer", peer.Worker, "remote", remote)
 	case errors.As(err, &ne) && ne.Timeout():
@@ -289,11 +356,17 @@ type ServerConn struct {
 	remote  string
 	timeout time.Duration
 	closed  atomic.Bool
+	// readDone is closed when the connection's goroutine has stopped
+	// reading.
+	readDone chan struct{}
 
-	// wmu serializes Writes. It guards fw alone, and holding it across the
-	// socket write is its purpose: frames must not interleave.
-	wmu sync.Mutex
-	fw  *FrameWriter
+	// wlock, a semaphore of one, serializes Writes and the close frame
+	// Server.Close sends. It guards fw alone, and holding it across the
+	// socket write is its purpose: frames must not interleave. It is a
+	// channel rather than a mutex so that Server.Close can give up waiting
+	// for it.
+	wlock chan struct{}
+	fw    *FrameWriter
 }
 
 // Peer is the dialer's hello.
@@ -306,11 +379,12 @@ func (sc *ServerConn) RemoteAddr() string { return sc.remote }
 // ServerConfig.WriteTimeout for the peer to take it; payload may be reused
 // once it returns. Safe for concurrent use.
 //
-// A dialer takes only backpressure and heartbeat frames: another kind, or a
-// payload over the frame bound, is an error wrapping ErrMalformedFrame and
-// sends nothing. Once the connection has ended Write returns ErrConnClosed
-// without blocking. Any other failure (the timeout, a reset) may leave a
-// frame half sent, so it ends the connection.
+// A caller may send only backpressure and heartbeat frames (the close
+// frame is Server.Close's): another kind, or a payload over the frame
+// bound, is an error wrapping ErrMalformedFrame and sends nothing. Once the
+// connection has ended Write returns ErrConnClosed without blocking. Any
+// other failure (the timeout, a reset) may leave a frame half sent, so it
+// ends the connection.
 func (sc *ServerConn) Write(kind FrameKind, payload []byte) error {
 	if kind != FrameBackpressure && kind != FrameHeartbeat {
 		return fmt.Errorf("transport: %w: a listener cannot send a %s frame: a dialer takes only backpressure and heartbeat frames", ErrMalformedFrame, kind)
@@ -318,8 +392,8 @@ func (sc *ServerConn) Write(kind FrameKind, payload []byte) error {
 	if sc.closed.Load() {
 		return ErrConnClosed
 	}
-	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
+	sc.wlock <- struct{}{}
+	defer func() { <-sc.wlock }()
 	if sc.closed.Load() {
 		return ErrConnClosed
 	}
@@ -341,12 +415,48 @@ func (sc *ServerConn) Write(kind FrameKind, payload []byte) error {
 }
 
 // Close ends the connection, without a close frame: the dialer sees it drop
-// and reconnects. No Handler call starts after it, and OnClose follows from
-// the connection's goroutine. Idempotent.
+// and reconnects, warning. No Handler call starts after it, and OnClose
+// follows from the connection's goroutine. Idempotent.
 func (sc *ServerConn) Close() {
 	if !sc.closed.Swap(true) {
 		sc.c.Close()
 	}
+}
+
+// closeOrderly sends the dialer a close frame, then closes the connection.
+// Best effort: it gives up at deadline, whether a Write still holds the
+// connection, the peer does not take the frame, or it does not hang up.
+// Once the frame is out no Write can follow it.
+func (sc *ServerConn) closeOrderly(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case sc.wlock <- struct{}{}:
+	case <-t.C:
+		sc.Close() // a Write to a peer that does not read holds the connection
+		return
+	}
+	if sc.closed.Swap(true) {
+		<-sc.wlock
+		return // it has ended already
+	}
+	sc.c.SetWriteDeadline(deadline)
+	err := sc.fw.Write(FrameClose, nil)
+	if err == nil {
+		err = sc.fw.Flush()
+	}
+	<-sc.wlock
+	if err == nil {
+		// Closing with bytes unread would reset the connection, and a
+		// reset can discard the frame before it leaves: let the
+		// connection's goroutine read, and drop, what comes until the
+		// dialer, having read the frame, hangs up.
+		select {
+		case <-sc.readDone:
+		case <-t.C:
+		}
+	}
+	sc.c.Close()
 }
 
 // SenderConfig configures the connection to one peer.
@@ -365,6 +475,16 @@ type SenderConfig struct {
 	// Linger is how long the sender may hold frames, after the first one
 	// arrives, for more to fill the same write; 0 writes at once.
 	Linger time.Duration
+	// Release, if set, gets back each queued frame's payload once the
+	// sender is done with it (written, or lost with the connection), so
+	// the caller can reuse the buffer. Called from the sender's goroutine.
+	Release func(payload []byte)
+	// QuietAfterClose is how long after the listener closed the connection
+	// with a close frame (its worker is shutting down) failed connection
+	// attempts log at DEBUG rather than WARN; the first attempt to fail
+	// after it warns that the peer has been down that long. A successful
+	// connection ends it at once. ≤ 0: 10 s.
+	QuietAfterClose time.Duration
 	// OnConnect, if set, is called from the sender's goroutine after each
 	// successful handshake, the first and every reconnection, before any
 	// queued frame is written on the new connection. Nothing drains the
@@ -411,6 +531,9 @@ func NewSender(cfg SenderConfig) *Sender {
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = 64
 	}
+	if cfg.QuietAfterClose <= 0 {
+		cfg.QuietAfterClose = defaultQuietAfterClose
+	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan Frame, cfg.QueueLen),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	if s.log == nil {
@@ -419,6 +542,9 @@ func NewSender(cfg SenderConfig) *Sender {
 	go s.run()
 	return s
 }
+
+// defaultQuietAfterClose is SenderConfig.QuietAfterClose's default.
+const defaultQuietAfterClose = 10 * time.Second
 
 // ErrSenderClosed is returned by Send after Close.
 var ErrSenderClosed = errors.New("transport: sender closed")
@@ -472,22 +598,36 @@ func (s *Sender) run() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
+	// closedAt is when the listener last closed the connection with a
+	// close frame, if no connection has succeeded since and the quiet
+	// period has not ended; zero otherwise.
+	var closedAt time.Time
 	for {
 		c, fr, fw, err := s.connect()
-		if err == nil {
-			stop, violation := s.session(c, fr, fw)
+		if err != nil {
+			closedAt = s.connectFailed(err, backoff, closedAt)
+		} else {
+			closedAt = time.Time{}
+			stop, end := s.session(c, fr, fw)
 			if stop {
 				return
 			}
-			if violation == nil {
+			switch {
+			case errors.Is(end, errPeerClosed):
+				s.log.Info("peer worker closed the connection: it is shutting down", "addr", s.cfg.Addr)
+				closedAt = time.Now()
+				backoff = s.cfg.MinBackoff
+				continue // it may be restarting: try it again at once
+			case errors.Is(end, errListenerFrame) || errors.Is(end, ErrMalformedFrame):
+				// A peer that breaks the protocol: back off, as for one
+				// that refuses the connection, rather than spin.
+				s.log.Error("broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+			default:
 				// A peer that went away: try it again at once.
+				s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
 				backoff = s.cfg.MinBackoff
 				continue
 			}
-			// A peer that breaks the protocol: back off, as for one
-			// that refuses the connection, rather than spin.
-		} else {
-			s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
 		}
 		timer.Reset(backoff/2 + rand.N(backoff/2+1))
 		select {
@@ -497,6 +637,27 @@ func (s *Sender) run() {
 		}
 		backoff = min(2*backoff, s.cfg.MaxBackoff)
 	}
+}
+
+// connectFailed logs a failed connection attempt and returns closedAt as
+// run keeps it. After an orderly close (closedAt set) the attempts are
+// expected, and logged at DEBUG, for QuietAfterClose; the first to fail
+// after that warns that the peer has been down that long, and ends the
+// quiet period. A hello the sender refuses always warns: whatever answers
+// on the address is not the peer that shut down.
+func (s *Sender) connectFailed(err error, backoff time.Duration, closedAt time.Time) time.Time {
+	down := time.Since(closedAt)
+	switch {
+	case closedAt.IsZero() || errors.Is(err, ErrBadHello):
+		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
+	case down < s.cfg.QuietAfterClose:
+		s.log.Debug("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
+	default:
+		s.log.Warn("peer worker has been down since it closed the connection; retrying", "addr", s.cfg.Addr,
+			"for", down.Round(time.Millisecond), "err", err, "in", backoff)
+		return time.Time{}
+	}
+	return closedAt
 }
 
 // connect dials the peer and shakes hands. The reader it returns has read
@@ -541,12 +702,20 @@ func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 
 // errListenerFrame is wrapped by the error for a frame a listener may not
 // send.
-var errListenerFrame = errors.New("a listener sends only backpressure and heartbeat frames")
+var errListenerFrame = errors.New("a listener sends only backpressure and heartbeat frames, then a close frame")
+
+// errPeerClosed ends a connection on which the listener sent a close frame.
+var errPeerClosed = errors.New("transport: the peer worker closed the connection: it is shutting down")
+
+// drainTimeout bounds how long a session whose write failed waits for its
+// reader to take what the peer sent before the failure.
+const drainTimeout = 100 * time.Millisecond
 
 // session runs one handshaken connection until the sender is closed (stop)
-// or the connection breaks; violation is the listener's breach of the
-// protocol, if that is what broke it. It logs why a connection broke.
-func (s *Sender) session(c net.Conn, fr *FrameReader, fw *FrameWriter) (stop bool, violation error) {
+// or the connection ends, and returns why it ended: errPeerClosed for an
+// orderly close, an error wrapping errListenerFrame or ErrMalformedFrame
+// for a listener that broke the protocol, else the failure.
+func (s *Sender) session(c net.Conn, fr *FrameReader, fw *FrameWriter) (stop bool, end error) {
 	s.connected.Store(true)
 	if s.cfg.OnConnect != nil {
 		s.cfg.OnConnect()
@@ -574,6 +743,13 @@ func (s *Sender) session(c net.Conn, fr *FrameReader, fw *FrameWriter) (stop boo
 	s.connected.Store(false)
 	close(pumped)
 	<-watched
+	if !stop && err != nil {
+		// A write failed, most likely because the peer has gone: let the
+		// reader take what the peer sent first, a close frame say, which
+		// tells why.
+		c.SetReadDeadline(time.Now().Add(drainTimeout))
+		<-broken
+	}
 	c.Close()
 	<-broken
 	select {
@@ -581,20 +757,17 @@ func (s *Sender) session(c net.Conn, fr *FrameReader, fw *FrameWriter) (stop boo
 		return true, nil // stop, or a write cut short by Close
 	default:
 	}
-	if errors.Is(readErr, errListenerFrame) || errors.Is(readErr, ErrMalformedFrame) {
-		s.log.Error("broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", readErr)
+	if err == nil || errors.Is(readErr, errPeerClosed) ||
+		errors.Is(readErr, errListenerFrame) || errors.Is(readErr, ErrMalformedFrame) {
 		return false, readErr
 	}
-	if err == nil {
-		err = readErr
-	}
-	s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", err)
-	return false, nil
+	return false, err
 }
 
 // read passes the peer's backpressure frames to the Handler until the
-// connection fails, and returns why. A frame the peer may not send closes
-// the connection, which also ends a write blocked on it.
+// connection ends, and returns why: errPeerClosed after a close frame, or
+// the failure. A close frame, or a frame the peer may not send, closes the
+// connection, which also ends a write blocked on it.
 func (s *Sender) read(c net.Conn, fr *FrameReader) error {
 	for {
 		kind, payload, err := fr.Read()
@@ -610,6 +783,9 @@ func (s *Sender) read(c net.Conn, fr *FrameReader) error {
 				s.cfg.Handler(kind, payload)
 			}
 		case FrameHeartbeat:
+		case FrameClose:
+			c.Close() // nothing follows
+			return errPeerClosed
 		default:
 			c.Close()
 			return fmt.Errorf("transport: the peer sent a %s frame: %w", kind, errListenerFrame)
@@ -635,6 +811,9 @@ func (s *Sender) pump(fw *FrameWriter, broken <-chan struct{}) (stop bool, err e
 	var linger *time.Timer
 	write := func(kind FrameKind, payload []byte) error {
 		err := fw.Write(kind, payload)
+		if s.cfg.Release != nil && payload != nil {
+			s.cfg.Release(payload) // copied into the buffer or written out
+		}
 		switch {
 		case err == nil:
 			pendBytes += frameHeader + int64(len(payload))

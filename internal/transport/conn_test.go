@@ -45,7 +45,10 @@ func (l *logs) wait(t *testing.T, want ...string) string {
 		select {
 		case <-l.added:
 		case <-deadline:
-			t.Fatalf("no log line with %q; lines:\n%s", want, strings.Join(l.lines, "\n"))
+			l.mu.Lock()
+			lines := strings.Join(l.lines, "\n")
+			l.mu.Unlock()
+			t.Fatalf("no log line with %q; lines:\n%s", want, lines)
 		}
 	}
 }
@@ -209,7 +212,7 @@ func TestSenderReconnects(t *testing.T) {
 	rec.waitFor(t, FrameData, 5)
 
 	srv.Close()
-	lg.wait(t, "lost the connection to a peer worker", addr)
+	lg.wait(t, logShuttingDown, addr)
 
 	listen(t, addr, cfg)
 	deadline := time.Now().Add(10 * time.Second)
