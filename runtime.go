@@ -107,6 +107,9 @@ type runtime struct {
 	inMu       sync.Mutex
 	inbound    map[*transport.ServerConn]*inbound
 	wireTuples atomic.Int64 // tuples sent to peers
+	activeMu   sync.Mutex   // orders the two below with active
+	wantActive bool         // Activate/Deactivate's last word (true at start)
+	peersUp    int          // peers connected at least once
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
@@ -265,6 +268,8 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 		comps: make(map[string]*compInfo),
 		fatal: make(chan error, 1),
 		asg:   asg,
+
+		wantActive: true,
 	}
 	rt.checkReuse = opts.CheckTupleReuse
 	if opts.Observer != nil {
@@ -448,7 +453,16 @@ func (rt *runtime) start() error {
 			started = append(started, func() { rt.guard(t.em.comp.id, int(t.em.task), func() error { t.spout.Close(); return nil }) })
 		}
 	}
-	rt.active.Store(true)
+	// A worker of several activates its spouts once it is connected to
+	// every peer (worker.go), as Storm's workers wait for their
+	// connections: tuples emitted before would only wait for credit.
+	if rt.asg == nil {
+		rt.active.Store(true)
+	} else {
+		rt.activeMu.Lock()
+		rt.active.Store(rt.wantActive && rt.peersUp == len(rt.asg.Workers)-1)
+		rt.activeMu.Unlock()
+	}
 	// Tickers are made here, before any executor runs, so that on a manual
 	// clock their phase does not depend on goroutine scheduling.
 	for _, x := range rt.ackerExecs {

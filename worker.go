@@ -162,9 +162,26 @@ func (w *Worker) Addr() string { return w.server.Addr() }
 // component panic under the kill-worker policy). Call Stop after it.
 func (w *Worker) Failed() <-chan error { return w.rt.fatal }
 
-// Activate and Deactivate turn this worker's spouts on and off.
-func (w *Worker) Activate()   { w.rt.active.Store(true) }
-func (w *Worker) Deactivate() { w.rt.active.Store(false) }
+// Activate and Deactivate turn this worker's spouts on and off. A worker
+// starts active, but its spouts wait until it has connected to every peer.
+func (w *Worker) Activate()   { w.rt.setActive(true) }
+func (w *Worker) Deactivate() { w.rt.setActive(false) }
+
+func (rt *runtime) setActive(on bool) {
+	rt.activeMu.Lock()
+	defer rt.activeMu.Unlock()
+	rt.wantActive = on
+	rt.active.Store(on && rt.peersUp == len(rt.asg.Workers)-1)
+}
+
+// peerUp counts a peer's first connection; with the last one the spouts
+// start, unless the worker was deactivated meanwhile.
+func (rt *runtime) peerUp() {
+	rt.activeMu.Lock()
+	defer rt.activeMu.Unlock()
+	rt.peersUp++
+	rt.active.Store(rt.wantActive && rt.peersUp == len(rt.asg.Workers)-1)
+}
 
 // Stop shuts the worker down in order: its spouts are deactivated, its
 // in-flight trees get up to topology.shutdown.drain.timeout.secs (its
@@ -318,6 +335,7 @@ type peer struct {
 	execs  []int // its executors, whose credits refill on connect
 	sender *transport.Sender
 	bufs   chan []byte // frame buffers the sender gave back
+	up     bool        // connected at least once; the sender's goroutine's
 }
 
 func (p *peer) start() {
@@ -328,7 +346,7 @@ func (p *peer) start() {
 		QueueLen:  peerQueueLen,
 		Linger:    peerLinger,
 		Release:   p.putBuf,
-		OnConnect: p.refill,
+		OnConnect: p.connected,
 		Handler:   p.handle,
 		Logger:    p.rt.log.With("peer", p.worker),
 	})
@@ -370,6 +388,15 @@ const grantLinger = peerLinger
 
 // peerQueueLen bounds the frames waiting for a peer's connection.
 const peerQueueLen = 256
+
+// connected runs on every (re)connection to the peer.
+func (p *peer) connected() {
+	p.refill()
+	if !p.up {
+		p.up = true
+		p.rt.peerUp()
+	}
+}
 
 // refill restores every credit: a new connection starts with none in
 // flight.

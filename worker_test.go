@@ -466,3 +466,63 @@ func TestWorkersUnregisteredTypeFailsEmit(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerSpoutsWaitForPeers: a worker's spouts start only once it is
+// connected to every peer, so that nothing it emits waits for a peer that
+// is not up.
+func TestWorkerSpoutsWaitForPeers(t *testing.T) {
+	var calls atomic.Int64
+	b := gale.NewTopologyBuilder()
+	// Executors in id order: a (worker 0, the spout), b (worker 1).
+	b.SetSpout("a", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("v") },
+			next:    func(s *funcSpout) { calls.Add(1) },
+		}
+	}, 1)
+	b.SetBolt("b", func() gale.Bolt { return &funcBolt{} }, 1).ShuffleGrouping("a")
+	topo := build(t, b)
+	var lns [2]net.Listener
+	var addrs []string
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		addrs = append(addrs, ln.Addr().String())
+	}
+	start := func(i int) *gale.Worker {
+		w, err := gale.StartWorker("test", gale.Config{}, topo, gale.Assignment{Worker: i, Workers: addrs},
+			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t).With("worker", i)}, Listener: lns[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w0 := start(0)
+	defer w0.Stop()
+	// Worker 1's port is bound, so worker 0's connection waits in its
+	// backlog, unanswered: watch the spout for a while.
+	window := time.NewTimer(200 * time.Millisecond)
+	defer window.Stop()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+watch:
+	for {
+		if n := calls.Load(); n > 0 {
+			t.Fatalf("NextTuple called %d times before the worker reached its peer", n)
+		}
+		select {
+		case <-window.C:
+			break watch
+		case <-poll.C:
+		}
+	}
+	w1 := start(1)
+	defer w1.Stop()
+	waitFor(t, "the spout to start once the peer is up", func() bool { return calls.Load() > 0 })
+	if st := w0.Status(); st.PeersConnected != 1 {
+		t.Errorf("worker 0 reports %d peers connected, want 1", st.PeersConnected)
+	}
+}
