@@ -403,17 +403,7 @@ func uniqueInts(ids []any) []int {
 // waitForLong is waitFor for conditions that take message timeouts.
 func waitForLong(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(60 * time.Second)
-	defer deadline.Stop()
-	poll := time.NewTicker(time.Millisecond)
-	defer poll.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-poll.C:
-		}
-	}
+	waitWithin(t, what, 60*time.Second, time.Millisecond, cond)
 }
 
 func TestStartWorkerBadAssignment(t *testing.T) {
