@@ -113,6 +113,7 @@ type runtime struct {
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
+	died      atomic.Bool // die was called
 	fatal     chan error
 }
 
@@ -196,6 +197,7 @@ type ComponentError struct {
 
 // die stops the topology with err (the kill-worker panic policy).
 func (rt *runtime) die(err error) {
+	rt.died.Store(true)
 	rt.fatalOnce.Do(func() { rt.fatal <- err })
 }
 

@@ -189,13 +189,11 @@ func (rt *runtime) peerUp() {
 // exactly once, and the connections are closed. To stop a whole topology
 // without failing trees, deactivate every worker first and wait for
 // Status().Pending to reach 0 everywhere.
-func (w *Worker) Stop() { w.stop(true) }
-
-func (w *Worker) stop(drain bool) {
+func (w *Worker) Stop() {
 	w.stopOnce.Do(func() {
 		secs, _ := w.rt.conf.Int(TopologyShutdownDrainTimeoutSecs)
-		if !drain {
-			secs = 0
+		if w.rt.died.Load() {
+			secs = 0 // a component's panic under kill-worker: no drain, as RunLocal
 		}
 		w.rt.stop(time.Duration(secs) * time.Second)
 		for _, p := range w.rt.peers {
@@ -570,7 +568,8 @@ func (in *inbound) deliver(payload []byte) error {
 		}
 		b.origin = in
 		rt.inflight.Add(int64(len(b.tuples)))
-		return deliverTo(rt, rt.execs[idx].rin, b)
+		deliverTo(rt, rt.execs[idx].rin, b)
+		return nil
 	case wireAcks:
 		b := rt.getAckBatch()
 		exec, err := in.dec.decodeAckBatch(payload[1:], b)
@@ -586,9 +585,11 @@ func (in *inbound) deliver(payload []byte) error {
 		slot := rt.execs[exec]
 		if slot.rctl != nil {
 			b.origin, b.dest = in, int32(exec)
-			return deliverTo(rt, slot.rctl, b)
+			deliverTo(rt, slot.rctl, b)
+			return nil
 		}
-		return deliverTo(rt, slot.ctl, b) // a spout: no credit, it always drains
+		deliverTo(rt, slot.ctl, b) // a spout: no credit, it always drains
+		return nil
 	default:
 		return fmt.Errorf("%w: unknown data frame kind %d", errWire, payload[0])
 	}
@@ -623,17 +624,16 @@ func (rt *runtime) checkAcks(exec int, b *ackBatch) error {
 // deliverTo hands b to a local executor's queue. With credits there is
 // room; only a spout's completions, or batches sent just before a
 // reconnect, can wait.
-func deliverTo[B any](rt *runtime, ch chan<- B, b B) error {
+func deliverTo[B any](rt *runtime, ch chan<- B, b B) {
 	select {
 	case ch <- b:
-		return nil
+		return
 	default:
 	}
 	select {
 	case ch <- b:
 	case <-rt.quit:
 	}
-	return nil
 }
 
 // Sending to peers. The executor that flushes a batch for a remote
