@@ -1,10 +1,13 @@
 package gale_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/transport"
 )
 
 // workers runs a topology in several Workers of this process, each with
@@ -514,5 +518,138 @@ watch:
 	waitFor(t, "the spout to start once the peer is up", func() bool { return calls.Load() > 0 })
 	if st := w0.Status(); st.PeersConnected != 1 {
 		t.Errorf("worker 0 reports %d peers connected, want 1", st.PeersConnected)
+	}
+}
+
+// corruptingProxy forwards connections to a worker frame by frame and
+// breaks the nth data frame of the first connection: its payload starts
+// with a kind no worker knows.
+func corruptingProxy(t *testing.T, target string, nth int) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	var first atomic.Bool
+	first.Store(true)
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.count++
+			p.mu.Unlock()
+			corrupt := first.Swap(false)
+			p.wg.Go(func() {
+				defer u.Close()
+				defer c.Close()
+				fr, fw := transport.NewFrameReader(c, 0), transport.NewFrameWriter(u, 0)
+				data := 0
+				for {
+					kind, payload, err := fr.Read()
+					if err != nil {
+						return
+					}
+					if kind == transport.FrameData {
+						if data++; corrupt && data == nth {
+							payload[0] = 0x7F
+						}
+					}
+					if fw.Write(kind, payload) != nil || fw.Flush() != nil {
+						return
+					}
+				}
+			})
+			p.wg.Go(func() { io.Copy(c, u); u.Close(); c.Close() })
+		}
+	})
+	t.Cleanup(p.close)
+	return p
+}
+
+// captureLogs records log messages at error level, passing all on to log.
+type captureLogs struct {
+	slog.Handler
+	mu   *sync.Mutex
+	errs *[]string
+}
+
+func (h captureLogs) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		var b strings.Builder
+		b.WriteString(r.Message)
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+		h.mu.Lock()
+		*h.errs = append(*h.errs, b.String())
+		h.mu.Unlock()
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h captureLogs) WithAttrs(as []slog.Attr) slog.Handler {
+	return captureLogs{h.Handler.WithAttrs(as), h.mu, h.errs}
+}
+
+// TestWorkersGarbageFromPeer: a peer's data frame that does not decode
+// closes that connection with a logged error naming the problem; the
+// worker keeps running, the peer reconnects, and the trees the frame
+// carried are replayed: every sentence is acked in the end.
+func TestWorkersGarbageFromPeer(t *testing.T) {
+	wc := &wordCount{n: 2000}
+	topo := wc.topology(t, 2, 2, 2)
+	rec := newRecorder(galetest.NewClock(testEpoch))
+	var mu sync.Mutex
+	var errs []string
+	log := slog.New(captureLogs{testLogger(t).Handler(), &mu, &errs})
+	lns := make([]net.Listener, 2)
+	addrs := make([]string, 2)
+	var proxies []*proxy
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		p := corruptingProxy(t, ln.Addr().String(), 5)
+		proxies = append(proxies, p)
+		addrs[i] = p.ln.Addr().String()
+	}
+	w := &workers{t: t}
+	for i := range lns {
+		wk, err := gale.StartWorker("test", gale.Config{gale.TopologyMessageTimeoutSecs: 2}, topo,
+			gale.Assignment{Worker: i, Workers: addrs},
+			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log.With("worker", i), Observer: rec.observer()}, Listener: lns[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.ws = append(w.ws, wk)
+	}
+	t.Cleanup(w.stop)
+	total := 2 * wc.n
+	waitForLong(t, "every sentence acked", func() bool { return len(uniqueInts(rec.Acked("sentences"))) == total })
+	mu.Lock()
+	logged := slices.Clone(errs)
+	mu.Unlock()
+	found := 0
+	for _, e := range logged {
+		if strings.Contains(e, "closed a connection from a peer worker") && strings.Contains(e, "unknown data frame kind 127") {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("want one logged error per corrupted connection (2), got %d in %q", found, logged)
+	}
+	for i, p := range proxies {
+		if p.connections() < 2 {
+			t.Errorf("worker %d's peer did not reconnect after the bad frame (%d connections)", i, p.connections())
+		}
 	}
 }
