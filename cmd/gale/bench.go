@@ -64,7 +64,7 @@ the report then adds the bytes sent between workers.`,
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file` (with --workers, each worker's to file.worker-N too)")
-	f.StringVar(&tracefile, "trace", "", "write a runtime execution trace of the run to `file` (go tool trace)")
+	f.StringVar(&tracefile, "trace", "", "write a runtime execution trace of the run to `file` (go tool trace; with --workers, each worker's to file.worker-N too)")
 	return cmd
 }
 
@@ -81,7 +81,7 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 			if err != nil {
 				return err
 			}
-			runner = benchtopo.ProcessRunner(exe, workerArgs, cpuprofile, cmd.ErrOrStderr(), log)
+			runner = benchtopo.ProcessRunner(exe, workerArgs, cpuprofile, tracefile, cmd.ErrOrStderr(), log)
 		}
 	}
 	if cpuprofile != "" {

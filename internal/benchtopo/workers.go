@@ -55,8 +55,9 @@ const heartbeatMS = 500
 // deactivated, in-flight trees drained everywhere, then the processes.
 //
 // cpuProfile, if set, has each worker write a CPU profile to
-// cpuProfile.worker-N.
-func ProcessRunner(exe string, args []string, cpuProfile string, logs io.Writer, log *slog.Logger) bench.Runner {
+// cpuProfile.worker-N; traceFile, if set, has each write a runtime
+// execution trace to traceFile.worker-N.
+func ProcessRunner(exe string, args []string, cpuProfile, traceFile string, logs io.Writer, log *slog.Logger) bench.Runner {
 	return func(ctx context.Context, opts bench.Options, stats *bench.Stats) error {
 		dir, err := os.MkdirTemp("", "gale-bench-")
 		if err != nil {
@@ -78,6 +79,7 @@ func ProcessRunner(exe string, args []string, cpuProfile string, logs io.Writer,
 				HeartbeatMS: heartbeatMS,
 				LogLevel:    "warn",
 				CPUProfile:  cpuProfile,
+				Trace:       traceFile,
 			},
 			N:         opts.Workers,
 			Dir:       dir,

@@ -133,6 +133,9 @@ func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error
 	if spec.CPUProfile != "" {
 		spec.CPUProfile += ".worker-" + strconv.Itoa(i)
 	}
+	if spec.Trace != "" {
+		spec.Trace += ".worker-" + strconv.Itoa(i)
+	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, "", err

@@ -32,6 +32,7 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"sync"
 	"time"
@@ -60,6 +61,9 @@ type Spec struct {
 	// CPUProfile, if set, is a file to write a pprof CPU profile of the
 	// worker's run to.
 	CPUProfile string `json:"cpu_profile,omitempty"`
+	// Trace, if set, is a file to write a runtime execution trace of the
+	// worker's run to (go tool trace).
+	Trace string `json:"trace,omitempty"`
 	// LogLevel is the least level logged to stderr: debug, info (the
 	// default), warn or error.
 	LogLevel string `json:"log_level,omitempty"`
@@ -220,6 +224,17 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 			return fmt.Errorf("cpu profile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if spec.Trace != "" {
+		f, err := os.Create(spec.Trace)
+		if err != nil {
+			return fmt.Errorf("trace: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fmt.Errorf("trace: %w", err)
+		}
+		defer trace.Stop()
 	}
 	factory, _ := lookup(spec.Factory)
 	built, err := factory(spec.Params)
