@@ -24,7 +24,8 @@ import (
 // Flow control between workers uses credits (docs/architecture.md): a
 // sender holds, per remote executor, a token for each batch it may still
 // send there. A batch costs a token; the receiving worker grants it back
-// on the same connection when the executor has taken the batch. Tokens
+// when the executor has taken the batch, on its own connection to the
+// sender, where the grants share writes with its data frames. Tokens
 // are refilled to creditBatches whenever a connection is (re)established.
 // Remote batches land in a queue of their own (execSlot.rin, rctl) sized
 // for every peer's credits, so a connection's reader never waits on a
@@ -345,7 +346,6 @@ func (p *peer) start() {
 		Linger:    peerLinger,
 		Release:   p.putBuf,
 		OnConnect: p.connected,
-		Handler:   p.handle,
 		Logger:    p.rt.log.With("peer", p.worker),
 	})
 }
@@ -410,11 +410,9 @@ func (p *peer) refill() {
 	}
 }
 
-// handle takes a frame the peer sent back: credit grants.
-func (p *peer) handle(kind transport.FrameKind, payload []byte) {
-	if kind != transport.FrameBackpressure {
-		return
-	}
+// grants takes a backpressure frame from the peer: credits for what this
+// worker sent it.
+func (p *peer) grants(payload []byte) {
 	cs, err := transport.ParseCredits(payload, len(p.rt.execs), nil)
 	if err != nil {
 		p.rt.log.Error("ignored a malformed credit frame from a peer worker", "peer", p.worker, "err", err)
@@ -454,6 +452,11 @@ type inbound struct {
 func (rt *runtime) openInbound(c *transport.ServerConn) {
 	in := &inbound{rt: rt, conn: c, dec: newWireDecoder(rt), grants: make([]uint32, len(rt.execs)),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	if in.peer() == nil {
+		rt.log.Error("closed a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(),
+			"err", fmt.Sprintf("worker %q is not one of this topology's other %d workers", c.Peer().Worker, len(rt.peers)-1))
+		c.Close()
+	}
 	rt.inMu.Lock()
 	rt.inbound[c] = in
 	rt.inMu.Unlock()
@@ -496,8 +499,11 @@ func (in *inbound) grant(exec int) {
 // run writes the accumulated grants back to the peer.
 func (in *inbound) run() {
 	defer close(in.stopped)
+	p := in.peer()
+	if p == nil {
+		return // openInbound closed the connection
+	}
 	var cs []transport.Credit
-	var buf []byte
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	defer linger.Stop()
@@ -526,22 +532,42 @@ func (in *inbound) run() {
 		if len(cs) == 0 {
 			continue
 		}
-		buf = transport.AppendCredits(buf[:0], cs)
-		if err := in.conn.Write(transport.FrameBackpressure, buf); err != nil {
-			return // the connection ended; OnClose follows
+		// The grants ride on this worker's own connection to the peer,
+		// sharing its writes with the data frames going there.
+		f := transport.Frame{Kind: transport.FrameBackpressure, Payload: transport.AppendCredits(p.getBuf(), cs)}
+		select {
+		case p.sender.Queue() <- f:
+		case <-in.done:
+			return
 		}
 	}
+}
+
+// peer is the peer that dialed this connection (openInbound checked it).
+func (in *inbound) peer() *peer {
+	w, err := strconv.Atoi(in.conn.Peer().Worker)
+	if err != nil || w < 0 || w >= len(in.rt.peers) {
+		return nil
+	}
+	return in.rt.peers[w]
 }
 
 // handleFrame decodes a data frame from a peer and hands its batch to the
 // local executor. It runs on the connection's goroutine.
 func (rt *runtime) handleFrame(c *transport.ServerConn, kind transport.FrameKind, payload []byte) {
-	if kind != transport.FrameData {
-		return // heartbeats; backpressure frames only flow the other way
-	}
 	rt.inMu.Lock()
 	in := rt.inbound[c]
 	rt.inMu.Unlock()
+	switch kind {
+	case transport.FrameBackpressure:
+		// Grants for what this worker sent the peer, on the peer's own
+		// connection (inbound.run).
+		in.peer().grants(payload)
+		return
+	case transport.FrameData:
+	default:
+		return // heartbeats
+	}
 	if err := in.deliver(payload); err != nil {
 		rt.log.Error("closed a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(), "err", err)
 		c.Close()
