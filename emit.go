@@ -43,6 +43,9 @@ type emitter struct {
 	trySerialize bool
 	wire         []byte
 	wireVals     []any
+	// localAckers (spouts in a worker of several) are the indexes of the
+	// ackers in this worker; new roots map to one of them.
+	localAckers []uint64
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -57,6 +60,16 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		log:  log,
 	}
 	e.debug = comp.conf.Bool(TopologyDebug)
+	if comp.isSpout && rt.asg != nil {
+		for a, idx := range rt.ackers {
+			if rt.local(idx) {
+				e.localAckers = append(e.localAckers, uint64(a))
+			}
+		}
+		if len(e.localAckers) == len(rt.ackers) {
+			e.localAckers = nil // every acker is here: any root will do
+		}
+	}
 	e.trySerialize = rt.conf.Bool(TopologyTestingAlwaysTrySerialize)
 	if rt.checkReuse && !comp.isSpout && comp.conf.Bool(TopologyTupleReuse) {
 		e.poison = newTuplePoison(comp.id)
@@ -295,7 +308,15 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 // newRoot returns a fresh tree id: non-zero, top bit clear (doneBit).
 func (e *emitter) newRoot() uint64 {
 	for {
-		if r := e.rng.Uint64() &^ doneBit; r != 0 {
+		r := e.rng.Uint64() &^ doneBit
+		if n := uint64(len(e.localAckers)); n > 0 {
+			// The root picks its acker (rt.ackerExec): one in this worker,
+			// so that the tree's init and completion never cross.
+			a := e.localAckers[r%n]
+			r >>= 1 // room for the adjustment below doneBit
+			r = r - r%uint64(e.rt.numAckers) + a
+		}
+		if r != 0 {
 			return r
 		}
 	}

@@ -303,3 +303,53 @@ func FuzzWireAckDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRootsPickLocalAckers: in a worker of several, a spout's trees go to
+// an acker in its own worker (the root decides the acker), so that their
+// init and completion never cross; the roots stay valid and varied.
+func TestRootsPickLocalAckers(t *testing.T) {
+	tb := NewTopologyBuilder()
+	tb.SetSpout("s", func() Spout { return &benchSpout{} }, 2)
+	tb.SetBolt("b", func() Bolt { return &benchBolt{} }, 2).ShuffleGrouping("s")
+	topo, err := tb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ackers := range []int{2, 3, 5} {
+		for w := range 2 {
+			asg := &Assignment{Worker: w, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}}
+			rt, err := newRuntimeWith("roots", topo, Config{TopologyAckerExecutors: ackers}, RunOptions{}, asg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var spout *emitter
+			for _, x := range rt.spoutExecs {
+				spout = x.tasks[0].em
+			}
+			if spout == nil {
+				continue // no spout in this worker
+			}
+			seen := map[int]bool{}
+			for range 2000 {
+				root := spout.newRoot()
+				if root == 0 || root&doneBit != 0 {
+					t.Fatalf("invalid root %#x", root)
+				}
+				x := rt.ackerExec(root)
+				if !rt.local(x) {
+					t.Fatalf("%d ackers, worker %d: root %#x goes to acker executor %d in worker %d", ackers, w, root, x, rt.execWorker[x])
+				}
+				seen[x] = true
+			}
+			local := 0
+			for _, x := range rt.ackers {
+				if rt.local(x) {
+					local++
+				}
+			}
+			if len(seen) != local {
+				t.Errorf("%d ackers, worker %d: roots reached %d of the %d local ackers", ackers, w, len(seen), local)
+			}
+		}
+	}
+}
