@@ -250,11 +250,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("latency", "p50 %s  p99 %s  p99.9 %s", fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), fmtMS(r.LatencyMS.P999))
 	}
 	row("cpu", "%.2fs\t%.3fs per million sentences", r.CPUSeconds, r.CPUSecondsPerMillionSentences)
-	row("heap", "%.0f bytes allocated per sentence, %d GC cycles", r.AllocBytesPerSentence, r.GCCycles)
 	proc := "" // with worker processes, this process is only the launcher
 	if r.Workers > 1 {
 		proc = "launcher "
 	}
+	row(proc+"heap", "%.0f bytes allocated per sentence, %d GC cycles", r.AllocBytesPerSentence, r.GCCycles)
 	row(proc+"max rss", "%s", mib(r.MaxRSSBytes))
 	if s := r.RSSAfterWarmup; s != nil {
 		row(proc+"rss", "%s", fmtRSS(s))
