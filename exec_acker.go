@@ -38,7 +38,7 @@ func (x *ackerExec) run() {
 		}
 		// Look before selecting (see boltExec.run); yield a little before
 		// parking.
-		for spin := 0; spin < spinYields && len(x.ctl) == 0 && len(x.rctl) == 0 && len(tk.C()) == 0; spin++ {
+		for spin := 0; spin < x.rt.spins && len(x.ctl) == 0 && len(x.rctl) == 0 && len(tk.C()) == 0; spin++ {
 			goruntime.Gosched()
 		}
 		switch {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	goruntime "runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -97,6 +98,7 @@ type runtime struct {
 	wireStreams []wireStream
 	ackPool     sync.Pool
 	queueCap    int // an executor's queue, in batches
+	spins       int // yields before an idle executor parks (spinsFor)
 
 	// Several workers (worker.go); asg is nil when this process runs every
 	// executor.
@@ -274,6 +276,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 		wantActive: true,
 	}
 	rt.checkReuse = opts.CheckTupleReuse
+	rt.spins = spinsFor(goruntime.GOMAXPROCS(0))
 	if opts.Observer != nil {
 		rt.obs = *opts.Observer
 		rt.capture = rt.obs.Emit
