@@ -1,26 +1,7 @@
 package bench
 
-import (
-	"bytes"
-	"fmt"
-	"os"
-	"strconv"
-)
+import "github.com/gale-stream/gale/internal/procstat"
 
-// currentRSS returns the resident set size of this process, read from /proc/self/statm
-// (Linux only; elsewhere it returns an error and RSS is not sampled).
-func currentRSS() (int64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, fmt.Errorf("read rss: %w", err)
-	}
-	f := bytes.Fields(b)
-	if len(f) < 2 {
-		return 0, fmt.Errorf("read rss: /proc/self/statm has %d fields, want ≥ 2", len(f))
-	}
-	pages, err := strconv.ParseInt(string(f[1]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("read rss: /proc/self/statm resident field: %w", err)
-	}
-	return pages * int64(os.Getpagesize()), nil
-}
+// currentRSS returns the resident set size of this process (Linux only;
+// elsewhere it returns an error and RSS is not sampled).
+func currentRSS() (int64, error) { return procstat.RSS() }

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // Spec is what a worker process is started with.
@@ -298,7 +299,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	beat := func(event string) error {
 		st := w.Status()
 		m := Message{Event: event, Time: time.Now(), Status: &st}
-		m.RSS, _ = currentRSS()
+		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {
 				m.Stats = b
