@@ -6,17 +6,13 @@ package galetest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -69,28 +65,7 @@ func RunWorkerIfChild() {
 	}
 	// A worker process is a test binary's main, not library code: exiting
 	// here is how it ends, as TestMain ends with os.Exit(m.Run()).
-	os.Exit(runWorker(os.Args[1:]))
-}
-
-// runWorker runs one worker from "--spec FILE" and returns the exit code.
-func runWorker(args []string) int {
-	if len(args) != 2 || args[0] != "--spec" {
-		fmt.Fprintf(os.Stderr, "galetest worker: usage: --spec FILE, got %q\n", args)
-		return 2
-	}
-	spec, err := workerproc.ReadSpec(args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "galetest worker:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: spec.Level()})).With("worker", spec.Worker)
-	if err := workerproc.Main(ctx, spec, workerproc.Stdin(), os.Stdout, log); err != nil {
-		log.Error("worker failed", "err", err)
-		return 1
-	}
-	return 0
+	os.Exit(workerproc.RunProcess("galetest worker", os.Args[1:]))
 }
 
 // WorkersOptions configure StartWorkers.

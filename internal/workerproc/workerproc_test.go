@@ -1,16 +1,12 @@
 package workerproc
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,29 +21,9 @@ const workerEnv = "GALE_WORKERPROC_TEST_WORKER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
-		os.Exit(workerMain(os.Args[1:]))
+		os.Exit(RunProcess("workerproc test worker", os.Args[1:]))
 	}
 	goleak.VerifyTestMain(m)
-}
-
-func workerMain(args []string) int {
-	if len(args) != 2 || args[0] != "--spec" {
-		fmt.Fprintf(os.Stderr, "usage: --spec FILE, got %q\n", args)
-		return 2
-	}
-	spec, err := ReadSpec(args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: spec.Level()})).With("worker", spec.Worker)
-	if err := Main(ctx, spec, Stdin(), os.Stdout, log); err != nil {
-		log.Error("worker failed", "err", err)
-		return 1
-	}
-	return 0
 }
 
 func init() {
