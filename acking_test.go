@@ -614,3 +614,60 @@ func TestPanicFailsTheTuple(t *testing.T) {
 		t.Errorf("PanicError stack does not show the panicking function:\n%s", pe.Stack)
 	}
 }
+
+// TestAutoPendingRaisedBeforeFirstTick: with topology.max.spout.pending
+// unset, a spout starts at the automatic limit's floor (100 trees per
+// task). When it is held there while its trees complete quickly, the limit
+// is raised from what completed as soon as 10 ms have passed, not at the
+// first tune tick 250 ms in: a spout paced at a high rate must not build a
+// backlog in its first quarter second.
+func TestAutoPendingRaisedBeforeFirstTick(t *testing.T) {
+	var mu sync.Mutex
+	var stop bool
+	maxPending := 0 // most trees pending before an emit
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("src", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("id") },
+			next: func(s *funcSpout) {
+				mu.Lock()
+				defer mu.Unlock()
+				if stop {
+					return
+				}
+				maxPending = max(maxPending, s.Collector.Pending())
+				if _, err := s.Collector.Emit(s.n, s.n); err != nil {
+					panic(err)
+				}
+				s.n++
+			},
+		}
+	}, 1)
+	b.SetBolt("ack", func() gale.Bolt {
+		return &funcBolt{execute: func(b *funcBolt, in *gale.Tuple) { b.Collector.Ack(in) }}
+	}, 1).ShuffleGrouping("src")
+	_, rec, clk := startLocal(t, build(t, b), nil, nil)
+	t.Cleanup(func() {
+		mu.Lock()
+		stop = true
+		mu.Unlock()
+	})
+	peak := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maxPending
+	}
+
+	// No time passes: the spout cycles at the floor.
+	waitFor(t, "1,000 trees acked", func() bool { return len(rec.Acked("src")) >= 1000 })
+	if p := peak(); p != 99 {
+		t.Fatalf("before any time passed, most trees pending before an emit = %d, want 99 (held at the floor of 100)", p)
+	}
+	// 20 ms later, far from the 250 ms tune tick, the next capped round
+	// raises the limit from the trees completed meanwhile.
+	clk.Advance(20 * time.Millisecond)
+	waitFor(t, "more than 100 trees in flight", func() bool { return peak() >= 100 })
+	if f := rec.Failed("src"); len(f) > 0 {
+		t.Errorf("failed %v, want none", f)
+	}
+}

@@ -3,6 +3,7 @@ package benchtopo_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -314,5 +315,57 @@ func TestBenchDefaultsAreAWorkers(t *testing.T) {
 	o := bench.DefaultOptions()
 	if o.GOGC != w.GCPercent || int64(o.HeapMB)<<20 != w.LimitBytes || bench.GOGCOff != gale.GOGCOff {
 		t.Errorf("bench defaults GOGC %d, heap %d MiB; a worker's GOGC %d, limit %d bytes", o.GOGC, o.HeapMB, w.GCPercent, w.LimitBytes)
+	}
+}
+
+// TestPacingStartsAtActivation: a paced spout's emits are due from when it
+// is activated, not from when it was opened, and a deactivated spout does
+// not catch up the time it was off. A worker opens its spouts, then waits
+// for its peers before activating them; counting from Open made that wait
+// a backlog, emitted in a burst whose sentences reported the wait as their
+// complete latency.
+func TestPacingStartsAtActivation(t *testing.T) {
+	const off = 300 * time.Millisecond
+	opts := bench.DefaultOptions()
+	opts.Rate = 2000
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	stats := new(bench.Stats)
+	topo, conf, err := benchtopo.Topology(opts, stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := gale.StartWorker("bench-wordcount", conf, topo,
+		gale.Assignment{Worker: 0, Workers: []string{ln.Addr().String()}},
+		gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t)}, Listener: ln})
+	if err != nil {
+		t.Fatalf("StartWorker: %v", err)
+	}
+	defer w.Stop()
+	waitAcked := func(n int64) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for stats.Acked.Load() < n {
+			select {
+			case <-deadline:
+				t.Fatalf("%d sentences acked in 10 s, want %d", stats.Acked.Load(), n)
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	waitAcked(20)
+	w.Deactivate()
+	<-time.After(off) // the spout is open and switched off
+	acked := stats.Acked.Load()
+	w.Activate()
+	waitAcked(acked + 200) // 100 ms at the rate
+	w.Deactivate()
+	if worst := stats.Latency.Quantile(1); worst >= off/2 {
+		t.Errorf("slowest complete latency %v, want well under the %v the spout was off", worst, off)
 	}
 }
