@@ -230,10 +230,14 @@ func (s *Server) serve(c net.Conn) {
 		c.Close()
 	}()
 	remote := c.RemoteAddr().String()
-	fr := NewFrameReader(c, s.cfg.MaxFrameSize)
+	var rc net.Conn = c // what frames are read from
+	if pc, ok := newPollConn(c); ok && !plainReads {
+		rc = pc
+	}
+	fr := NewFrameReader(rc, s.cfg.MaxFrameSize)
 	deadline := func() {
 		if s.cfg.IdleTimeout > 0 {
-			c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			rc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		}
 	}
 	deadline()
@@ -792,6 +796,10 @@ func (s *Sender) read(c net.Conn, fr *FrameReader) error {
 		}
 	}
 }
+
+// plainReads makes servers read their connections directly rather than
+// through pollConn: for tests of that path.
+var plainReads = false
 
 // coalesceBytes is how much a lingering sender gathers before it writes.
 const coalesceBytes = 32 << 10
