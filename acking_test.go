@@ -618,7 +618,7 @@ func TestPanicFailsTheTuple(t *testing.T) {
 // TestAutoPendingRaisedBeforeFirstTick: with topology.max.spout.pending
 // unset, a spout starts at the automatic limit's floor (100 trees per
 // task). When it is held there while its trees complete quickly, the limit
-// is raised from what completed as soon as 10 ms have passed, not at the
+// is raised from what completed as soon as 2 ms have passed, not at the
 // first tune tick 250 ms in: a spout paced at a high rate must not build a
 // backlog in its first quarter second.
 func TestAutoPendingRaisedBeforeFirstTick(t *testing.T) {

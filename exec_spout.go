@@ -409,7 +409,7 @@ func (x *spoutExec) setAutoLimit(n int) {
 }
 
 // earlyTuneAfter is the shortest window an early retune measures over.
-const earlyTuneAfter = 10 * time.Millisecond
+const earlyTuneAfter = 2 * time.Millisecond
 
 // fillWindow bounds how long a spout keeps filling a batch before it
 // flushes (see run).
