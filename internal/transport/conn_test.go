@@ -276,13 +276,22 @@ func TestHeartbeatsAndIdleTimeout(t *testing.T) {
 	lg.mu.Unlock()
 
 	// A peer that says hello and then nothing.
-	c, err := net.Dial("tcp", srv.Addr())
+	defer dialSilent(t, srv.Addr(), "silent").Close()
+	lg.wait(t, "closed an idle worker connection", "peer=silent")
+}
+
+// dialSilent connects to addr as worker name, says hello and nothing more.
+func dialSilent(t *testing.T, addr, name string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.Write(encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, hello("silent"))}))
-	lg.wait(t, "closed an idle worker connection", "peer=silent")
+	if _, err := c.Write(encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, hello(name))})); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c
 }
 
 // Close returns even when the peer has stopped reading and the

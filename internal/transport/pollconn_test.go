@@ -15,7 +15,8 @@ import (
 
 // busy keeps the process's Ps running goroutines that work for a while and
 // yield, as a worker's executors do at a high rate, until stop is called.
-// A socket reader then polls rather than parking (pollConn).
+// A server's bounded parks on an empty socket then end on their timers
+// (pollConn), not on the netpoller.
 func busy(t *testing.T) (stop func()) {
 	t.Helper()
 	var quit atomic.Bool
@@ -83,18 +84,14 @@ func checkFramesIntact(t *testing.T) {
 	}
 }
 
-// The idle timeout holds while the reader polls: a peer that says hello
-// and then nothing is closed, however busy the process is.
+// The idle timeout holds while the reader's bounded parks keep ending on
+// their timers: a peer that says hello and then nothing is closed, however
+// busy the process is.
 func TestPollConnIdleTimeoutWhileBusy(t *testing.T) {
 	busy(t)
 	lg := newLogs()
 	srv := listen(t, "127.0.0.1:0", ServerConfig{Hello: hello("b"), Handler: func(*ServerConn, FrameKind, []byte) {}, Logger: lg.logger(), IdleTimeout: 300 * time.Millisecond})
-	c, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write(encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, hello("silent"))}))
+	defer dialSilent(t, srv.Addr(), "silent").Close()
 	lg.wait(t, "closed an idle worker connection", "peer=silent")
 }
 
