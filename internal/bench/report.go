@@ -16,15 +16,16 @@ const rssWarmupSamples = 2
 
 // Measurements are what Run measures around a runner, besides its Stats.
 type Measurements struct {
-	Window          time.Duration // from start until the spouts were told to stop
-	Drain           time.Duration // from then until the runner had drained and returned
-	WindowSentences int64         // Stats.Sentences when the window closed
-	WindowWords     int64         // Stats.Words when the window closed
-	CPU             time.Duration // user + system CPU over the run: the process and its waited-for children
-	MaxRSS          int64         // peak resident set size of the process, bytes
-	RSSSamples      []int64       // resident set size once a second, bytes
-	AllocBytes      uint64        // bytes allocated on the Go heap over the run
-	GCCycles        uint32        // garbage collections over the run
+	Window          time.Duration   // from start until the spouts were told to stop
+	Drain           time.Duration   // from then until the runner had drained and returned
+	WindowSentences int64           // Stats.Sentences when the window closed
+	WindowWords     int64           // Stats.Words when the window closed
+	CPU             time.Duration   // user + system CPU over the run: the process and its waited-for children
+	MaxRSS          int64           // peak resident set size of the process, bytes
+	RSSSamples      []int64         // resident set size once a second, bytes
+	P99PerSecond    []time.Duration // ack mode: complete-latency p99 of the trees completed in each second
+	AllocBytes      uint64          // bytes allocated on the Go heap over the run
+	GCCycles        uint32          // garbage collections over the run
 }
 
 // Report is the result of one run, printed as JSON with --json.
@@ -52,6 +53,11 @@ type Report struct {
 	// LatencyMS is the complete latency in ack mode; in noack mode no tree
 	// is tracked and every quantile is 0.
 	LatencyMS *Latencies `json:"latency_ms"`
+	// LatencyP99MSPerSecond is, in ack mode, the p99 of the trees completed
+	// in each second of the run (the live view's p99 column), so that a
+	// slow first second or a stall can be told from the steady state; nil
+	// in noack mode.
+	LatencyP99MSPerSecond []float64 `json:"latency_p99_ms_per_second,omitempty"`
 
 	// CPUSeconds is user + system CPU over the run, of this process and of the
 	// child processes it waited for: with Workers > 1 it includes the worker
@@ -176,6 +182,10 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 			P50:  ms(stats.Latency.Quantile(0.50)),
 			P99:  ms(stats.Latency.Quantile(0.99)),
 			P999: ms(stats.Latency.Quantile(0.999)),
+		}
+		r.LatencyP99MSPerSecond = make([]float64, len(m.P99PerSecond))
+		for i, d := range m.P99PerSecond {
+			r.LatencyP99MSPerSecond[i] = ms(d)
 		}
 	}
 	if r.WireTuples > 0 {

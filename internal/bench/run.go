@@ -87,6 +87,7 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	m.GCCycles = ms1.NumGC - ms0.NumGC
 	m.MaxRSS = maxRSS
 	m.RSSSamples = mon.rss
+	m.P99PerSecond = mon.p99s
 
 	r := NewReport(opts, &stats, m)
 	if opts.JSON {
@@ -124,7 +125,8 @@ type monitor struct {
 	start time.Time
 	live  io.Writer // nil: no live view; set to nil after a failed write
 
-	rss       []int64 // one sample per second
+	rss       []int64         // one sample per second
+	p99s      []time.Duration // ack mode: p99 of the trees completed in each second
 	prev      counters
 	prevAt    time.Time
 	prevHist  histCounts
@@ -162,6 +164,7 @@ func (m *monitor) sample(now time.Time) {
 		m.deltaHist.sub(&m.curHist, &m.prevHist)
 		p99 = m.deltaHist.quantile(0.99)
 		m.prevHist = m.curHist
+		m.p99s = append(m.p99s, p99)
 	}
 	if m.live != nil {
 		line := fmt.Sprintf("%4ds  sentences/s %s  words/s %s",

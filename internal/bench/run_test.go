@@ -134,3 +134,41 @@ func TestRunAppliesWorkerMemory(t *testing.T) {
 		t.Errorf("after the run: memory limit %d, GC percent %d; want them restored to %d and %d", after, afterPercent, beforeLimit, beforePercent)
 	}
 }
+
+// The report's per-second p99 covers only the trees completed in that
+// second: a slow first second and a fast second after it keep their own
+// values, where the whole run's p99 mixes them.
+func TestReportP99PerSecond(t *testing.T) {
+	opts := DefaultOptions()
+	var stats Stats
+	start := time.Now()
+	m := &monitor{opts: opts, stats: &stats, start: start}
+	m.prevAt = start
+	for range 1000 {
+		stats.Latency.Record(20 * time.Millisecond)
+	}
+	m.sample(start.Add(time.Second))
+	for range 1000 {
+		stats.Latency.Record(time.Millisecond)
+	}
+	m.sample(start.Add(2 * time.Second))
+	m.sample(start.Add(3 * time.Second)) // nothing completed
+
+	r := NewReport(opts, &stats, Measurements{Window: 3 * time.Second, P99PerSecond: m.p99s})
+	got := r.LatencyP99MSPerSecond
+	if len(got) != 3 {
+		t.Fatalf("latency_p99_ms_per_second = %v, want 3 values, one per sample", got)
+	}
+	near := func(v, want float64) bool { return v >= want*0.9 && v <= want*1.1 }
+	if !near(got[0], 20) || !near(got[1], 1) || got[2] != 0 {
+		t.Errorf("latency_p99_ms_per_second = %v, want ≈ [20 1 0]", got)
+	}
+	if !near(r.LatencyMS.P99, 20) {
+		t.Errorf("whole-run p99 = %v ms, want ≈ 20 (half the trees took 20 ms)", r.LatencyMS.P99)
+	}
+
+	opts.Mode = ModeNoAck
+	if r := NewReport(opts, &stats, Measurements{Window: time.Second}); r.LatencyP99MSPerSecond != nil {
+		t.Errorf("noack report has latency_p99_ms_per_second %v, want none", r.LatencyP99MSPerSecond)
+	}
+}
