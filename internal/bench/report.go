@@ -10,9 +10,11 @@ import (
 	"time"
 )
 
-// rssWarmupSamples is how many leading once-a-second RSS samples RSSAfterWarmup skips
-// (when there are more than that), so start-up growth does not hide a steady state.
-const rssWarmupSamples = 2
+// warmupSamples is how many leading once-a-second samples the "after warm-up"
+// figures skip (when there are more than that), so that start-up does not hide a
+// steady state: RSSAfterWarmup skips that many RSS samples, LatencyAfterWarmupMS the
+// trees completed in that many seconds.
+const warmupSamples = 2
 
 // Measurements are what Run measures around a runner, besides its Stats.
 type Measurements struct {
@@ -24,6 +26,7 @@ type Measurements struct {
 	MaxRSS          int64           // peak resident set size of the process, bytes
 	RSSSamples      []int64         // resident set size once a second, bytes
 	P99PerSecond    []time.Duration // ack mode: complete-latency p99 of the trees completed in each second
+	WarmupLatency   *histCounts     // ack mode: the latency histogram after warmupSamples seconds; nil if the run ended sooner
 	AllocBytes      uint64          // bytes allocated on the Go heap over the run
 	GCCycles        uint32          // garbage collections over the run
 }
@@ -58,6 +61,11 @@ type Report struct {
 	// slow first second or a stall can be told from the steady state; nil
 	// in noack mode.
 	LatencyP99MSPerSecond []float64 `json:"latency_p99_ms_per_second,omitempty"`
+	// LatencyAfterWarmupMS is, in ack mode, LatencyMS over the trees completed
+	// after the warm-up (the first warmup_samples seconds, as for RSS): the
+	// steady state without start-up. Nil in noack mode or when the run ended
+	// before the warm-up did.
+	LatencyAfterWarmupMS *Latencies `json:"latency_after_warmup_ms,omitempty"`
 
 	// CPUSeconds is user + system CPU over the run, of this process and of the
 	// child processes it waited for: with Workers > 1 it includes the worker
@@ -187,6 +195,16 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		for i, d := range m.P99PerSecond {
 			r.LatencyP99MSPerSecond[i] = ms(d)
 		}
+		if m.WarmupLatency != nil {
+			var end, after histCounts
+			stats.Latency.load(&end)
+			after.sub(&end, m.WarmupLatency)
+			r.LatencyAfterWarmupMS = &Latencies{
+				P50:  ms(after.quantile(0.50)),
+				P99:  ms(after.quantile(0.99)),
+				P999: ms(after.quantile(0.999)),
+			}
+		}
 	}
 	if r.WireTuples > 0 {
 		r.WireBytesPerTuple = float64(r.WireBytes) / float64(r.WireTuples)
@@ -205,15 +223,15 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 	return r
 }
 
-// summariseRSS summarises once-a-second RSS samples after skipping rssWarmupSamples
+// summariseRSS summarises once-a-second RSS samples after skipping warmupSamples
 // leading ones (when there are more than that); nil without samples.
 func summariseRSS(s []int64) *RSSSummary {
 	if len(s) == 0 {
 		return nil
 	}
 	skip := 0
-	if len(s) > rssWarmupSamples {
-		skip = rssWarmupSamples
+	if len(s) > warmupSamples {
+		skip = warmupSamples
 	}
 	sum := RSSSummary{Min: s[skip], Max: s[skip], Last: s[len(s)-1], WarmupSamples: skip}
 	for _, v := range s[skip:] {
@@ -258,6 +276,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("timeouts", "%s", commas(r.Timeouts))
 		row("unfinished", "%s", commas(r.Unfinished))
 		row("latency", "p50 %s  p99 %s  p99.9 %s", fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), fmtMS(r.LatencyMS.P999))
+		if l := r.LatencyAfterWarmupMS; l != nil {
+			row("", "p50 %s  p99 %s  p99.9 %s (after %ds warm-up)", fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.P999), warmupSamples)
+		}
 	}
 	row("cpu", "%.2fs\t%.3fs per million sentences", r.CPUSeconds, r.CPUSecondsPerMillionSentences)
 	proc := "" // with worker processes, this process is only the launcher

@@ -88,6 +88,7 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	m.MaxRSS = maxRSS
 	m.RSSSamples = mon.rss
 	m.P99PerSecond = mon.p99s
+	m.WarmupLatency = mon.warmHist
 
 	r := NewReport(opts, &stats, m)
 	if opts.JSON {
@@ -127,6 +128,7 @@ type monitor struct {
 
 	rss       []int64         // one sample per second
 	p99s      []time.Duration // ack mode: p99 of the trees completed in each second
+	warmHist  *histCounts     // ack mode: the latency histogram when the warm-up ended
 	prev      counters
 	prevAt    time.Time
 	prevHist  histCounts
@@ -165,6 +167,10 @@ func (m *monitor) sample(now time.Time) {
 		p99 = m.deltaHist.quantile(0.99)
 		m.prevHist = m.curHist
 		m.p99s = append(m.p99s, p99)
+		if len(m.p99s) == warmupSamples {
+			w := m.curHist
+			m.warmHist = &w
+		}
 	}
 	if m.live != nil {
 		line := fmt.Sprintf("%4ds  sentences/s %s  words/s %s",

@@ -136,39 +136,51 @@ func TestRunAppliesWorkerMemory(t *testing.T) {
 }
 
 // The report's per-second p99 covers only the trees completed in that
-// second: a slow first second and a fast second after it keep their own
-// values, where the whole run's p99 mixes them.
-func TestReportP99PerSecond(t *testing.T) {
+// second, and its after-warm-up latency only those completed after the
+// warm-up: a slow start keeps its own values and does not hide the steady
+// state, where the whole run's p99 mixes them.
+func TestReportLatencyBySecondAndAfterWarmup(t *testing.T) {
 	opts := DefaultOptions()
 	var stats Stats
 	start := time.Now()
 	m := &monitor{opts: opts, stats: &stats, start: start}
 	m.prevAt = start
-	for range 1000 {
-		stats.Latency.Record(20 * time.Millisecond)
+	second := func(n int, lat time.Duration) {
+		for range 1000 {
+			stats.Latency.Record(lat)
+		}
+		m.sample(start.Add(time.Duration(n) * time.Second))
 	}
-	m.sample(start.Add(time.Second))
-	for range 1000 {
-		stats.Latency.Record(time.Millisecond)
-	}
-	m.sample(start.Add(2 * time.Second))
-	m.sample(start.Add(3 * time.Second)) // nothing completed
+	second(1, 20*time.Millisecond) // the warm-up: warmupSamples (2) slow seconds
+	second(2, 20*time.Millisecond)
+	second(3, time.Millisecond)
+	second(4, time.Millisecond)
+	m.sample(start.Add(5 * time.Second)) // nothing completed
 
-	r := NewReport(opts, &stats, Measurements{Window: 3 * time.Second, P99PerSecond: m.p99s})
+	r := NewReport(opts, &stats, Measurements{Window: 5 * time.Second, P99PerSecond: m.p99s, WarmupLatency: m.warmHist})
 	got := r.LatencyP99MSPerSecond
-	if len(got) != 3 {
-		t.Fatalf("latency_p99_ms_per_second = %v, want 3 values, one per sample", got)
-	}
 	near := func(v, want float64) bool { return v >= want*0.9 && v <= want*1.1 }
-	if !near(got[0], 20) || !near(got[1], 1) || got[2] != 0 {
-		t.Errorf("latency_p99_ms_per_second = %v, want ≈ [20 1 0]", got)
+	if len(got) != 5 || !near(got[0], 20) || !near(got[1], 20) || !near(got[2], 1) || !near(got[3], 1) || got[4] != 0 {
+		t.Errorf("latency_p99_ms_per_second = %v, want ≈ [20 20 1 1 0]", got)
 	}
 	if !near(r.LatencyMS.P99, 20) {
 		t.Errorf("whole-run p99 = %v ms, want ≈ 20 (half the trees took 20 ms)", r.LatencyMS.P99)
 	}
+	if l := r.LatencyAfterWarmupMS; l == nil || !near(l.P99, 1) || !near(l.P50, 1) {
+		t.Errorf("latency_after_warmup_ms = %+v, want p50 and p99 ≈ 1 ms (the trees after the first 2 s)", l)
+	}
+	var table bytes.Buffer
+	if err := r.WriteTable(&table); err != nil || !strings.Contains(table.String(), "(after 2s warm-up)") {
+		t.Errorf("table = %q (err %v), want a latency row after the warm-up", table.String(), err)
+	}
 
+	short := NewReport(opts, &stats, Measurements{Window: time.Second, P99PerSecond: m.p99s[:1]})
+	if short.LatencyAfterWarmupMS != nil {
+		t.Errorf("a run that ended within the warm-up has latency_after_warmup_ms %+v, want none", short.LatencyAfterWarmupMS)
+	}
 	opts.Mode = ModeNoAck
-	if r := NewReport(opts, &stats, Measurements{Window: time.Second}); r.LatencyP99MSPerSecond != nil {
-		t.Errorf("noack report has latency_p99_ms_per_second %v, want none", r.LatencyP99MSPerSecond)
+	if r := NewReport(opts, &stats, Measurements{Window: time.Second, WarmupLatency: m.warmHist}); r.LatencyP99MSPerSecond != nil || r.LatencyAfterWarmupMS != nil {
+		t.Errorf("noack report has latency_p99_ms_per_second %v, latency_after_warmup_ms %+v; want neither",
+			r.LatencyP99MSPerSecond, r.LatencyAfterWarmupMS)
 	}
 }
