@@ -26,7 +26,7 @@ type Measurements struct {
 	MaxRSS          int64           // peak resident set size of the process, bytes
 	RSSSamples      []int64         // resident set size once a second, bytes
 	P99PerSecond    []time.Duration // ack mode: complete-latency p99 of the trees completed in each second
-	WarmupLatency   *histCounts     // ack mode: the latency histogram after warmupSamples seconds; nil if the run ended sooner
+	WarmupLatency   *histCounts     // ack mode: the latency histogram after warmupSamples seconds; nil if the run ended sooner (used only when P99PerSecond has more samples)
 	AllocBytes      uint64          // bytes allocated on the Go heap over the run
 	GCCycles        uint32          // garbage collections over the run
 }
@@ -63,8 +63,8 @@ type Report struct {
 	LatencyP99MSPerSecond []float64 `json:"latency_p99_ms_per_second,omitempty"`
 	// LatencyAfterWarmupMS is, in ack mode, LatencyMS over the trees completed
 	// after the warm-up (the first warmup_samples seconds, as for RSS): the
-	// steady state without start-up. Nil in noack mode or when the run ended
-	// before the warm-up did.
+	// steady state without start-up. Nil in noack mode or when the run was no
+	// longer than the warm-up.
 	LatencyAfterWarmupMS *Latencies `json:"latency_after_warmup_ms,omitempty"`
 
 	// CPUSeconds is user + system CPU over the run, of this process and of the
@@ -195,7 +195,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		for i, d := range m.P99PerSecond {
 			r.LatencyP99MSPerSecond[i] = ms(d)
 		}
-		if m.WarmupLatency != nil {
+		if m.WarmupLatency != nil && len(m.P99PerSecond) > warmupSamples {
 			var end, after histCounts
 			stats.Latency.load(&end)
 			after.sub(&end, m.WarmupLatency)

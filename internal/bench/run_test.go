@@ -174,9 +174,11 @@ func TestReportLatencyBySecondAndAfterWarmup(t *testing.T) {
 		t.Errorf("table = %q (err %v), want a latency row after the warm-up", table.String(), err)
 	}
 
-	short := NewReport(opts, &stats, Measurements{Window: time.Second, P99PerSecond: m.p99s[:1]})
-	if short.LatencyAfterWarmupMS != nil {
-		t.Errorf("a run that ended within the warm-up has latency_after_warmup_ms %+v, want none", short.LatencyAfterWarmupMS)
+	for _, n := range []int{1, warmupSamples} {
+		short := NewReport(opts, &stats, Measurements{Window: time.Duration(n) * time.Second, P99PerSecond: m.p99s[:n], WarmupLatency: m.warmHist})
+		if short.LatencyAfterWarmupMS != nil {
+			t.Errorf("a run of %d samples, no longer than the warm-up, has latency_after_warmup_ms %+v, want none", n, short.LatencyAfterWarmupMS)
+		}
 	}
 	opts.Mode = ModeNoAck
 	if r := NewReport(opts, &stats, Measurements{Window: time.Second, WarmupLatency: m.warmHist}); r.LatencyP99MSPerSecond != nil || r.LatencyAfterWarmupMS != nil {
