@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -182,9 +184,18 @@ func TestBenchWordcountWorkers(t *testing.T) {
 			Worker       int     `json:"worker"`
 			SamplesBytes []int64 `json:"samples_bytes"`
 		} `json:"worker_rss"`
+		WorkerCPUs [][]int `json:"worker_cpus"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
+	}
+	// --pin-cpus is on by default: with two CPUs or more, each worker
+	// has its own.
+	if runtime.GOOS == "linux" && runtime.NumCPU() >= 2 {
+		if len(r.WorkerCPUs) != 2 || len(r.WorkerCPUs[0]) == 0 || len(r.WorkerCPUs[1]) == 0 ||
+			slices.ContainsFunc(r.WorkerCPUs[1], func(c int) bool { return slices.Contains(r.WorkerCPUs[0], c) }) {
+			t.Errorf("worker_cpus %v: want two disjoint, non-empty CPU sets", r.WorkerCPUs)
+		}
 	}
 	if r.Workers != 2 || len(r.WorkerRSS) != 2 {
 		t.Errorf("workers %d, RSS series for %d workers; want 2 and 2", r.Workers, len(r.WorkerRSS))

@@ -45,6 +45,9 @@ type Options struct {
 	// Workers is how many worker OS processes run the topology (RunnerGale only); 1
 	// runs it in this process.
 	Workers int
+	// PinCPUs binds each worker process to its own share of the CPUs (with
+	// Workers > 1; workerproc.LaunchConfig.PinCPUs).
+	PinCPUs bool
 }
 
 // DefaultOptions returns the defaults of `gale bench wordcount`.
@@ -65,6 +68,7 @@ func DefaultOptions() Options {
 		// topology.tuple.reuse as an author who cares for latency would
 		// (galetest checks that they keep the promise).
 		TupleReuse: true,
+		PinCPUs:    true,
 	}
 }
 

@@ -93,6 +93,10 @@ type Report struct {
 	// WorkerRSS has an entry per worker that reported RSS samples, in worker order;
 	// the report's own RSS fields above are then the launcher's.
 	WorkerRSS []WorkerRSS `json:"worker_rss,omitempty"`
+	// WorkerCPUs are the CPUs each worker process was bound to, by worker;
+	// absent when they were not pinned (--pin-cpus=false, one worker, fewer
+	// CPUs than workers).
+	WorkerCPUs [][]int `json:"worker_cpus,omitempty"`
 
 	Spouts          int     `json:"spouts"`
 	Splitters       int     `json:"splitters"`
@@ -210,6 +214,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		r.WireBytesPerTuple = float64(r.WireBytes) / float64(r.WireTuples)
 	}
 	r.RSSAfterWarmup = summariseRSS(m.RSSSamples)
+	r.WorkerCPUs = stats.workerCPUs()
 	for _, w := range stats.workerRSS() {
 		if len(w.samples) == 0 {
 			continue
@@ -293,6 +298,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Workers > 1 {
 		row("workers", "%d processes, wire %s in %s tuples, %.1f bytes per tuple",
 			r.Workers, commas(r.WireBytes)+" bytes", commas(r.WireTuples), r.WireBytesPerTuple)
+		if r.WorkerCPUs != nil {
+			row("", "pinned to CPUs %v", r.WorkerCPUs)
+		}
 		for _, w := range r.WorkerRSS {
 			if w.AfterWarmup != nil {
 				row(fmt.Sprintf("worker %d rss", w.Worker), "%s", fmtRSS(w.AfterWarmup))

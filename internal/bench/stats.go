@@ -35,8 +35,23 @@ type Stats struct {
 
 	mu struct {
 		sync.Mutex
-		workerRSS map[int][]int64 // worker → RSS samples in bytes, oldest first
+		workerRSS  map[int][]int64 // worker → RSS samples in bytes, oldest first
+		workerCPUs [][]int         // by worker, when pinned
 	}
+}
+
+// SetWorkerCPUs records the CPUs each worker process is bound to, by worker
+// (a multi-process runner that pinned them calls it once).
+func (s *Stats) SetWorkerCPUs(cpus [][]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.workerCPUs = cpus
+}
+
+func (s *Stats) workerCPUs() [][]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.workerCPUs
 }
 
 // counters is a point-in-time copy of the Stats counters.

@@ -85,10 +85,12 @@ func ProcessRunner(exe string, args []string, cpuProfile, traceFile string, logs
 			Dir:       dir,
 			Stderr:    logs,
 			OnMessage: f.take,
+			PinCPUs:   opts.PinCPUs,
 		})
 		if err != nil {
 			return err
 		}
+		stats.SetWorkerCPUs(c.CPUs())
 		<-ctx.Done()
 		// Stop drains first: spouts stopped everywhere, trees in flight
 		// completed, then the processes stop.

@@ -48,12 +48,23 @@ type LaunchConfig struct {
 	Restart bool
 	// StartTimeout bounds each start handshake (default 30 s).
 	StartTimeout time.Duration
+	// PinCPUs binds each worker process, and every restart of it, to its
+	// own share of the CPUs this process may run on: worker i gets the
+	// i-th of N disjoint slices of about equal size, and GOMAXPROCS its
+	// size. Unpinned, the kernel puts two workers that wake each other
+	// over loopback on one CPU when their load rises from idle, and
+	// leaves them there for tens of milliseconds, each at half speed
+	// (docs/performance.md, "Pinning the workers"). Ignored with one
+	// worker, with fewer CPUs than workers, and off Linux: Cluster.CPUs
+	// tells what was done.
+	PinCPUs bool
 }
 
 // Cluster is a running set of worker processes.
 type Cluster struct {
 	cfg   LaunchConfig
 	addrs []string
+	cpus  [][]int // each worker's CPUs; nil: not pinned
 
 	mu       sync.Mutex
 	procs    []*proc // each worker's current process
@@ -102,6 +113,11 @@ func Launch(cfg LaunchConfig) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, addrs: make([]string, cfg.N), procs: make([]*proc, cfg.N),
 		status: make([]beat, cfg.N), changed: make(chan struct{}, 1)}
+	if cfg.PinCPUs && cfg.N > 1 {
+		if cpus, err := allowedCPUs(); err == nil && len(cpus) >= cfg.N {
+			c.cpus = shareCPUs(cpus, cfg.N)
+		}
+	}
 	for i := range cfg.N {
 		p, addr, err := c.spawn(i, 0, net.JoinHostPort(cfg.Host, "0"))
 		if err != nil {
@@ -125,6 +141,20 @@ func Launch(cfg LaunchConfig) (*Cluster, error) {
 
 // Addrs are the workers' addresses.
 func (c *Cluster) Addrs() []string { return c.addrs }
+
+// CPUs are the CPUs each worker is bound to, by worker; nil if the
+// workers are not pinned (LaunchConfig.PinCPUs).
+func (c *Cluster) CPUs() [][]int { return c.cpus }
+
+// shareCPUs splits cpus into n contiguous slices whose sizes differ by at
+// most one.
+func shareCPUs(cpus []int, n int) [][]int {
+	out := make([][]int, n)
+	for i := range n {
+		out[i] = cpus[i*len(cpus)/n : (i+1)*len(cpus)/n]
+	}
+	return out
+}
 
 // spawn starts worker i's process and waits for its listening event.
 func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error) {
@@ -151,7 +181,11 @@ func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error
 		// cores: each Go runtime sized for all of them makes their
 		// threads compete, and the tail latency suffered (p99 24 ms
 		// against 7 ms at half the 2-worker maximum on 2 cores).
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(max(1, runtime.NumCPU()/c.cfg.N)))
+		procs := max(1, runtime.NumCPU()/c.cfg.N)
+		if c.cpus != nil {
+			procs = len(c.cpus[i])
+		}
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
 	}
 	cmd.Stderr = c.cfg.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -162,7 +196,11 @@ func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if c.cpus != nil {
+		start = func() error { return startPinned(cmd, c.cpus[i]) }
+	}
+	if err := start(); err != nil {
 		return nil, "", fmt.Errorf("start worker %d: %w", i, err)
 	}
 	p := &proc{worker: i, incarnation: incarnation, cmd: cmd, stdin: stdin,

@@ -241,3 +241,133 @@ func TestKillWorkerEveryMessageAcked(t *testing.T) {
 	}
 	t.Logf("killed worker 1 at %d acked; %d fails replayed; all %d acked", before.Acked, after.Failed, sentences)
 }
+
+// TestPinCPUs launches two workers with PinCPUs and checks that every
+// thread of each runs on its own share of the CPUs only, with GOMAXPROCS
+// to match, and that a worker started again after a SIGKILL is bound to
+// the same CPUs.
+func TestPinCPUs(t *testing.T) {
+	allowed, err := allowedCPUs()
+	if err != nil {
+		t.Skip(err)
+	}
+	if len(allowed) < 2 {
+		t.Skipf("this process may run on %d CPU; pinning two workers needs two", len(allowed))
+	}
+	var mu sync.Mutex
+	pids := map[[2]int]int{} // (worker, incarnation) → pid
+	listening := make(chan struct{}, 4)
+	raw, _ := json.Marshal(e2eParams{Sentences: 0, Rate: 1})
+	c, err := Launch(LaunchConfig{
+		Env:  []string{workerEnv + "=1"},
+		Spec: Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn"},
+		N:    2,
+		Dir:  t.TempDir(),
+		OnMessage: func(w, inc int, m Message) {
+			if m.Event == EventListening {
+				mu.Lock()
+				pids[[2]int{w, inc}] = m.PID
+				mu.Unlock()
+				listening <- struct{}{}
+			}
+		},
+		Restart: true,
+		PinCPUs: true,
+	})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	defer c.Stop(10 * time.Second)
+	want := shareCPUs(allowed, 2)
+	if got := fmt.Sprint(c.CPUs()); got != fmt.Sprint(want) {
+		t.Fatalf("Cluster.CPUs() = %s, want %v", got, want)
+	}
+	pid := func(w, inc int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return pids[[2]int{w, inc}]
+	}
+	check := func(w, inc int) {
+		t.Helper()
+		p := pid(w, inc)
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("worker %d (pid %d): its threads: %v", w, p, err)
+		}
+		for _, task := range tasks {
+			got, err := cpusAllowed(fmt.Sprintf("/proc/%d/task/%s/status", p, task.Name()))
+			if err != nil {
+				continue // the thread exited meanwhile
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want[w]) {
+				t.Errorf("worker %d (start %d) thread %s may run on CPUs %v, want %v", w, inc, task.Name(), got, want[w])
+			}
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := fmt.Sprintf("GOMAXPROCS=%d", len(want[w])); !strings.Contains("\x00"+string(env)+"\x00", "\x00"+w+"\x00") {
+			t.Errorf("worker's environment lacks %s", w)
+		}
+	}
+	check(0, 0)
+	check(1, 0)
+	if err := c.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for pid(1, 1) == 0 {
+		select {
+		case <-listening:
+		case <-timeout.C:
+			t.Fatal("worker 1 was not started again within 30 s")
+		}
+	}
+	check(1, 1)
+}
+
+// cpusAllowed reads the Cpus_allowed_list of a /proc status file.
+func cpusAllowed(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		list, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
+		if !ok {
+			continue
+		}
+		var cpus []int
+		for _, r := range strings.Split(strings.TrimSpace(list), ",") {
+			var lo, hi int
+			if n, _ := fmt.Sscanf(r, "%d-%d", &lo, &hi); n == 2 {
+				for c := lo; c <= hi; c++ {
+					cpus = append(cpus, c)
+				}
+			} else if _, err := fmt.Sscanf(r, "%d", &lo); err == nil {
+				cpus = append(cpus, lo)
+			}
+		}
+		return cpus, nil
+	}
+	return nil, fmt.Errorf("%s: no Cpus_allowed_list", path)
+}
+
+func TestShareCPUs(t *testing.T) {
+	for _, c := range []struct {
+		cpus []int
+		n    int
+		want string
+	}{
+		{[]int{0, 1}, 2, "[[0] [1]]"},
+		{[]int{0, 1, 2, 3, 4}, 2, "[[0 1] [2 3 4]]"},
+		{[]int{2, 3, 6, 7}, 3, "[[2] [3] [6 7]]"},
+		{[]int{0, 1, 2, 3}, 4, "[[0] [1] [2] [3]]"},
+	} {
+		if got := fmt.Sprint(shareCPUs(c.cpus, c.n)); got != c.want {
+			t.Errorf("shareCPUs(%v, %d) = %s, want %s", c.cpus, c.n, got, c.want)
+		}
+	}
+}
