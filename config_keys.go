@@ -81,6 +81,16 @@ const (
 	// collection by setting the GC percent from the live heap, so a large
 	// live heap costs no more than TopologyWorkerGOGC alone would.
 	TopologyWorkerGCFloorMB = "topology.worker.gc.floor.mb"
+	// TopologyWorkerHeapPretouch is Gale-specific, the counterpart of the
+	// JVM's -XX:+AlwaysPreTouch in Storm's worker.childopts: a worker
+	// process writes to TopologyWorkerGCFloorMB of heap when it starts,
+	// before its spouts activate, so that its heap's growth to the floor
+	// under load reuses those pages rather than faulting in new ones
+	// (bool, default true). It costs the floor and a quarter in RSS from
+	// the start, which a loaded worker reaches within its first second
+	// anyway, and halved the first second's p99 complete latency of the
+	// bench in two workers (docs/performance.md, "The first second").
+	TopologyWorkerHeapPretouch = "topology.worker.heap.pretouch"
 	// TopologyTupleReuse is Gale-specific, per bolt: the bolt promises not
 	// to use a tuple it received (nor the slice Values returned) after
 	// acking or failing it, or, for a basic bolt, after Execute returns;
@@ -264,6 +274,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"GOGC of worker processes (-1 = off: collect when the heap nears worker.heap.memory.mb)", gogcValue},
 	{TopologyWorkerGCFloorMB, configInt, 64, ScopeTopology,
 		"least heap in MiB a worker grows to before collecting (0 = none; above it topology.worker.gogc governs)", intAtLeast(0)},
+	{TopologyWorkerHeapPretouch, configBool, true, ScopeTopology,
+		"write to the GC floor's worth of heap when a worker starts, so its first second under load takes no page faults (as the JVM's -XX:+AlwaysPreTouch)", nil},
 	{WorkerHeapMemoryMB, configInt, 768, ScopeCluster,
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
 	{TopologyTestingAlwaysTrySerialize, configBool, false, ScopeTopology,

@@ -40,6 +40,7 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyTupleReuse, false},
 		{TopologyWorkerGOGC, 400},
 		{TopologyWorkerGCFloorMB, 64},
+		{TopologyWorkerHeapPretouch, true},
 		{TopologyTestingAlwaysTrySerialize, false},
 		{WorkerHeapMemoryMB, 768},
 		{SupervisorSlotsPorts, []int{6700, 6701, 6702, 6703}},

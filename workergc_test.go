@@ -15,14 +15,16 @@ func TestWorkerMemoryOf(t *testing.T) {
 		file, topology Config
 		want           WorkerMemory
 	}{
-		{"defaults: GOGC 400 above a 64 MiB floor within Storm's 768 MiB", nil, nil,
-			WorkerMemory{GCPercent: 400, LimitBytes: 768 << 20, FloorBytes: 64 << 20}},
+		{"defaults: GOGC 400 above a pretouched 64 MiB floor within Storm's 768 MiB", nil, nil,
+			WorkerMemory{GCPercent: 400, LimitBytes: 768 << 20, FloorBytes: 64 << 20, Pretouch: true}},
 		{"gale.yaml sets the budget", Config{WorkerHeapMemoryMB: 2048}, nil,
-			WorkerMemory{GCPercent: 400, LimitBytes: 2048 << 20, FloorBytes: 64 << 20}},
+			WorkerMemory{GCPercent: 400, LimitBytes: 2048 << 20, FloorBytes: 64 << 20, Pretouch: true}},
 		{"topology turns proportional GC off", nil, Config{TopologyWorkerGOGC: GOGCOff},
-			WorkerMemory{GCPercent: GOGCOff, LimitBytes: 768 << 20, FloorBytes: 64 << 20}},
+			WorkerMemory{GCPercent: GOGCOff, LimitBytes: 768 << 20, FloorBytes: 64 << 20, Pretouch: true}},
 		{"topology sets no floor", nil, Config{TopologyWorkerGCFloorMB: 0},
-			WorkerMemory{GCPercent: 400, LimitBytes: 768 << 20}},
+			WorkerMemory{GCPercent: 400, LimitBytes: 768 << 20, Pretouch: true}},
+		{"topology does not pretouch", nil, Config{TopologyWorkerHeapPretouch: false},
+			WorkerMemory{GCPercent: 400, LimitBytes: 768 << 20, FloorBytes: 64 << 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,6 +60,7 @@ the report then adds the bytes sent between workers.`,
 	f.BoolVar(&opts.TupleReuse, "tuple-reuse", opts.TupleReuse, "run Gale's bolts with topology.tuple.reuse (they keep no tuple after acking it), so acked tuples are recycled; =false measures without")
 	f.IntVar(&opts.HeapMB, "heap-mb", opts.HeapMB, "memory limit in MiB for the run, for both runners (a Gale worker's worker.heap.memory.mb)")
 	f.IntVar(&opts.GCFloorMB, "gc-floor-mb", opts.GCFloorMB, "least heap in MiB before collecting, for both runners; 0 = none (a Gale worker's topology.worker.gc.floor.mb)")
+	f.BoolVar(&opts.HeapPretouch, "heap-pretouch", opts.HeapPretouch, "write to the GC floor's worth of heap before the run, for both runners, so that its first second takes no page faults (a Gale worker's topology.worker.heap.pretouch)")
 	f.IntVar(&opts.Workers, "workers", opts.Workers, "worker processes to run the topology in, on 127.0.0.1 (1 = in this process)")
 	f.BoolVar(&opts.PinCPUs, "pin-cpus", opts.PinCPUs, "with --workers N, bind each worker process to its own 1/N of the CPUs (when there are at least N); =false lets the kernel place them")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)

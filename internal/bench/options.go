@@ -37,6 +37,7 @@ type Options struct {
 	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default is 400)
 	HeapMB          int           // memory limit for the run in MiB (a Gale worker's worker.heap.memory.mb)
 	GCFloorMB       int           // least heap in MiB before collecting, 0 = none (a worker's topology.worker.gc.floor.mb)
+	HeapPretouch    bool          // touch the GC floor's heap at start (a worker's topology.worker.heap.pretouch)
 	TupleReuse      bool          // Gale's bolts run with topology.tuple.reuse
 
 	JSON   bool   // print one JSON document instead of the live view and table
@@ -64,6 +65,8 @@ func DefaultOptions() Options {
 		GOGC:      400,
 		HeapMB:    768,
 		GCFloorMB: 64,
+		// As a worker does by default (topology.worker.heap.pretouch).
+		HeapPretouch: true,
 		// The bench's bolts keep no tuple after acking it, so they declare
 		// topology.tuple.reuse as an author who cares for latency would
 		// (galetest checks that they keep the promise).

@@ -109,6 +109,7 @@ type Report struct {
 	GOGC       int    `json:"gogc"`    // -1 = off
 	HeapMB     int    `json:"heap_mb"` // the memory limit
 	GCFloorMB  int    `json:"gc_floor_mb"`
+	Pretouch   bool   `json:"heap_pretouch"`
 	TupleReuse bool   `json:"tuple_reuse"`
 	GoVersion  string `json:"go_version"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
@@ -171,6 +172,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		GOGC:       opts.GOGC,
 		HeapMB:     opts.HeapMB,
 		GCFloorMB:  opts.GCFloorMB,
+		Pretouch:   opts.HeapPretouch && opts.GCFloorMB > 0,
 		TupleReuse: opts.TupleReuse && opts.Runner == RunnerGale, // plain has no tuples
 		GCCycles:   m.GCCycles,
 		GoVersion:  runtime.Version(),
@@ -311,7 +313,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.GOGC == GOGCOff {
 		gogc = "off"
 	}
-	row("go", "%s, GOMAXPROCS %d, GOGC %s, GC floor %d MiB, memory limit %d MiB", r.GoVersion, r.GOMAXPROCS, gogc, r.GCFloorMB, r.HeapMB)
+	pretouched := ""
+	if r.Pretouch {
+		pretouched = " (pretouched)"
+	}
+	row("go", "%s, GOMAXPROCS %d, GOGC %s, GC floor %d MiB%s, memory limit %d MiB", r.GoVersion, r.GOMAXPROCS, gogc, r.GCFloorMB, pretouched, r.HeapMB)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

@@ -36,6 +36,9 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 		GCPercent:  opts.GOGC,
 		LimitBytes: int64(opts.HeapMB) << 20,
 		FloorBytes: int64(opts.GCFloorMB) << 20,
+		// With worker processes this one only launches them; each
+		// pretouches its own heap.
+		Pretouch: opts.HeapPretouch && opts.Workers == 1,
 	}.Apply()()
 	var ms0, ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)

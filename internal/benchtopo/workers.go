@@ -36,6 +36,7 @@ func WorkerFactory(params json.RawMessage) (*workerproc.Built, error) {
 		GCPercent:  opts.GOGC,
 		LimitBytes: int64(opts.HeapMB) << 20,
 		FloorBytes: int64(opts.GCFloorMB) << 20,
+		Pretouch:   opts.HeapPretouch,
 	}.Apply()
 	return &workerproc.Built{
 		Topology: topo,

@@ -1,0 +1,85 @@
+//go:build linux
+
+package gale_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gale-stream/gale"
+)
+
+// pretouchChildEnv makes the test binary run pretouchChild instead of the
+// tests: the page faults of a heap's growth are only countable in a fresh
+// process.
+const pretouchChildEnv = "GALE_TEST_PRETOUCH_CHILD"
+
+func init() {
+	if mode := os.Getenv(pretouchChildEnv); mode != "" {
+		os.Exit(pretouchChild(mode))
+	}
+}
+
+// pretouchChild applies a worker's memory settings with a 32 MiB floor,
+// pretouched or not (mode "on" or "off"), then grows the heap by 24 MiB of
+// small objects, as a worker's first second does, and prints the minor
+// page faults that growth took.
+func pretouchChild(mode string) int {
+	restore := gale.WorkerMemory{GCPercent: 400, LimitBytes: 512 << 20, FloorBytes: 32 << 20, Pretouch: mode == "on"}.Apply()
+	defer restore()
+	const n = 24 << 20 / 256
+	keep := make([][]byte, 0, n)
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	for range n {
+		b := make([]byte, 256)
+		b[0] = 1
+		keep = append(keep, b)
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	runtime.KeepAlive(keep)
+	fmt.Println(after.Minflt - before.Minflt)
+	return 0
+}
+
+// TestWorkerMemoryPretouch checks what topology.worker.heap.pretouch is
+// for: a worker whose heap was pretouched grows it up to the GC floor
+// without faulting its pages in, where one that was not takes a fault per
+// page.
+func TestWorkerMemoryPretouch(t *testing.T) {
+	faults := func(mode string) int64 {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), pretouchChildEnv+"="+mode)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("child (%s): %v", mode, err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			t.Fatalf("child (%s) printed %q", mode, out)
+		}
+		return n
+	}
+	off, on := faults("off"), faults("on")
+	pages := int64(24<<20) / int64(os.Getpagesize())
+	t.Logf("growing the heap by 24 MiB: %d minor faults without pretouch, %d with (%d pages)", off, on, pages)
+	if off < pages/2 {
+		t.Fatalf("without pretouch the growth took %d faults, fewer than half its %d pages: the test measures nothing", off, pages)
+	}
+	// The race detector's shadow of the heap is only partly touched by a
+	// write per page, and faults in as the objects are written.
+	most := off / 8
+	if raceEnabled {
+		most = off / 2
+	}
+	if on > most {
+		t.Errorf("pretouched, the growth took %d faults, more than %d (of the %d it took without)", on, most, off)
+	}
+}

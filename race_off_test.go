@@ -1,0 +1,5 @@
+//go:build !race
+
+package gale_test
+
+const raceEnabled = false

@@ -1,0 +1,7 @@
+//go:build race
+
+package gale_test
+
+// raceEnabled: the race detector's shadow memory takes page faults of its
+// own, which tests that count faults allow for.
+const raceEnabled = true
