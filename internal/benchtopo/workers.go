@@ -31,18 +31,16 @@ func WorkerFactory(params json.RawMessage) (*workerproc.Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Each worker runs as bench.Run runs the single-process one.
-	restore := gale.WorkerMemory{
-		GCPercent:  opts.GOGC,
-		LimitBytes: int64(opts.HeapMB) << 20,
-		FloorBytes: int64(opts.GCFloorMB) << 20,
-		Pretouch:   opts.HeapPretouch,
-	}.Apply()
+	// Each worker's memory is set as bench.Run sets the single-process
+	// one's, through the worker's config (the memory limit comes with the
+	// spec's cluster layer).
+	conf[gale.TopologyWorkerGOGC] = opts.GOGC
+	conf[gale.TopologyWorkerGCFloorMB] = opts.GCFloorMB
+	conf[gale.TopologyWorkerHeapPretouch] = opts.HeapPretouch
 	return &workerproc.Built{
 		Topology: topo,
 		Config:   conf,
 		Stats:    func() any { return stats.Snapshot() },
-		Close:    restore,
 	}, nil
 }
 
@@ -81,6 +79,7 @@ func ProcessRunner(exe string, args []string, cpuProfile, traceFile string, logs
 				LogLevel:    "warn",
 				CPUProfile:  cpuProfile,
 				Trace:       traceFile,
+				Cluster:     gale.Config{gale.WorkerHeapMemoryMB: opts.HeapMB},
 			},
 			N:         opts.Workers,
 			Dir:       dir,

@@ -52,6 +52,9 @@ type Spec struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 	// Config is the topology config layer, on top of the factory's.
 	Config gale.Config `json:"config,omitempty"`
+	// Cluster is the cluster's layer (gale.yaml's keys, such as
+	// worker.heap.memory.mb), beneath both.
+	Cluster gale.Config `json:"cluster,omitempty"`
 	// Worker is this worker's index, Workers how many there are.
 	Worker  int `json:"worker"`
 	Workers int `json:"workers"`
@@ -204,7 +207,8 @@ const (
 // for the peers' addresses, starts its share of the topology and
 // heartbeats until told to stop, stdin ends, or ctx is done. It closes
 // stdin before returning. The returned error has also been reported as a
-// "failed" event.
+// "failed" event. It sets this process's memory settings from the
+// worker's config (gale.WorkerMemoryOf) for as long as it runs.
 func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer, log *slog.Logger) (err error) {
 	out := &eventWriter{w: stdout}
 	defer func() {
@@ -252,6 +256,15 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	for k, v := range spec.Config {
 		conf[k] = v
 	}
+	// The process's memory settings come from the worker's effective
+	// config (topology.worker.gogc, topology.worker.gc.floor.mb,
+	// topology.worker.heap.pretouch, worker.heap.memory.mb), before it
+	// reports that it listens: a pretouched heap is ready by then.
+	eff, err := gale.ResolveConfig(spec.Cluster, conf)
+	if err != nil {
+		return fmt.Errorf("worker %d: %w", spec.Worker, err)
+	}
+	defer gale.WorkerMemoryOf(eff).Apply()()
 	ln, err := net.Listen("tcp", spec.Listen)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)

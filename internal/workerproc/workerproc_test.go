@@ -3,7 +3,9 @@ package workerproc
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +44,9 @@ type e2eStats struct {
 	Acked   int64 `json:"acked"`   // distinct sentences acked
 	Failed  int64 `json:"failed"`  // fails (each replayed)
 	Words   int64 `json:"words"`   // words counted
+	// The worker process's memory settings, as its runtime has them.
+	GCPercent int   `json:"gc_percent"`
+	MemLimit  int64 `json:"mem_limit"`
 }
 
 func e2eFactory(raw json.RawMessage) (*Built, error) {
@@ -64,7 +69,10 @@ func e2eFactory(raw json.RawMessage) (*Built, error) {
 		Topology: topo,
 		Config:   gale.Config{gale.TopologyMessageTimeoutSecs: 3},
 		Stats: func() any {
-			return e2eStats{Emitted: emitted.Load(), Acked: acked.Load(), Failed: failed.Load(), Words: words.Load()}
+			gogc := debug.SetGCPercent(-1) // reads it, restored at once
+			debug.SetGCPercent(gogc)
+			return e2eStats{Emitted: emitted.Load(), Acked: acked.Load(), Failed: failed.Load(), Words: words.Load(),
+				GCPercent: gogc, MemLimit: debug.SetMemoryLimit(-1)}
 		},
 	}, nil
 }
@@ -370,4 +378,45 @@ func TestShareCPUs(t *testing.T) {
 			t.Errorf("shareCPUs(%v, %d) = %s, want %s", c.cpus, c.n, got, c.want)
 		}
 	}
+}
+
+// TestWorkerMemoryFromConfig checks that a worker process runs with the
+// memory settings of its config: the topology's GOGC and the cluster's
+// heap budget as its memory limit; and that a bad setting stops it with
+// an error naming the key.
+func TestWorkerMemoryFromConfig(t *testing.T) {
+	prog := newProgress()
+	raw, _ := json.Marshal(e2eParams{Sentences: 0, Rate: 1})
+	spec := Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn",
+		Config: gale.Config{gale.TopologyWorkerGOGC: 300, gale.TopologyWorkerGCFloorMB: 0,
+			gale.TopologyWorkerHeapPretouch: false},
+		Cluster: gale.Config{gale.WorkerHeapMemoryMB: 256}}
+	c, err := Launch(LaunchConfig{Env: []string{workerEnv + "=1"}, Spec: spec, N: 1, Dir: t.TempDir(), OnMessage: prog.take})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	defer c.Stop(10 * time.Second)
+	prog.wait(t, "a heartbeat", 30*time.Second, func() bool { return prog.get(0).MemLimit != 0 })
+	if got := prog.get(0); got.GCPercent != 300 || got.MemLimit != 256<<20 {
+		t.Errorf("worker runs with GOGC %d and a memory limit of %d bytes, want 300 and %d", got.GCPercent, got.MemLimit, 256<<20)
+	}
+
+	spec.Config = gale.Config{gale.TopologyWorkerGOGC: 10}
+	var stderr strings.Builder
+	_, err = Launch(LaunchConfig{Env: []string{workerEnv + "=1"}, Spec: spec, N: 1, Dir: t.TempDir(), Stderr: &syncWriter{w: &stderr}})
+	if err == nil || !strings.Contains(err.Error(), gale.TopologyWorkerGOGC) {
+		t.Errorf("Launch with %s = 10: %v, want an error naming the key", gale.TopologyWorkerGOGC, err)
+	}
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
