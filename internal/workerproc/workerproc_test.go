@@ -3,7 +3,6 @@ package workerproc
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -402,21 +401,8 @@ func TestWorkerMemoryFromConfig(t *testing.T) {
 	}
 
 	spec.Config = gale.Config{gale.TopologyWorkerGOGC: 10}
-	var stderr strings.Builder
-	_, err = Launch(LaunchConfig{Env: []string{workerEnv + "=1"}, Spec: spec, N: 1, Dir: t.TempDir(), Stderr: &syncWriter{w: &stderr}})
+	_, err = Launch(LaunchConfig{Env: []string{workerEnv + "=1"}, Spec: spec, N: 1, Dir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), gale.TopologyWorkerGOGC) {
 		t.Errorf("Launch with %s = 10: %v, want an error naming the key", gale.TopologyWorkerGOGC, err)
 	}
-}
-
-// syncWriter serializes writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
