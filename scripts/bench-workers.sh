@@ -8,7 +8,10 @@
 # baseline (goroutines and channels in one process, no serialization, no
 # network) run the same way, its maximum and then its p99 at half of it.
 # Prints each round, then the medians: the throughput ratio (target >= 0.5),
-# the p99 (target <= 5 ms) and the plain baseline's p99. Usage:
+# the p99 (target <= 5 ms) and the plain baseline's p99. The workers run as
+# the bench's defaults have them: each pinned to its own CPU (--pin-cpus)
+# and with its heap pretouched (--heap-pretouch); pass =false after the
+# rounds to measure without. Usage:
 #   scripts/bench-workers.sh [DURATION] [ROUNDS] [extra bench flags...]
 set -euo pipefail
 D=${1:-8s}; R=${2:-5}; shift 2 || shift $#
