@@ -44,15 +44,15 @@ func WorkerMemoryOf(e *Effective) WorkerMemory {
 func (m WorkerMemory) Apply() (restore func()) {
 	oldPercent := debug.SetGCPercent(m.GCPercent)
 	oldLimit := debug.SetMemoryLimit(m.LimitBytes)
+	if m.Pretouch && m.FloorBytes > 0 {
+		pretouch(m.FloorBytes, m.LimitBytes)
+	}
 	var f *gcFloor
 	if m.FloorBytes > 0 && m.GCPercent != GOGCOff {
 		f = &gcFloor{base: m.GCPercent, floor: uint64(m.FloorBytes), percent: m.GCPercent,
 			sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 		f.adjust()
 		f.arm()
-	}
-	if m.Pretouch && m.FloorBytes > 0 {
-		pretouch(m.FloorBytes)
 	}
 	return func() {
 		if f != nil {
@@ -76,8 +76,17 @@ func (m WorkerMemory) Apply() (restore func()) {
 // quarter more covers what the heap holds besides its objects when it
 // reaches the floor; the floor alone left faults for its last 100 ms.
 // The JVM's -XX:+AlwaysPreTouch does the same for its heap.
-func pretouch(floor int64) {
+//
+// Collection is off while it allocates, so that the one collection at the
+// end is the only one, and the floor's GC percent is set after it, from
+// the small live heap it leaves. It touches at most half the memory limit,
+// which would otherwise collect all along.
+func pretouch(floor, limit int64) {
 	n := floor + floor/4
+	if limit > 0 {
+		n = min(n, limit/2)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(GOGCOff))
 	const chunk = 1 << 20
 	page := int64(os.Getpagesize())
 	chunks := make([][]byte, 0, n/chunk+1)
