@@ -135,9 +135,9 @@ func (e Executor) String() string {
 	case e.Kind == Acker:
 		return "acker"
 	case e.Tasks == 1:
-		return fmt.Sprintf("%s %q (task %d)", e.Kind, e.Component, e.FirstTask)
+		return fmt.Sprintf("%s %q, task %d", e.Kind, e.Component, e.FirstTask)
 	}
-	return fmt.Sprintf("%s %q (tasks %d–%d)", e.Kind, e.Component, e.FirstTask, e.FirstTask+e.Tasks-1)
+	return fmt.Sprintf("%s %q, tasks %d–%d", e.Kind, e.Component, e.FirstTask, e.FirstTask+e.Tasks-1)
 }
 
 // Stream is one declared stream; its id is its index in Plan.Streams.
