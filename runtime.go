@@ -105,8 +105,8 @@ type runtime struct {
 	// Several workers (worker.go); asg is nil when this process runs every
 	// executor.
 	asg            *Assignment
-	execWorker     []int // executor index → worker: asg.Executors, or the even placement
-	asgFingerprint string
+	execWorker     []int  // executor index → worker: asg.Executors, or the even placement
+	asgFingerprint string // of the assignment, for the hello
 	peers          []*peer
 	hello          transport.Hello
 	inMu           sync.Mutex

@@ -21,9 +21,9 @@ import (
 // executors, stream ids); an Assignment says which worker this is, where
 // the others listen and which worker runs each executor (by default the
 // even scheduler's placement, internal/scheduler), and the workers route
-// by it. A worker sends
-// to another over one TCP connection (internal/transport), and receives
-// from each over the connection that peer dialed.
+// by it. A worker sends to another over one TCP connection
+// (internal/transport), and receives from each over the connection that
+// peer dialed.
 //
 // Flow control between workers uses credits (docs/architecture.md): a
 // sender holds, per remote executor, a token for each batch it may still
