@@ -44,7 +44,8 @@ type emitter struct {
 	wire         []byte
 	wireVals     []any
 	// localAckers (spouts in a worker of several) are the indexes of the
-	// ackers in this worker; new roots map to one of them.
+	// ackers in this worker; new roots map to one of them. Nil when every
+	// acker is here or none is: then a root maps to any acker.
 	localAckers []uint64
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/transport"
 )
 
@@ -65,6 +66,7 @@ type runtime struct {
 	timeout   time.Duration
 	policy    string
 
+	plan      plan.Plan // task ids, executors and stream ids (internal/plan)
 	comps     map[string]*compInfo
 	taskExec  []int // task id → executor index
 	execs     []*execSlot
@@ -93,8 +95,8 @@ type runtime struct {
 	// recycling allocates nothing.
 	emptyChunks chan []*Tuple
 	checkReuse  bool // RunOptions.CheckTupleReuse
-	// wireStreams numbers every declared stream, in definition order, the
-	// same in every worker of the topology (see wire.go).
+	// wireStreams holds every declared stream by its number in the plan,
+	// the same in every worker of the topology (see wire.go).
 	wireStreams []wireStream
 	ackPool     sync.Pool
 	queueCap    int // an executor's queue, in batches
@@ -102,16 +104,17 @@ type runtime struct {
 
 	// Several workers (worker.go); asg is nil when this process runs every
 	// executor.
-	asg        *Assignment
-	execWorker []int // executor index → worker
-	peers      []*peer
-	hello      transport.Hello
-	inMu       sync.Mutex
-	inbound    map[*transport.ServerConn]*inbound
-	wireTuples atomic.Int64 // tuples sent to peers
-	activeMu   sync.Mutex   // orders the two below with active
-	wantActive bool         // Activate/Deactivate's last word (true at start)
-	peersUp    int          // peers connected at least once
+	asg            *Assignment
+	execWorker     []int  // executor index → worker: asg.Executors, or the even placement
+	asgFingerprint string // of the assignment, for the hello
+	peers          []*peer
+	hello          transport.Hello
+	inMu           sync.Mutex
+	inbound        map[*transport.ServerConn]*inbound
+	wireTuples     atomic.Int64 // tuples sent to peers
+	activeMu       sync.Mutex   // orders the two below with active
+	wantActive     bool         // Activate/Deactivate's last word (true at start)
+	peersUp        int          // peers connected at least once
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
@@ -307,9 +310,9 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 	return rt, nil
 }
 
-// layout assigns task ids (components in id order from 1, as Storm does),
-// executors and subscriptions.
-func (rt *runtime) layout() error {
+// planTopology is the plan's input (internal/plan): the components with
+// their effective numbers, and the ackers.
+func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) {
 	var defs []*ComponentDef
 	for i := range rt.topo.Def.Spouts {
 		defs = append(defs, &rt.topo.Def.Spouts[i])
@@ -317,30 +320,63 @@ func (rt *runtime) layout() error {
 	for i := range rt.topo.Def.Bolts {
 		defs = append(defs, &rt.topo.Def.Bolts[i])
 	}
+	// In id order, so that the first bad component config reported is
+	// the same every time.
 	slices.SortFunc(defs, func(a, b *ComponentDef) int { return cmp.Compare(a.ID, b.ID) })
-	nextTask := 1
-	rt.taskExec = []int{-1}
-	var order []*compInfo
+	pt := plan.Topology{Ackers: rt.numAckers}
+	confs := make(map[string]*Effective, len(defs))
 	for _, d := range defs {
-		_, isSpout := rt.topo.spouts[d.ID]
 		ceff, err := rt.conf.ForComponent(d.ID, d.Config)
 		if err != nil {
-			return err
+			return plan.Topology{}, nil, err
 		}
-		c := &compInfo{id: d.ID, def: d, isSpout: isSpout, firstTask: nextTask, numTasks: d.Tasks, conf: ceff,
-			streams: make(map[string]*streamInfo), subs: make(map[string][]*subscription)}
-		if maxp, set := ceff.Int(TopologyMaxTaskParallelism); set && c.numTasks > maxp {
-			c.numTasks = maxp
+		confs[d.ID] = ceff
+		_, isSpout := rt.topo.spouts[d.ID]
+		c := plan.Component{ID: d.ID, Spout: isSpout, Tasks: d.Tasks, Parallelism: d.Parallelism}
+		if maxp, set := ceff.Int(TopologyMaxTaskParallelism); set {
+			c.MaxTaskParallelism = maxp
 		}
 		for _, s := range d.Streams {
-			si := newStreamInfo(d.ID, s.ID, s.Fields, s.Direct)
-			si.wireID = uint32(len(rt.wireStreams))
-			c.streams[s.ID] = si
-			rt.wireStreams = append(rt.wireStreams, wireStream{info: si, comp: c})
+			c.Streams = append(c.Streams, s.ID)
 		}
-		nextTask += c.numTasks
-		rt.comps[d.ID] = c
+		for _, in := range d.Inputs {
+			c.Inputs = append(c.Inputs, plan.Input{Component: in.Component, Stream: in.Stream})
+		}
+		pt.Components = append(pt.Components, c)
+	}
+	return pt, confs, nil
+}
+
+// layout computes the plan (task ids, executors, stream ids: see
+// internal/plan) and builds on it this process's components,
+// subscriptions and executors; in a worker of several, only those the
+// assignment places here.
+func (rt *runtime) layout() error {
+	pt, confs, err := rt.planTopology()
+	if err != nil {
+		return err
+	}
+	p, err := plan.New(pt)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidTopology, err)
+	}
+	rt.plan = p
+	rt.taskExec = p.TaskExecutors()
+	var order []*compInfo
+	for _, cp := range p.Components {
+		d, _ := rt.topo.Def.Component(cp.ID)
+		c := &compInfo{id: cp.ID, def: d, isSpout: cp.Kind == plan.Spout, firstTask: cp.FirstTask, numTasks: cp.Tasks,
+			conf: confs[cp.ID], streams: make(map[string]*streamInfo), subs: make(map[string][]*subscription)}
+		rt.comps[cp.ID] = c
 		order = append(order, c)
+	}
+	for id, ps := range p.Streams {
+		c := rt.comps[ps.Component]
+		s, _ := c.def.Stream(ps.Stream)
+		si := newStreamInfo(c.id, s.ID, s.Fields, s.Direct)
+		si.wireID = uint32(id)
+		c.streams[s.ID] = si
+		rt.wireStreams = append(rt.wireStreams, wireStream{info: si, comp: c})
 	}
 	for _, c := range order {
 		for _, in := range c.def.Inputs {
@@ -359,60 +395,40 @@ func (rt *runtime) layout() error {
 			break
 		}
 	}
-	// Executors: each component's tasks split into contiguous ranges.
 	recv, _ := rt.conf.Int(TopologyExecutorReceiveBufferSize)
 	queueCap := max(2, recv/rt.batchSize)
 	rt.queueCap = queueCap
-	for _, c := range order {
-		execs := min(c.def.Parallelism, c.numTasks)
-		for e := 0; e < execs; e++ {
-			lo := e * c.numTasks / execs
-			hi := (e + 1) * c.numTasks / execs
-			idx := len(rt.execs)
-			slot := &execSlot{isSpout: c.isSpout}
-			if c.isSpout {
-				slot.ctl = make(chan *ackBatch, queueCap)
-			} else {
-				slot.in = make(chan *batch, queueCap)
-			}
-			rt.execs = append(rt.execs, slot)
-			for t := lo; t < hi; t++ {
-				rt.taskExec = append(rt.taskExec, idx)
-			}
+	for _, e := range p.Executors {
+		slot := &execSlot{isSpout: e.Kind == plan.Spout}
+		if e.Kind == plan.Bolt {
+			slot.in = make(chan *batch, queueCap)
+		} else {
+			slot.ctl = make(chan *ackBatch, queueCap)
 		}
+		rt.execs = append(rt.execs, slot)
 	}
-	compExecs := len(rt.execs)
-	for a := 0; a < rt.numAckers; a++ {
-		rt.ackers = append(rt.ackers, len(rt.execs))
-		rt.execs = append(rt.execs, &execSlot{ctl: make(chan *ackBatch, queueCap)})
-	}
+	rt.ackers = p.Ackers()
 	if rt.asg != nil {
-		rt.place(compExecs)
+		if err := rt.assign(); err != nil {
+			return err
+		}
 		rt.inbound = make(map[*transport.ServerConn]*inbound)
 		rt.setupPeers()
 	}
 	// Now that every executor has a slot, make this process's executors.
-	idx := 0
-	for _, c := range order {
-		execs := min(c.def.Parallelism, c.numTasks)
-		for e := 0; e < execs; e++ {
-			lo := e * c.numTasks / execs
-			hi := (e + 1) * c.numTasks / execs
-			switch {
-			case !rt.local(idx):
-			case c.isSpout:
-				x := newSpoutExec(rt, idx, c, c.firstTask+lo, hi-lo)
-				rt.execs[idx].spout = x
-				rt.spoutExecs = append(rt.spoutExecs, x)
-			default:
-				rt.boltExecs = append(rt.boltExecs, newBoltExec(rt, idx, c, c.firstTask+lo, hi-lo))
-			}
-			idx++
+	for idx, e := range p.Executors {
+		if !rt.local(idx) {
+			continue
 		}
-	}
-	for _, ai := range rt.ackers {
-		if rt.local(ai) {
-			rt.ackerExecs = append(rt.ackerExecs, newAckerExec(rt, ai))
+		switch e.Kind {
+		case plan.Spout:
+			x := newSpoutExec(rt, idx, rt.comps[e.Component], e.FirstTask, e.Tasks)
+			rt.execs[idx].spout = x
+			rt.spoutExecs = append(rt.spoutExecs, x)
+		case plan.Bolt:
+			rt.boltExecs = append(rt.boltExecs, newBoltExec(rt, idx, rt.comps[e.Component], e.FirstTask, e.Tasks))
+		case plan.Acker:
+			rt.ackerExecs = append(rt.ackerExecs, newAckerExec(rt, idx))
 		}
 	}
 	return nil

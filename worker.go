@@ -6,20 +6,24 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/scheduler"
 	"github.com/gale-stream/gale/internal/transport"
 )
 
 // A topology can run in several worker processes. Every worker builds the
-// same topology and numbers tasks and executors the same way; an
-// Assignment says which worker this is and where the others listen, and
-// placement (below) decides which executors each one runs. A worker sends
-// to another over one TCP connection (internal/transport), and receives
-// from each over the connection that peer dialed.
+// same topology and computes the same plan (internal/plan: task ids,
+// executors, stream ids); an Assignment says which worker this is, where
+// the others listen and which worker runs each executor (by default the
+// even scheduler's placement, internal/scheduler), and the workers route
+// by it. A worker sends to another over one TCP connection
+// (internal/transport), and receives from each over the connection that
+// peer dialed.
 //
 // Flow control between workers uses credits (docs/architecture.md): a
 // sender holds, per remote executor, a token for each batch it may still
@@ -40,6 +44,11 @@ type Assignment struct {
 	// dial, in worker order. Every worker of the topology must be given
 	// the same list.
 	Workers []string `json:"workers"`
+	// Executors maps each executor of the topology's plan (internal/plan)
+	// to the index in Workers of the worker that runs it; every worker
+	// must be given the same map. Nil means the even scheduler's
+	// placement (internal/scheduler.Even).
+	Executors []int `json:"executors,omitempty"`
 }
 
 func (a Assignment) validate() error {
@@ -95,8 +104,11 @@ type Worker struct {
 // connections; tuples flow to a peer once it is up too (until then the
 // senders wait, as on a full queue).
 //
-// Executors are placed round-robin in task order, ackers likewise; with
-// topology.acker.executors unset each worker runs one acker.
+// asg.Executors says which worker runs each executor; without it they are
+// placed round-robin in task order, ackers likewise. With
+// topology.acker.executors unset the topology has one acker per worker. A
+// worker that runs no acker still acks: its spouts' trees go to ackers
+// elsewhere.
 func StartWorker(name string, conf Config, topo *Topology, asg Assignment, opts WorkerOptions) (*Worker, error) {
 	if err := asg.validate(); err != nil {
 		return nil, err
@@ -256,19 +268,27 @@ func (w *Worker) Status() WorkerStatus {
 	return s
 }
 
-// place decides which worker runs each executor: component executors
-// round-robin in executor (task) order, as Storm's even scheduler does,
-// and acker a on worker a mod n. It is called by layout once the
-// executors are numbered.
-func (rt *runtime) place(compExecs int) {
-	n := len(rt.asg.Workers)
-	rt.execWorker = make([]int, len(rt.execs))
-	for i := range compExecs {
-		rt.execWorker[i] = i % n
+// assign takes the executor → worker map from the assignment, or from the
+// even scheduler when it has none, once layout has the plan. Placement is
+// the scheduler's (internal/scheduler): the runtime only routes by it.
+func (rt *runtime) assign() error {
+	sa := scheduler.Assignment{Slots: make([]scheduler.Slot, len(rt.asg.Workers)), Executors: rt.asg.Executors}
+	for i, addr := range rt.asg.Workers {
+		sa.Slots[i] = scheduler.Slot{ID: strconv.Itoa(i), Addr: addr}
 	}
-	for a, idx := range rt.ackers {
-		rt.execWorker[idx] = a % n
+	if sa.Executors == nil {
+		even, err := scheduler.Even(rt.plan, sa.Slots)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidAssignment, err)
+		}
+		sa = even
+	} else if err := sa.Validate(rt.plan); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAssignment, err)
 	}
+	sa.Executors = slices.Clone(sa.Executors)
+	rt.execWorker = sa.Executors
+	rt.asgFingerprint = sa.Fingerprint()
+	return nil
 }
 
 // local reports whether executor idx runs in this process.
@@ -277,13 +297,20 @@ func (rt *runtime) local(idx int) bool {
 }
 
 // defFingerprint summarises what must be the same in every worker: the
-// topology definition, the placement inputs and the batch size.
+// topology definition and its plan.
 func (rt *runtime) defFingerprint() string {
 	h := fnv.New64a()
 	def, _ := json.Marshal(rt.topo.Def)
 	h.Write(def)
-	fmt.Fprintf(h, "|workers=%d|ackers=%d|execs=%d", len(rt.asg.Workers), rt.numAckers, len(rt.execs))
+	fmt.Fprintf(h, "|workers=%d|plan=%s", len(rt.asg.Workers), rt.plan.Fingerprint())
 	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// helloTopology is the topology id in this worker's hello: two workers
+// connect only if theirs are equal, so it covers the definition and the
+// assignment, each named, so that a refusal shows which differs.
+func (rt *runtime) helloTopology() string {
+	return rt.name + "@" + rt.defFingerprint() + "+assignment:" + rt.asgFingerprint
 }
 
 // setupPeers makes the peer connections and credit channels once the
@@ -291,7 +318,7 @@ func (rt *runtime) defFingerprint() string {
 func (rt *runtime) setupPeers() {
 	rt.hello = transport.Hello{
 		Version:  transport.ProtocolVersion,
-		Topology: rt.name + "@" + rt.defFingerprint(),
+		Topology: rt.helloTopology(),
 		Worker:   strconv.Itoa(rt.asg.Worker),
 		Types:    rt.topo.types.Fingerprint(),
 	}

@@ -43,6 +43,9 @@ type LaunchConfig struct {
 	// worker's reading goroutine; incarnation counts the worker's starts
 	// from 0.
 	OnMessage func(worker, incarnation int, m Message)
+	// Executors is the executor → worker map every worker is started with
+	// (gale.Assignment.Executors); nil means the even scheduler's.
+	Executors []int
 	// Restart starts a worker that exits by itself (not by Stop) again on
 	// the same address, as a supervisor does.
 	Restart bool
@@ -274,7 +277,7 @@ func (c *Cluster) await(p *proc, want string) (Message, error) {
 }
 
 func (c *Cluster) startAndWait(p *proc) error {
-	if err := p.send(Message{Cmd: CmdStart, Workers: c.addrs}); err != nil {
+	if err := p.send(Message{Cmd: CmdStart, Workers: c.addrs, Executors: c.cfg.Executors}); err != nil {
 		return fmt.Errorf("worker %d: %w", p.worker, err)
 	}
 	_, err := c.await(p, EventStarted)

@@ -178,6 +178,9 @@ func names() []string {
 type Message struct {
 	Cmd     string   `json:"cmd,omitempty"`
 	Workers []string `json:"workers,omitempty"` // start
+	// Executors is the executor → worker map of start (gale.Assignment's);
+	// nil: the even scheduler's.
+	Executors []int `json:"executors,omitempty"`
 
 	Event  string             `json:"event,omitempty"`
 	Addr   string             `json:"addr,omitempty"` // listening
@@ -283,6 +286,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 
 	// Wait for the peers.
 	var peers []string
+	var execs []int
 	for peers == nil {
 		select {
 		case m := <-cmds:
@@ -292,7 +296,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 			if len(m.Workers) != spec.Workers {
 				return fmt.Errorf("worker %d: \"start\" lists %d workers, the spec says %d", spec.Worker, len(m.Workers), spec.Workers)
 			}
-			peers = m.Workers
+			peers, execs = m.Workers, m.Executors
 		case err := <-readErr:
 			return fmt.Errorf("worker %d: the launcher went away before \"start\": %v", spec.Worker, err)
 		case <-ctx.Done():
@@ -300,7 +304,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 		}
 	}
 	w, err := gale.StartWorker(spec.Topology, conf, built.Topology,
-		gale.Assignment{Worker: spec.Worker, Workers: peers},
+		gale.Assignment{Worker: spec.Worker, Workers: peers, Executors: execs},
 		gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log}, Listener: ln})
 	if err != nil {
 		return err

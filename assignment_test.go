@@ -1,0 +1,219 @@
+package gale_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/galetest"
+)
+
+// startAssigned starts len(execs) workers of topo in this process, worker
+// i with the executor map execs[i] (nil: none given) and its own
+// observer obs(i).
+func startAssigned(t *testing.T, topo *gale.Topology, conf gale.Config, execs [][]int, obs func(i int) *gale.Observer, log *slog.Logger) *workers {
+	t.Helper()
+	n := len(execs)
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		addrs[i] = ln.Addr().String()
+	}
+	if log == nil {
+		log = testLogger(t)
+	}
+	w := &workers{t: t}
+	t.Cleanup(w.stop)
+	for i := range n {
+		wk, err := gale.StartWorker("test", conf, topo, gale.Assignment{Worker: i, Workers: addrs, Executors: execs[i]},
+			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log.With("worker", i), Observer: obs(i)}, Listener: lns[i]})
+		if err != nil {
+			for _, ln := range lns[i:] {
+				ln.Close()
+			}
+			t.Fatalf("StartWorker %d: %v", i, err)
+		}
+		w.ws = append(w.ws, wk)
+	}
+	return w
+}
+
+// TestWorkersGivenAssignment: workers route by the executor map they are
+// given, whatever it is, and the run stays exact: every sentence acked
+// once, no failure, every word counted once by the one task its fields
+// grouping picks. The word count's executors in id order: count 0–1,
+// sentences 2–3, split 4–5, then one acker per worker, 6–7; each runs one
+// task, task = executor + 1.
+func TestWorkersGivenAssignment(t *testing.T) {
+	tests := []struct {
+		name  string
+		execs []int
+	}{
+		{"even", []int{0, 1, 0, 1, 0, 1, 0, 1}},
+		{"reversed", []int{1, 0, 1, 0, 1, 0, 1, 0}},
+		{"spouts on a worker without an acker", []int{0, 0, 1, 1, 0, 1, 0, 0}},
+		{"every acker on the spouts' worker", []int{0, 1, 1, 1, 0, 0, 1, 1}},
+		{"everything on worker 1, worker 0 idle", []int{1, 1, 1, 1, 1, 1, 1, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wc := &wordCount{n: 1500}
+			topo := wc.topology(t, 2, 2, 2)
+			rec := newRecorder(galetest.NewClock(testEpoch))
+			all := rec.observer()
+			var misplaced atomic.Int64
+			var mu sync.Mutex
+			var firstMisplaced string
+			obs := func(w int) *gale.Observer {
+				return &gale.Observer{
+					Ack:  all.Ack,
+					Fail: all.Fail,
+					Emit: func(component, _ string, task int, _ []any) {
+						if tc.execs[task-1] != w {
+							if misplaced.Add(1) == 1 {
+								mu.Lock()
+								firstMisplaced = fmt.Sprintf("%s task %d emitted in worker %d, assigned to worker %d", component, task, w, tc.execs[task-1])
+								mu.Unlock()
+							}
+						}
+					},
+				}
+			}
+			w := startAssigned(t, topo, gale.Config{}, [][]int{tc.execs, tc.execs}, obs, nil)
+			total := 2 * wc.n
+			waitForLong(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+			if n := misplaced.Load(); n > 0 {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("%d emits ran in a worker the assignment does not place them in; first: %s", n, firstMisplaced)
+			}
+			if got := ints(rec.Acked("sentences")); !equalInts(got, rangeInts(0, total)) {
+				t.Fatalf("acked %d ids, not each of 0…%d once", len(got), total-1)
+			}
+			if f := rec.Failed("sentences"); len(f) > 0 {
+				t.Fatalf("%d failed, first %v: %v", len(f), f[0].id, f[0].reason)
+			}
+			if got, want := wc.counts.snapshot(), expectedCounts(total); !equalMaps(got, want) {
+				t.Fatalf("counts differ: got %v, want %v", got, want)
+			}
+			if n := wc.misrout.Load(); n > 0 {
+				t.Fatalf("%d words reached a second count task", n)
+			}
+			for i, st := range w.status() {
+				if st.Pending != 0 {
+					t.Errorf("worker %d has %d trees pending after every ack", i, st.Pending)
+				}
+			}
+		})
+	}
+}
+
+// TestStartWorkerBadExecutorMap: a map that does not fit the topology's
+// plan is refused with ErrInvalidAssignment, naming the executor at
+// fault, before anything runs.
+func TestStartWorkerBadExecutorMap(t *testing.T) {
+	topo := (&wordCount{n: 1}).topology(t, 2, 2, 2) // 6 executors and 2 ackers
+	addrs := []string{"127.0.0.1:1", "127.0.0.1:2"}
+	tests := []struct {
+		name  string
+		execs []int
+		want  string
+	}{
+		{"too short", []int{0, 1, 0, 1, 0, 1, 0}, "places 7 executors, the plan has 8"},
+		{"too long", []int{0, 1, 0, 1, 0, 1, 0, 1, 0}, "places 9 executors, the plan has 8"},
+		{"empty", []int{}, "places 0 executors, the plan has 8"},
+		{"unknown worker", []int{0, 1, 0, 1, 0, 2, 0, 1}, `executor 5 (bolt "split", task 6) is placed on worker 2`},
+		{"negative worker", []int{0, 1, 0, 1, 0, 1, -1, 1}, "executor 6 (acker) is placed on worker -1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := gale.StartWorker("test", gale.Config{}, topo, gale.Assignment{Worker: 0, Workers: addrs, Executors: tc.execs}, gale.WorkerOptions{})
+			if !errors.Is(err, gale.ErrInvalidAssignment) {
+				t.Fatalf("got %v, want ErrInvalidAssignment", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestWorkersDifferentAssignmentsRefused: two workers given different
+// executor maps for the same topology would misroute each other's
+// tuples; they refuse each other at the hello, with a message that shows
+// the topology is the same and the assignment differs, and no spout
+// starts.
+func TestWorkersDifferentAssignmentsRefused(t *testing.T) {
+	var calls atomic.Int64
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("a", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("v") },
+			next:    func(s *funcSpout) { calls.Add(1) },
+		}
+	}, 1)
+	b.SetBolt("b", func() gale.Bolt { return &funcBolt{} }, 1).ShuffleGrouping("a")
+	topo := build(t, b)
+	var mu sync.Mutex
+	var errs []string
+	log := slog.New(captureLogs{testLogger(t).Handler(), &mu, &errs})
+	// Executors: a, b, then two ackers.
+	w := startAssigned(t, topo, gale.Config{}, [][]int{{0, 1, 0, 1}, {1, 0, 0, 1}}, func(int) *gale.Observer { return nil }, log)
+	var refusal string
+	waitFor(t, "a refused hello", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range errs {
+			if strings.Contains(e, "refused a worker connection") {
+				refusal = e
+				return true
+			}
+		}
+		return false
+	})
+	// The message quotes both topology ids: name@definition+assignment:….
+	var ids []string
+	for _, part := range strings.Split(refusal, `"`) {
+		if strings.HasPrefix(part, "test@") {
+			ids = append(ids, part)
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("the refusal %q does not quote both workers' topology ids", refusal)
+	}
+	def0, asg0, ok0 := strings.Cut(ids[0], "+assignment:")
+	def1, asg1, ok1 := strings.Cut(ids[1], "+assignment:")
+	switch {
+	case !ok0 || !ok1:
+		t.Fatalf("the refusal %q does not show the assignments", refusal)
+	case def0 != def1:
+		t.Fatalf("the refusal %q shows different definitions; only the assignment differs", refusal)
+	case asg0 == asg1:
+		t.Fatalf("the refusal %q shows equal assignments", refusal)
+	}
+	for i, st := range w.status() {
+		if st.PeersConnected != 0 {
+			t.Errorf("worker %d connected to a peer with another assignment: %+v", i, st)
+		}
+	}
+	if n := calls.Load(); n > 0 {
+		t.Errorf("the spout ran %d times though its worker never reached its peer", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "malformed") }) {
+		t.Errorf("a tuple crossed between workers with different assignments: %q", errs)
+	}
+}
