@@ -1,6 +1,6 @@
 //go:build linux
 
-package gale_test
+package workermem
 
 import (
 	"fmt"
@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/gale-stream/gale"
 )
 
 // pretouchChildEnv makes the test binary run pretouchChild instead of the
@@ -31,7 +29,7 @@ func init() {
 // small objects, as a worker's first second does, and prints the minor
 // page faults that growth took.
 func pretouchChild(mode string) int {
-	restore := gale.WorkerMemory{GCPercent: 400, LimitBytes: 512 << 20, FloorBytes: 32 << 20, Pretouch: mode == "on"}.Apply()
+	restore := Settings{GCPercent: 400, LimitBytes: 512 << 20, FloorBytes: 32 << 20, Pretouch: mode == "on"}.Apply()
 	defer restore()
 	const n = 24 << 20 / 256
 	keep := make([][]byte, 0, n)
@@ -48,11 +46,11 @@ func pretouchChild(mode string) int {
 	return 0
 }
 
-// TestWorkerMemoryPretouch checks what topology.worker.heap.pretouch is
+// TestPretouch checks what worker.heap.pretouch is
 // for: a worker whose heap was pretouched grows it up to the GC floor
 // without faulting its pages in, where one that was not takes a fault per
 // page.
-func TestWorkerMemoryPretouch(t *testing.T) {
+func TestPretouch(t *testing.T) {
 	faults := func(mode string) int64 {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
