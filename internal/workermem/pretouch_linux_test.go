@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // pretouchChildEnv makes the test binary run pretouchChild instead of the
@@ -19,8 +20,60 @@ import (
 const pretouchChildEnv = "GALE_TEST_PRETOUCH_CHILD"
 
 func init() {
-	if mode := os.Getenv(pretouchChildEnv); mode != "" {
+	switch mode := os.Getenv(pretouchChildEnv); mode {
+	case "":
+	case "apply-on", "apply-off":
+		os.Exit(applyChild(mode == "apply-on"))
+	default:
 		os.Exit(pretouchChild(mode))
+	}
+}
+
+// applyChild applies a worker's default memory settings, pretouched or
+// not, and prints the CPU time (user + system) and wall time Apply took,
+// in nanoseconds.
+func applyChild(pretouch bool) int {
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	restore := Settings{GCPercent: 400, LimitBytes: 768 << 20, FloorBytes: 64 << 20, Pretouch: pretouch}.Apply()
+	wall := time.Since(start)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	restore()
+	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+	fmt.Println(cpu, wall.Nanoseconds())
+	return 0
+}
+
+// BenchmarkApply measures what Apply costs a fresh worker process with
+// the default settings (a 64 MiB floor), pretouched and not: the CPU and
+// wall time of Apply itself, and the CPU of the whole child process.
+//
+//	go test -run '^$' -bench Apply -benchtime 10x ./internal/workermem/
+func BenchmarkApply(b *testing.B) {
+	for _, mode := range []string{"apply-off", "apply-on"} {
+		b.Run(mode, func(b *testing.B) {
+			var cpu, wall, child time.Duration
+			for b.Loop() {
+				cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+				cmd.Env = append(os.Environ(), pretouchChildEnv+"="+mode)
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("child: %v", err)
+				}
+				var c, w int64
+				if _, err := fmt.Sscan(string(out), &c, &w); err != nil {
+					b.Fatalf("child printed %q", out)
+				}
+				cpu += time.Duration(c)
+				wall += time.Duration(w)
+				child += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			}
+			n := float64(b.N) * float64(time.Millisecond)
+			b.ReportMetric(float64(cpu)/n, "apply-cpu-ms/op")
+			b.ReportMetric(float64(wall)/n, "apply-wall-ms/op")
+			b.ReportMetric(float64(child)/n, "process-cpu-ms/op")
+		})
 	}
 }
 
