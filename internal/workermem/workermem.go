@@ -112,12 +112,13 @@ func (m Settings) apply(onAdjust func(cycle, live uint64, percent int)) (restore
 // same for its heap.
 //
 // What costs is the fault per 4 KiB page, not the write: on a virtual
-// machine a fault taken from user space costs about 10 µs, 0.2 s of CPU
+// machine a fault taken from user space costs about 15 µs, 0.3 s of CPU
 // for the default 80 MiB. On Linux (5.14 and later) each 1 MiB slice is
 // faulted in by the kernel with madvise(MADV_POPULATE_WRITE), which
-// takes the same faults in one call for about a tenth of that (18 ms
-// against 215 ms on the 2-core VM of docs/performance.md); where that is
-// not available it writes a byte to every page.
+// takes the same faults in one call for about a ninth of that: Apply
+// took 32–37 ms of CPU against 310–330 ms with a write per page
+// (BenchmarkApply on a 2-core VM). Where that is not available it writes
+// a byte to every page.
 //
 // Collection is off while it allocates, so that the one collection at the
 // end is the only one, and the floor's GC percent is set after it, from
