@@ -187,6 +187,9 @@ func unknownKeyHint(key string, value any) string {
 			}
 		}
 	}
+	if renamed, ok := renamedConfigKeys[strings.ToLower(key)]; ok {
+		return fmt.Sprintf("(did you mean %q? it is a cluster setting, set in gale.yaml)", renamed)
+	}
 	if near := nearestConfigKey(key); near != "" {
 		return fmt.Sprintf("(did you mean %q?)", near)
 	}

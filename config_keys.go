@@ -58,39 +58,6 @@ const (
 	// spout or bolt panics (string, default PanicPolicyFailTuple). May be
 	// set per component.
 	TopologyComponentPanicPolicy = "topology.component.panic.policy"
-	// TopologyWorkerGOGC is Gale-specific, the Go counterpart of Storm's
-	// worker JVM options: the GOGC a worker process runs with (int,
-	// default 400; GOGCOff or ≥ 25). Tuples are short-lived garbage and
-	// bounded queues keep the live heap small, so Go's default of 100
-	// collects every few megabytes; 400 cuts that fourfold, and
-	// TopologyWorkerGCFloorMB lets a small heap grow to 64 MiB first. Off, a worker
-	// collects only when its heap nears WorkerHeapMemoryMB: far fewer
-	// collections, but every allocation touches memory that is not in
-	// cache, which cost 30% more CPU per tuple in the bench
-	// (docs/performance.md). RunLocal does not change the GC of the
-	// process it runs in.
-	TopologyWorkerGOGC = "topology.worker.gogc"
-	// TopologyWorkerGCFloorMB is Gale-specific: the least heap, in MiB, a
-	// worker process grows to before it collects, however little is live
-	// (int, default 64, ≥ 0; 0 = none). Above it TopologyWorkerGOGC
-	// governs. A stream worker's live heap is small and its garbage is
-	// tuples, so GOGC alone collects every 16 MB, about 7 times a second
-	// at 500k sentences/s in the bench, and each collection delays tuples
-	// by about a millisecond; the floor cuts that fourfold and halved the
-	// p99 complete latency (docs/performance.md). It is kept after every
-	// collection by setting the GC percent from the live heap, so a large
-	// live heap costs no more than TopologyWorkerGOGC alone would.
-	TopologyWorkerGCFloorMB = "topology.worker.gc.floor.mb"
-	// TopologyWorkerHeapPretouch is Gale-specific, the counterpart of the
-	// JVM's -XX:+AlwaysPreTouch in Storm's worker.childopts: a worker
-	// process writes to TopologyWorkerGCFloorMB of heap when it starts,
-	// before its spouts activate, so that its heap's growth to the floor
-	// under load reuses those pages rather than faulting in new ones
-	// (bool, default true). It costs the floor and a quarter in RSS from
-	// the start, which a loaded worker reaches within its first second
-	// anyway, and halved the first second's p99 complete latency of the
-	// bench in two workers (docs/performance.md, "The first second").
-	TopologyWorkerHeapPretouch = "topology.worker.heap.pretouch"
 	// TopologyTupleReuse is Gale-specific, per bolt: the bolt promises not
 	// to use a tuple it received (nor the slice Values returned) after
 	// acking or failing it, or, for a basic bolt, after Execute returns;
@@ -156,6 +123,52 @@ const (
 	// coordination store (list of strings, default ["127.0.0.1:2379"]).
 	GaleEtcdEndpoints = "gale.etcd.endpoints"
 )
+
+// Settings of a worker process's Go runtime: cluster keys, set in
+// gale.yaml for every worker, not by a topology. They are Gale-specific,
+// the Go counterpart of the JVM options in Storm's worker.childopts;
+// internal/workermem reads and applies them, and names them for Go code.
+const (
+	// workerGOGC is the GOGC a worker process runs with (int, default 400;
+	// -1 = off, or ≥ 25). Tuples are short-lived garbage and bounded
+	// queues keep the live heap small, so Go's default of 100 collects
+	// every few megabytes; 400 cuts that fourfold, and workerGCFloorMB
+	// lets a small heap grow to 64 MiB first. Off, a worker collects only
+	// when its heap nears WorkerHeapMemoryMB: far fewer collections, but
+	// every allocation touches memory that is not in cache, which cost 30%
+	// more CPU per tuple in the bench (docs/performance.md). RunLocal does
+	// not change the GC of the process it runs in.
+	workerGOGC = "worker.gogc"
+	// workerGCFloorMB is the least heap, in MiB, a worker process grows to
+	// before it collects, however little is live (int, default 64, ≥ 0;
+	// 0 = none). Above it workerGOGC governs. A stream worker's live heap
+	// is small and its garbage is tuples, so GOGC alone collects every
+	// 16 MB, about 7 times a second at 500k sentences/s in the bench, and
+	// each collection delays tuples by about a millisecond; the floor cuts
+	// that fourfold and halved the p99 complete latency
+	// (docs/performance.md). It is kept after every collection by setting
+	// the GC percent from the live heap, so a large live heap costs no
+	// more than workerGOGC alone would.
+	workerGCFloorMB = "worker.gc.floor.mb"
+	// workerHeapPretouch, the counterpart of the JVM's -XX:+AlwaysPreTouch,
+	// has a worker process fault in workerGCFloorMB of heap, and a quarter
+	// more, when it starts, before its spouts activate, so that its heap's
+	// growth to the floor under load reuses those pages rather than
+	// faulting in new ones (bool, default true). It costs that much RSS
+	// from the start, which a loaded worker reaches within its first
+	// second anyway, and halved the first second's p99 complete latency of
+	// the bench in two workers (docs/performance.md, "The first second").
+	workerHeapPretouch = "worker.heap.pretouch"
+)
+
+// renamedConfigKeys maps keys Gale no longer knows to the keys that took
+// their place, so that an old name gets a "did you mean" however far the
+// new one is.
+var renamedConfigKeys = map[string]string{
+	"topology.worker.gogc":          workerGOGC,
+	"topology.worker.gc.floor.mb":   workerGCFloorMB,
+	"topology.worker.heap.pretouch": workerHeapPretouch,
+}
 
 // Values of TopologyComponentPanicPolicy.
 const (
@@ -270,11 +283,11 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"the topology's name, set by Gale at submission", nonEmptyString},
 	{TopologyShutdownDrainTimeoutSecs, configInt, 5, ScopeTopology,
 		"seconds to drain in-flight tuple trees on shutdown (0 = none)", intAtLeast(0)},
-	{TopologyWorkerGOGC, configInt, 400, ScopeTopology,
+	{workerGOGC, configInt, 400, ScopeCluster,
 		"GOGC of worker processes (-1 = off: collect when the heap nears worker.heap.memory.mb)", gogcValue},
-	{TopologyWorkerGCFloorMB, configInt, 64, ScopeTopology,
-		"least heap in MiB a worker grows to before collecting (0 = none; above it topology.worker.gogc governs)", intAtLeast(0)},
-	{TopologyWorkerHeapPretouch, configBool, true, ScopeTopology,
+	{workerGCFloorMB, configInt, 64, ScopeCluster,
+		"least heap in MiB a worker grows to before collecting (0 = none; above it worker.gogc governs)", intAtLeast(0)},
+	{workerHeapPretouch, configBool, true, ScopeCluster,
 		"write to the GC floor's worth of heap when a worker starts, so its first second under load takes no page faults (as the JVM's -XX:+AlwaysPreTouch)", nil},
 	{WorkerHeapMemoryMB, configInt, 768, ScopeCluster,
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
@@ -350,9 +363,9 @@ func intAtLeast(min int) func(any) string {
 	}
 }
 
-// gogcValue accepts GOGCOff or a GC percent of at least 25.
+// gogcValue accepts -1 (off) or a GC percent of at least 25.
 func gogcValue(v any) string {
-	if n := v.(int); n != GOGCOff && n < 25 {
+	if n := v.(int); n != -1 && n < 25 {
 		return fmt.Sprintf("must be -1 (off) or ≥ 25, got %d", n)
 	}
 	return ""

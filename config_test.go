@@ -38,9 +38,9 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyShutdownDrainTimeoutSecs, 5},
 		{TopologyComponentPanicPolicy, PanicPolicyFailTuple},
 		{TopologyTupleReuse, false},
-		{TopologyWorkerGOGC, 400},
-		{TopologyWorkerGCFloorMB, 64},
-		{TopologyWorkerHeapPretouch, true},
+		{workerGOGC, 400},
+		{workerGCFloorMB, 64},
+		{workerHeapPretouch, true},
 		{TopologyTestingAlwaysTrySerialize, false},
 		{WorkerHeapMemoryMB, 768},
 		{SupervisorSlotsPorts, []int{6700, 6701, 6702, 6703}},
@@ -97,6 +97,14 @@ func TestConfigRegistry(t *testing.T) {
 				t.Errorf("default %v: got error %v, want nil", s.def, err)
 			}
 		})
+	}
+	for old, key := range renamedConfigKeys {
+		if configKeyIndex[old] != nil {
+			t.Errorf("renamed key %q is still known", old)
+		}
+		if spec := configKeyIndex[key]; spec == nil || spec.scope != ScopeCluster {
+			t.Errorf("renamed key %q: its new name %q is not a cluster key", old, key)
+		}
 	}
 }
 
@@ -241,6 +249,8 @@ func TestConfigValidateErrors(t *testing.T) {
 			`config: unknown key "UI.Port" in gale.yaml (did you mean "ui.port"?)`},
 		{"unknown key missing a word", LayerFile, Config{"topology.max.pending": 80}, ErrUnknownKey,
 			`config: unknown key "topology.max.pending" in gale.yaml (did you mean "topology.max.spout.pending"?)`},
+		{"renamed key", LayerFile, Config{"topology.worker.gogc": 300}, ErrUnknownKey,
+			`config: unknown key "topology.worker.gogc" in gale.yaml (did you mean "worker.gogc"? it is a cluster setting, set in gale.yaml)`},
 		{"unknown key without suggestion", LayerFile, Config{"colour": "blue"}, ErrUnknownKey,
 			`config: unknown key "colour" in gale.yaml (run "gale config show" to list the known keys)`},
 		{"nested mapping", LayerFile, Config{"nimbus": map[string]any{"seeds": []any{"a"}}}, ErrUnknownKey,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/gale-stream/gale/internal/workermem"
 )
 
 // Modes and runners accepted by [Options.Validate].
@@ -19,8 +21,9 @@ const (
 	maxWorkers = 16
 
 	// GOGCOff as Options.GOGC turns proportional collection off: the run
-	// collects when the heap nears Options.HeapMB (gale.GOGCOff).
-	GOGCOff = -1
+	// collects when the heap nears Options.HeapMB (a worker's
+	// worker.gogc: -1).
+	GOGCOff = workermem.GOGCOff
 )
 
 // Options describe one benchmark run. The CLI binds its flags onto this struct; the
@@ -36,8 +39,8 @@ type Options struct {
 	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
 	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default is 400)
 	HeapMB          int           // memory limit for the run in MiB (a Gale worker's worker.heap.memory.mb)
-	GCFloorMB       int           // least heap in MiB before collecting, 0 = none (a worker's topology.worker.gc.floor.mb)
-	HeapPretouch    bool          // touch the GC floor's heap at start (a worker's topology.worker.heap.pretouch)
+	GCFloorMB       int           // least heap in MiB before collecting, 0 = none (a worker's worker.gc.floor.mb)
+	HeapPretouch    bool          // touch the GC floor's heap at start (a worker's worker.heap.pretouch)
 	TupleReuse      bool          // Gale's bolts run with topology.tuple.reuse
 
 	JSON   bool   // print one JSON document instead of the live view and table
@@ -65,7 +68,7 @@ func DefaultOptions() Options {
 		GOGC:      400,
 		HeapMB:    768,
 		GCFloorMB: 64,
-		// As a worker does by default (topology.worker.heap.pretouch).
+		// As a worker does by default (worker.heap.pretouch).
 		HeapPretouch: true,
 		// The bench's bolts keep no tuple after acking it, so they declare
 		// topology.tuple.reuse as an author who cares for latency would

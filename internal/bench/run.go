@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/workermem"
 )
 
 // Runner runs the word-count workload described by opts until ctx is done, updating
@@ -31,8 +31,8 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	if topo == nil {
 		return nil, errors.New("bench: nil runner")
 	}
-	// Both runners run as a Gale worker would (gale.WorkerMemory.Apply).
-	defer gale.WorkerMemory{
+	// Both runners run as a Gale worker would (workermem.Settings.Apply).
+	defer workermem.Settings{
 		GCPercent:  opts.GOGC,
 		LimitBytes: int64(opts.HeapMB) << 20,
 		FloorBytes: int64(opts.GCFloorMB) << 20,

@@ -13,6 +13,7 @@ import (
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchtopo"
+	"github.com/gale-stream/gale/internal/workermem"
 )
 
 // testLogger routes the runtime's logs to t.Log.
@@ -305,16 +306,29 @@ func TestOverloadThrottlesSpout(t *testing.T) {
 }
 
 // TestBenchDefaultsAreAWorkers: by default the bench collects as a Gale
-// worker does, so its figures are a worker's.
+// worker does, so its figures are a worker's; and its worker processes
+// get the bench's memory settings as their cluster layer.
 func TestBenchDefaultsAreAWorkers(t *testing.T) {
+	settings := func(opts bench.Options) workermem.Settings {
+		return workermem.Settings{GCPercent: opts.GOGC, LimitBytes: int64(opts.HeapMB) << 20,
+			FloorBytes: int64(opts.GCFloorMB) << 20, Pretouch: opts.HeapPretouch}
+	}
 	e, err := gale.ResolveConfig(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := gale.WorkerMemoryOf(e)
 	o := bench.DefaultOptions()
-	if o.GOGC != w.GCPercent || int64(o.HeapMB)<<20 != w.LimitBytes || bench.GOGCOff != gale.GOGCOff {
-		t.Errorf("bench defaults GOGC %d, heap %d MiB; a worker's GOGC %d, limit %d bytes", o.GOGC, o.HeapMB, w.GCPercent, w.LimitBytes)
+	if got, want := settings(o), workermem.Of(e); got != want || bench.GOGCOff != workermem.GOGCOff {
+		t.Errorf("bench defaults %+v, a worker's %+v", got, want)
+	}
+
+	o.GOGC, o.HeapMB, o.GCFloorMB, o.HeapPretouch = bench.GOGCOff, 1024, 0, false
+	e, err = gale.ResolveConfig(benchtopo.WorkerCluster(o), nil)
+	if err != nil {
+		t.Fatalf("the workers' cluster layer: %v", err)
+	}
+	if got, want := workermem.Of(e), settings(o); got != want {
+		t.Errorf("bench workers run with %+v, want the bench's %+v", got, want)
 	}
 }
 

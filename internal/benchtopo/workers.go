@@ -12,6 +12,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bench"
+	"github.com/gale-stream/gale/internal/workermem"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
 
@@ -31,17 +32,23 @@ func WorkerFactory(params json.RawMessage) (*workerproc.Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Each worker's memory is set as bench.Run sets the single-process
-	// one's, through the worker's config (the memory limit comes with the
-	// spec's cluster layer).
-	conf[gale.TopologyWorkerGOGC] = opts.GOGC
-	conf[gale.TopologyWorkerGCFloorMB] = opts.GCFloorMB
-	conf[gale.TopologyWorkerHeapPretouch] = opts.HeapPretouch
 	return &workerproc.Built{
 		Topology: topo,
 		Config:   conf,
 		Stats:    func() any { return stats.Snapshot() },
 	}, nil
+}
+
+// WorkerCluster is the cluster layer the bench's worker processes run
+// with: the memory settings of opts, as bench.Run applies them to a run
+// in one process.
+func WorkerCluster(opts bench.Options) gale.Config {
+	return gale.Config{
+		workermem.KeyGOGC:         opts.GOGC,
+		workermem.KeyGCFloorMB:    opts.GCFloorMB,
+		workermem.KeyHeapPretouch: opts.HeapPretouch,
+		workermem.KeyHeapMemoryMB: opts.HeapMB,
+	}
 }
 
 // heartbeatMS is how often bench workers report.
@@ -53,9 +60,14 @@ const heartbeatMS = 500
 // reported stats into its own, and stops them in order: spouts
 // deactivated, in-flight trees drained everywhere, then the processes.
 //
+// Each worker's memory is set as bench.Run sets the single-process one's,
+// through the cluster layer of its spec (workermem's keys), as gale.yaml
+// sets a cluster's workers.
+//
 // cpuProfile, if set, has each worker write a CPU profile to
 // cpuProfile.worker-N; traceFile, if set, has each write a runtime
-// execution trace to traceFile.worker-N.
+// execution trace to traceFile.worker-N (workerproc.CPUProfileEnv,
+// workerproc.TraceEnv).
 func ProcessRunner(exe string, args []string, cpuProfile, traceFile string, logs io.Writer, log *slog.Logger) bench.Runner {
 	return func(ctx context.Context, opts bench.Options, stats *bench.Stats) error {
 		dir, err := os.MkdirTemp("", "gale-bench-")
@@ -68,18 +80,24 @@ func ProcessRunner(exe string, args []string, cpuProfile, traceFile string, logs
 			return err
 		}
 		f := newFolder(opts.Workers, stats, log)
+		var env []string
+		if cpuProfile != "" {
+			env = append(env, workerproc.CPUProfileEnv+"="+cpuProfile)
+		}
+		if traceFile != "" {
+			env = append(env, workerproc.TraceEnv+"="+traceFile)
+		}
 		c, err := workerproc.Launch(workerproc.LaunchConfig{
 			Exe:  exe,
 			Args: args,
+			Env:  env,
 			Spec: workerproc.Spec{
 				Topology:    WorkerTopology,
 				Factory:     WorkerTopology,
 				Params:      params,
 				HeartbeatMS: heartbeatMS,
 				LogLevel:    "warn",
-				CPUProfile:  cpuProfile,
-				Trace:       traceFile,
-				Cluster:     gale.Config{gale.WorkerHeapMemoryMB: opts.HeapMB},
+				Cluster:     WorkerCluster(opts),
 			},
 			N:         opts.Workers,
 			Dir:       dir,

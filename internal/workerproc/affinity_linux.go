@@ -4,25 +4,24 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
-	"syscall"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// cpuMask is a CPU set as the kernel's sched_{get,set}affinity take it.
-type cpuMask [1024 / 64]uint64
+// cpuSetSize is how many CPUs a unix.CPUSet holds: the kernel's
+// CPU_SETSIZE, as glibc's cpu_set_t.
+const cpuSetSize = 1024
 
 // allowedCPUs is the CPUs this process may run on, in ascending order.
 func allowedCPUs() ([]int, error) {
-	var m cpuMask
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
-		return nil, fmt.Errorf("sched_getaffinity: %w", e)
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("sched_getaffinity: %w", err)
 	}
 	var cpus []int
-	for i, w := range m {
-		for b := range 64 {
-			if w&(1<<b) != 0 {
-				cpus = append(cpus, i*64+b)
-			}
+	for c := range cpuSetSize {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
 		}
 	}
 	return cpus, nil
@@ -34,18 +33,18 @@ func allowedCPUs() ([]int, error) {
 // on a thread of its own whose mask is set first. That thread is never
 // unlocked, so the runtime discards it with its changed mask.
 func startPinned(cmd *exec.Cmd, cpus []int) error {
-	var m cpuMask
+	var set unix.CPUSet
 	for _, c := range cpus {
-		if c < 0 || c >= len(m)*64 {
+		if c < 0 || c >= cpuSetSize {
 			return fmt.Errorf("CPU %d out of range", c)
 		}
-		m[c/64] |= 1 << (c % 64)
+		set.Set(c)
 	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
-			errc <- fmt.Errorf("sched_setaffinity: %w", e)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			errc <- fmt.Errorf("sched_setaffinity: %w", err)
 			return
 		}
 		errc <- cmd.Start()

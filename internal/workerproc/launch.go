@@ -163,12 +163,6 @@ func shareCPUs(cpus []int, n int) [][]int {
 func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error) {
 	spec := c.cfg.Spec
 	spec.Worker, spec.Workers, spec.Listen = i, c.cfg.N, listen
-	if spec.CPUProfile != "" {
-		spec.CPUProfile += ".worker-" + strconv.Itoa(i)
-	}
-	if spec.Trace != "" {
-		spec.Trace += ".worker-" + strconv.Itoa(i)
-	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, "", err

@@ -31,14 +31,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime/pprof"
-	"runtime/trace"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/procstat"
+	"github.com/gale-stream/gale/internal/workermem"
 )
 
 // Spec is what a worker process is started with.
@@ -62,12 +61,6 @@ type Spec struct {
 	Listen string `json:"listen"`
 	// HeartbeatMS is the period of heartbeats to the launcher.
 	HeartbeatMS int `json:"heartbeat_ms"`
-	// CPUProfile, if set, is a file to write a pprof CPU profile of the
-	// worker's run to.
-	CPUProfile string `json:"cpu_profile,omitempty"`
-	// Trace, if set, is a file to write a runtime execution trace of the
-	// worker's run to (go tool trace).
-	Trace string `json:"trace,omitempty"`
 	// LogLevel is the least level logged to stderr: debug, info (the
 	// default), warn or error.
 	LogLevel string `json:"log_level,omitempty"`
@@ -211,7 +204,7 @@ const (
 // heartbeats until told to stop, stdin ends, or ctx is done. It closes
 // stdin before returning. The returned error has also been reported as a
 // "failed" event. It sets this process's memory settings from the
-// worker's config (gale.WorkerMemoryOf) for as long as it runs.
+// worker's config (workermem.Of) for as long as it runs.
 func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer, log *slog.Logger) (err error) {
 	out := &eventWriter{w: stdout}
 	defer func() {
@@ -222,28 +215,11 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	if spec.CPUProfile != "" {
-		f, err := os.Create(spec.CPUProfile)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopDiag, err := startDiagnostics(spec.Worker)
+	if err != nil {
+		return err
 	}
-	if spec.Trace != "" {
-		f, err := os.Create(spec.Trace)
-		if err != nil {
-			return fmt.Errorf("trace: %w", err)
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return fmt.Errorf("trace: %w", err)
-		}
-		defer trace.Stop()
-	}
+	defer stopDiag()
 	factory, _ := lookup(spec.Factory)
 	built, err := factory(spec.Params)
 	if err != nil {
@@ -259,15 +235,10 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	for k, v := range spec.Config {
 		conf[k] = v
 	}
-	// The process's memory settings come from the worker's effective
-	// config (topology.worker.gogc, topology.worker.gc.floor.mb,
-	// topology.worker.heap.pretouch, worker.heap.memory.mb), before it
-	// reports that it listens: a pretouched heap is ready by then.
 	eff, err := gale.ResolveConfig(spec.Cluster, conf)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
 	}
-	defer gale.WorkerMemoryOf(eff).Apply()()
 	ln, err := net.Listen("tcp", spec.Listen)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
@@ -276,6 +247,13 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	if err := out.send(Message{Event: EventListening, Addr: ln.Addr().String(), PID: os.Getpid()}); err != nil {
 		return err
 	}
+	// The process's memory settings come from the cluster's worker
+	// settings (worker.gogc, worker.gc.floor.mb, worker.heap.pretouch,
+	// worker.heap.memory.mb). They are applied after the worker reports
+	// its address, so that a launcher starting several workers has them
+	// pretouch their heaps at the same time, and before the worker
+	// starts its share: a pretouched heap is ready when spouts activate.
+	defer workermem.Of(eff).Apply()()
 
 	cmds := make(chan Message)
 	readErr := make(chan error, 1)

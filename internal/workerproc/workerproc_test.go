@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/workermem"
 )
 
 // The test binary is also the worker binary: run with workerEnv set, it
@@ -380,16 +382,15 @@ func TestShareCPUs(t *testing.T) {
 }
 
 // TestWorkerMemoryFromConfig checks that a worker process runs with the
-// memory settings of its config: the topology's GOGC and the cluster's
-// heap budget as its memory limit; and that a bad setting stops it with
-// an error naming the key.
+// memory settings of the cluster's layer: its GOGC and its heap budget as
+// the memory limit; that a bad setting stops it with an error naming the
+// key; and that a topology may not set them.
 func TestWorkerMemoryFromConfig(t *testing.T) {
 	prog := newProgress()
 	raw, _ := json.Marshal(e2eParams{Sentences: 0, Rate: 1})
 	spec := Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn",
-		Config: gale.Config{gale.TopologyWorkerGOGC: 300, gale.TopologyWorkerGCFloorMB: 0,
-			gale.TopologyWorkerHeapPretouch: false},
-		Cluster: gale.Config{gale.WorkerHeapMemoryMB: 256}}
+		Cluster: gale.Config{workermem.KeyGOGC: 300, workermem.KeyGCFloorMB: 0,
+			workermem.KeyHeapPretouch: false, workermem.KeyHeapMemoryMB: 256}}
 	c, err := Launch(LaunchConfig{Env: []string{workerEnv + "=1"}, Spec: spec, N: 1, Dir: t.TempDir(), OnMessage: prog.take})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -400,9 +401,45 @@ func TestWorkerMemoryFromConfig(t *testing.T) {
 		t.Errorf("worker runs with GOGC %d and a memory limit of %d bytes, want 300 and %d", got.GCPercent, got.MemLimit, 256<<20)
 	}
 
-	spec.Config = gale.Config{gale.TopologyWorkerGOGC: 10}
-	_, err = Launch(LaunchConfig{Env: []string{workerEnv + "=1"}, Spec: spec, N: 1, Dir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), gale.TopologyWorkerGOGC) {
-		t.Errorf("Launch with %s = 10: %v, want an error naming the key", gale.TopologyWorkerGOGC, err)
+	for _, bad := range []struct {
+		name              string
+		cluster, topology gale.Config
+		want              string
+	}{
+		{"out of range", gale.Config{workermem.KeyGOGC: 10}, nil,
+			`"worker.gogc" in gale.yaml must be -1 (off) or ≥ 25, got 10`},
+		{"set by the topology", nil, gale.Config{workermem.KeyGOGC: 300},
+			`"worker.gogc" may not be set in topology config`},
+	} {
+		spec := spec
+		spec.Cluster, spec.Config = bad.cluster, bad.topology
+		_, err = Launch(LaunchConfig{Env: []string{workerEnv + "=1"}, Spec: spec, N: 1, Dir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: Launch: %v, want an error saying %s", bad.name, err, bad.want)
+		}
+	}
+}
+
+// TestWorkerDiagnostics: a worker started with CPUProfileEnv and TraceEnv
+// set writes a CPU profile and an execution trace of its run, to the
+// files named with its index added.
+func TestWorkerDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	raw, _ := json.Marshal(e2eParams{Sentences: 0, Rate: 1})
+	spec := Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn",
+		Cluster: gale.Config{workermem.KeyHeapPretouch: false}}
+	prof, trace := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "run.trace")
+	c, err := Launch(LaunchConfig{Spec: spec, N: 1, Dir: t.TempDir(),
+		Env: []string{workerEnv + "=1", CPUProfileEnv + "=" + prof, TraceEnv + "=" + trace}})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if err := c.Stop(10 * time.Second); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	for _, path := range []string{prof + ".worker-0", trace + ".worker-0"} {
+		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+			t.Errorf("after the worker stopped: %v (stat error %v), want a non-empty file", path, err)
+		}
 	}
 }

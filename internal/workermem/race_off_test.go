@@ -1,5 +1,5 @@
 //go:build !race
 
-package gale_test
+package workermem
 
 const raceEnabled = false

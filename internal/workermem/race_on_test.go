@@ -1,6 +1,6 @@
 //go:build race
 
-package gale_test
+package workermem
 
 // raceEnabled: the race detector's shadow memory takes page faults of its
 // own, which tests that count faults allow for.
