@@ -1,13 +1,16 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/gale-stream/gale/examples/wordcount"
 )
 
 // TestMain checks that no command leaves a goroutine behind. run's
@@ -26,6 +29,18 @@ func TestMain(m *testing.M) {
 }
 
 const galeMainEnv = "GALE_CMD_TEST_AS_GALE"
+
+// testOptions are the command line under test: gale with the stock
+// binary's topologies and the tests' own.
+var testOptions = Options{Name: "gale", Topologies: []Topology{
+	{Name: "wordcount", Short: "the classic word count", Build: wordcount.Build},
+	{Name: "stuck", Short: "trees that never complete (tests)", Build: buildStuck},
+}}
+
+// run runs the command line under test.
+func run(args []string, stdout, stderr io.Writer) int {
+	return Run(args, stdout, stderr, testOptions)
+}
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes: a bench run writes
 // its live lines (monitor goroutine) and warnings (executors) to stderr from

@@ -39,6 +39,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/procstat"
+	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // Spec is what a worker process is started with.
@@ -187,6 +188,8 @@ type Message struct {
 	Status *gale.WorkerStatus `json:"status,omitempty"` // heartbeat, stopped
 	RSS    int64              `json:"rss,omitempty"`
 	Stats  json.RawMessage    `json:"stats,omitempty"`
+	// Spouts are this worker's spout counters (heartbeat, stopped).
+	Spouts []runstats.Spout `json:"spouts,omitempty"`
 }
 
 // Commands and events.
@@ -311,7 +314,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	}
 	beat := func(event string) error {
 		st := w.Status()
-		m := Message{Event: event, Time: time.Now(), Status: &st}
+		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: runstats.Of(w)}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {

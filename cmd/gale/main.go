@@ -1,0 +1,17 @@
+// Command gale is the stock Gale command line (internal/cli through
+// galecli): Gale's subcommands, with the built-in example topologies for
+// `gale run`.
+package main
+
+import (
+	"os"
+
+	"github.com/gale-stream/gale/examples/wordcount"
+	"github.com/gale-stream/gale/galecli"
+)
+
+func main() {
+	os.Exit(galecli.Main(
+		galecli.Topology{Name: "wordcount", Short: "the classic word count: sentences → split → count", Build: wordcount.Build},
+	))
+}
