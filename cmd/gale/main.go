@@ -8,10 +8,12 @@ import (
 
 	"github.com/gale-stream/gale/examples/wordcount"
 	"github.com/gale-stream/gale/galecli"
+	"github.com/gale-stream/gale/internal/benchtopo"
 )
 
 func main() {
 	os.Exit(galecli.Main(
 		galecli.Topology{Name: "wordcount", Short: "the classic word count: sentences → split → count", Build: wordcount.Build},
+		galecli.Topology{Name: "bench-wordcount", Short: "the bench's word count, paced with -p rate=N", Build: benchtopo.Build},
 	))
 }

@@ -40,7 +40,8 @@ func main() {
 // average bolt's parallelism, default 2).
 func build(params map[string]string) (*gale.Topology, gale.Config, error) {
 	p := map[string]int{"rate": 2000, "sensors": 16, "averagers": 2}
-	for k, v := range params {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		v := params[k]
 		if _, ok := p[k]; !ok {
 			return nil, nil, fmt.Errorf("unknown parameter %q (sensors takes %s)", k, strings.Join(slices.Sorted(maps.Keys(p)), ", "))
 		}

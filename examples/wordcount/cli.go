@@ -24,7 +24,8 @@ i am at two with nature`), "\n")
 // counters, the parallelism of the two bolts (default 2 each).
 func Build(params map[string]string) (*gale.Topology, gale.Config, error) {
 	par := map[string]int{"splitters": 2, "counters": 2}
-	for k, v := range params {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		v := params[k]
 		if _, ok := par[k]; !ok {
 			return nil, nil, fmt.Errorf("unknown parameter %q (wordcount takes %s)", k, strings.Join(slices.Sorted(maps.Keys(par)), ", "))
 		}

@@ -62,7 +62,7 @@ every worker.
 	fl := cmd.Flags()
 	fl.IntVar(&f.workers, "workers", f.workers, "worker processes to run the topology in, on 127.0.0.1 (1 = in this process)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long, as the first Ctrl-C does (0 = run until Ctrl-C)")
-	fl.StringArrayVarP(&f.params, "param", "p", nil, "a `KEY=VALUE` parameter for the topology's Build function (repeatable)")
+	fl.StringArrayVarP(&f.params, "param", "p", nil, "a parameter for the topology's Build function, `KEY=VALUE` (repeatable)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document on stdout, and no live numbers")
 	return cmd
 }
