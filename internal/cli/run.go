@@ -61,7 +61,7 @@ every worker.
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.workers, "workers", f.workers, "worker processes to run the topology in, on 127.0.0.1 (1 = in this process)")
-	fl.DurationVar(&f.duration, "duration", 0, "stop after this long, as the first Ctrl-C does (0 = run until Ctrl-C)")
+	fl.DurationVar(&f.duration, "duration", 0, "stop this long after the spouts start, as the first Ctrl-C does (0 = run until Ctrl-C)")
 	fl.StringArrayVarP(&f.params, "param", "p", nil, "a parameter for the topology's Build function, `KEY=VALUE` (repeatable)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document on stdout, and no live numbers")
 	return cmd
@@ -126,6 +126,8 @@ func hasKey(m map[string]string, k string) bool {
 
 // running is a topology `run` started: in this process or in workers.
 type running interface {
+	// active is closed once the spouts are active everywhere.
+	active() <-chan struct{}
 	// stats are the spout counters so far, by component.
 	stats() []runstats.Spout
 	// errors counts the errors components reported or caused.
@@ -182,12 +184,10 @@ func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f run
 	start := time.Now()
 	// Status lines go to stderr with --json too: stdout has only the report.
 	fmt.Fprintf(stderr, "running %s %s; Ctrl-C stops it\n", t.Name, where)
+	// --duration counts from when the spouts are active everywhere: worker
+	// processes activate theirs once connected to every peer.
 	var deadline <-chan time.Time
-	if f.duration > 0 {
-		tm := time.NewTimer(f.duration)
-		defer tm.Stop()
-		deadline = tm.C
-	}
+	active := r.active()
 	tk := time.NewTicker(time.Second)
 	defer tk.Stop()
 	var stoppedBy string
@@ -195,6 +195,14 @@ func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f run
 loop:
 	for {
 		select {
+		case <-active:
+			active = nil
+			start = time.Now()
+			if f.duration > 0 {
+				tm := time.NewTimer(f.duration)
+				defer tm.Stop()
+				deadline = tm.C
+			}
 		case <-tk.C:
 			if live != nil {
 				writeLive(live, time.Since(start), r.stats())
@@ -301,6 +309,13 @@ func startLocal(name string, conf gale.Config, topo *gale.Topology, log *slog.Lo
 	return &local{lt: lt}, nil
 }
 
+// active: StartLocal returns with the spouts active.
+func (l *local) active() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
 func (l *local) stats() []runstats.Spout { return runstats.Of(l.lt) }
 func (l *local) errors() int64 {
 	_, n := l.lt.Errors()
@@ -314,17 +329,21 @@ func (l *local) stop() error {
 
 // workers is a topology running in worker processes of this binary.
 type workers struct {
-	c      *workerproc.Cluster
-	dir    string
-	drain  time.Duration
-	fail   chan error
-	mu     sync.Mutex
-	spouts [][]runstats.Spout // each worker's last report
-	errs   []int64
+	c     *workerproc.Cluster
+	dir   string
+	drain time.Duration
+	fail  chan error
+	ready chan struct{} // closed by take once every worker reported active spouts
+
+	mu      sync.Mutex
+	spouts  [][]runstats.Spout // each worker's last report
+	errs    []int64
+	started []bool // the worker reported active spouts
+	waiting int    // workers not yet started
 }
 
 // workerHeartbeat is how often run's workers report.
-const workerHeartbeat = 500 * time.Millisecond
+const workerHeartbeat = 250 * time.Millisecond
 
 func startWorkers(name string, conf gale.Config, params map[string]string, n int, logs io.Writer) (_ *workers, err error) {
 	eff, err := gale.ResolveConfig(nil, conf)
@@ -350,7 +369,8 @@ func startWorkers(name string, conf gale.Config, params map[string]string, n int
 		}
 	}()
 	w := &workers{dir: dir, drain: time.Duration(secs) * time.Second, fail: make(chan error, 1),
-		spouts: make([][]runstats.Spout, n), errs: make([]int64, n)}
+		ready: make(chan struct{}), spouts: make([][]runstats.Spout, n), errs: make([]int64, n),
+		started: make([]bool, n), waiting: n}
 	w.c, err = workerproc.Launch(workerproc.LaunchConfig{
 		Exe:  exe,
 		Args: workerArgs,
@@ -381,6 +401,13 @@ func (w *workers) take(worker, _ int, m workerproc.Message) {
 		w.spouts[worker] = m.Spouts
 		if m.Status != nil {
 			w.errs[worker] = m.Status.Errors
+			// Stopped is false once the worker's spouts are active.
+			if m.Event == workerproc.EventHeartbeat && !m.Status.Stopped && !w.started[worker] {
+				w.started[worker] = true
+				if w.waiting--; w.waiting == 0 {
+					close(w.ready)
+				}
+			}
 		}
 		w.mu.Unlock()
 	case workerproc.EventFailed:
@@ -411,7 +438,8 @@ func (w *workers) errors() int64 {
 	return n
 }
 
-func (w *workers) failed() <-chan error { return w.fail }
+func (w *workers) failed() <-chan error    { return w.fail }
+func (w *workers) active() <-chan struct{} { return w.ready }
 
 // stop drains every worker (the spouts stopped everywhere, the trees in
 // flight completed) and stops them; their last heartbeats carry the final
