@@ -22,6 +22,7 @@ import (
 
 // runFlags are the flags of `run`.
 type runFlags struct {
+	file     string
 	workers  int
 	duration time.Duration
 	params   []string
@@ -47,7 +48,8 @@ stderr); a second Ctrl-C kills the program at once.
 --workers N runs the topology in N worker processes of this program on
 127.0.0.1, so that tuples cross between them over TCP. Each --param
 KEY=VALUE goes to the topology's Build function, in this process and in
-every worker.
+every worker. --file layers a gale.yaml beneath the topology's config, as
+in "config show --file".
 
 ` + topologyList(opts),
 		Args: cobra.ArbitraryArgs, // checked in RunE, to name the topologies there are
@@ -63,6 +65,7 @@ every worker.
 	fl.IntVar(&f.workers, "workers", f.workers, "worker processes to run the topology in, on 127.0.0.1 (1 = in this process)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop this long after the spouts start, as the first Ctrl-C does (0 = run until Ctrl-C)")
 	fl.StringArrayVarP(&f.params, "param", "p", nil, "a parameter for the topology's Build function, `KEY=VALUE` (repeatable)")
+	fl.StringVar(&f.file, "file", "", "a gale.yaml to layer beneath the topology's config")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document on stdout, and no live numbers")
 	return cmd
 }
@@ -164,6 +167,17 @@ func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f run
 	if err != nil {
 		return fmt.Errorf("topology %q: %w", t.Name, err)
 	}
+	var file gale.Config
+	if f.file != "" {
+		if file, err = gale.LoadConfigFile(f.file); err != nil {
+			return err
+		}
+	}
+	// Every key is checked here, before any process starts.
+	eff, err := gale.ResolveConfig(file, conf)
+	if err != nil {
+		return fmt.Errorf("topology %q: %w", t.Name, err)
+	}
 	stderr := cmd.ErrOrStderr()
 	var live io.Writer
 	if !f.asJSON {
@@ -173,10 +187,10 @@ func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f run
 	var r running
 	where := "in this process"
 	if f.workers == 1 {
-		r, err = startLocal(t.Name, conf, topo, log)
+		r, err = startLocal(t.Name, conf, file, topo, log)
 	} else {
 		where = fmt.Sprintf("in %d worker processes", f.workers)
-		r, err = startWorkers(t.Name, conf, params, f.workers, stderr)
+		r, err = startWorkers(t.Name, eff, file, params, f.workers, stderr)
 	}
 	if err != nil {
 		return err
@@ -301,8 +315,8 @@ type local struct {
 	lt *gale.LocalTopology
 }
 
-func startLocal(name string, conf gale.Config, topo *gale.Topology, log *slog.Logger) (*local, error) {
-	lt, err := gale.StartLocal(name, conf, topo, gale.RunOptions{Logger: log})
+func startLocal(name string, conf, file gale.Config, topo *gale.Topology, log *slog.Logger) (*local, error) {
+	lt, err := gale.StartLocal(name, conf, topo, gale.RunOptions{Logger: log, FileConfig: file})
 	if err != nil {
 		return nil, err
 	}
@@ -345,11 +359,9 @@ type workers struct {
 // workerHeartbeat is how often run's workers report.
 const workerHeartbeat = 250 * time.Millisecond
 
-func startWorkers(name string, conf gale.Config, params map[string]string, n int, logs io.Writer) (_ *workers, err error) {
-	eff, err := gale.ResolveConfig(nil, conf)
-	if err != nil {
-		return nil, err
-	}
+// startWorkers launches n workers of this binary; eff is the topology's
+// effective config, file the gale.yaml layer beneath it.
+func startWorkers(name string, eff *gale.Effective, file gale.Config, params map[string]string, n int, logs io.Writer) (_ *workers, err error) {
 	secs, _ := eff.Int(gale.TopologyShutdownDrainTimeoutSecs)
 	exe, err := os.Executable()
 	if err != nil {
@@ -380,6 +392,7 @@ func startWorkers(name string, conf gale.Config, params map[string]string, n int
 			Params:      pj,
 			HeartbeatMS: int(workerHeartbeat / time.Millisecond),
 			LogLevel:    "warn",
+			Cluster:     file,
 		},
 		N:         n,
 		Dir:       dir,

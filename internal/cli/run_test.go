@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,6 +72,28 @@ func TestRunUsage(t *testing.T) {
 				t.Errorf("stdout: got %q, want nothing", stdout)
 			}
 		})
+	}
+}
+
+// TestRunFile: run layers a gale.yaml (--file) under the topology's
+// config, and checks it before starting anything.
+func TestRunFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("topology.message.timeout.sec: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runGale(t, "run", "wordcount", "--file", bad, "--duration", "1s")
+	if code != exitRuntime {
+		t.Errorf("exit code: got %d, want %d", code, exitRuntime)
+	}
+	if !strings.Contains(stderr, `"topology.message.timeout.sec"`) || strings.Contains(stderr, "running") || stdout != "" {
+		t.Errorf("want only the error naming the unknown key, before anything runs; stdout %q, stderr:\n%s", stdout, stderr)
+	}
+	code, _, stderr = runGale(t, "run", "wordcount", "--file", filepath.Join(dir, "missing.yaml"))
+	if code != exitRuntime || !strings.Contains(stderr, "missing.yaml") {
+		t.Errorf("missing file: exit %d, stderr %q; want 1 and the path", code, stderr)
 	}
 }
 
