@@ -13,14 +13,15 @@ import (
 	"github.com/gale-stream/gale/examples/wordcount"
 )
 
-// TestMain checks that no command leaves a goroutine behind. run's
-// signal.NotifyContext starts os/signal's watcher goroutine (top function
+// TestMain checks that no command leaves a goroutine behind. Run's
+// signal.Notify starts os/signal's watcher goroutine (top function
 // os/signal.signal_recv, and runtime.ensureSigM), which lives for the rest of
 // the process; goleak v1.3.0 already treats both as standard-library
 // goroutines, so no IgnoreTopFunction is needed.
 //
 // Run with galeMainEnv set, the test binary is gale itself: `gale bench
-// --workers` starts its worker processes from this binary.
+// --workers` starts its worker processes from this binary, and the signal
+// tests run it in a process of its own.
 func TestMain(m *testing.M) {
 	if os.Getenv(galeMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

@@ -36,8 +36,10 @@ func currentVersion() versionInfo {
 				}
 			}
 		}
+		// The revision built is Gale's own only in Gale's module (cmd/gale),
+		// not in a user's program.
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
+			if s.Key == "vcs.revision" && bi.Main.Path == galeModule {
 				v.Commit = s.Value
 			}
 		}
