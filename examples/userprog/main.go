@@ -56,7 +56,8 @@ func build(params map[string]string) (*gale.Topology, gale.Config, error) {
 	b.SetBolt("average", func() gale.Bolt { return &Average{} }, p["averagers"]).FieldsGrouping("readings", "sensor")
 	b.SetBasicBolt("alerts", func() gale.BasicBolt { return &Alerts{Above: 25} }, 1).ShuffleGrouping("average")
 	topo, err := b.Build()
-	return topo, gale.Config{gale.TopologyMessageTimeoutSecs: 10}, err
+	// The topology's config layer: at most 5000 readings in flight.
+	return topo, gale.Config{gale.TopologyMaxSpoutPending: 5000}, err
 }
 
 // reading is one sensor's measurement.

@@ -233,6 +233,14 @@ loop:
 		}
 	}
 	elapsed := time.Since(start)
+	// A tick due before the stop still shows.
+	select {
+	case <-tk.C:
+		if live != nil {
+			writeLive(live, time.Since(start), r.stats())
+		}
+	default:
+	}
 	if stoppedBy == "signal" {
 		fmt.Fprintln(stderr, "stopping: draining the trees in flight (Ctrl-C again kills the program)")
 	}
