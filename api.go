@@ -1,6 +1,7 @@
 package gale
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -185,6 +186,18 @@ func (tc *TopologyContext) TaskID() int { return tc.taskID }
 
 // TaskIndex is this task's index among its component's tasks, from 0.
 func (tc *TopologyContext) TaskIndex() int { return tc.taskIndex }
+
+// Context is cancelled when the topology shuts down, so that I/O a
+// connector starts in Open or Prepare, and goroutines it starts there,
+// give up. In an orderly stop it is cancelled once the drain is over
+// (every tree completed, or topology.shutdown.drain.timeout.secs passed):
+// NextTuple, Execute, Ack, Fail and Deactivate during the drain see it
+// live, Close and Cleanup see it cancelled. It is cancelled at once when
+// a component's failure stops the topology, when start-up fails (before
+// the tasks already open are closed), and, under RunLocal, when its ctx
+// ends before start-up is done. The same context serves every task of
+// the topology in this process.
+func (tc *TopologyContext) Context() context.Context { return tc.rt.ctx }
 
 // Config is the effective configuration of this component.
 func (tc *TopologyContext) Config() *Effective { return tc.config }

@@ -69,6 +69,11 @@ type spoutExec struct {
 	capped       atomic.Bool  // every task is at max pending
 	stopped      atomic.Bool  // saw the deactivation and published since
 
+	// Trees acked and failed by this executor's tasks, counted by its
+	// goroutine; publish copies them and the tasks' emits for spoutStats.
+	acked, failed                   int64
+	pubEmitted, pubAcked, pubFailed atomic.Int64
+
 	timeoutTk, tuneTk Ticker // made by start, so their phase is fixed before any executor runs
 }
 
@@ -199,6 +204,7 @@ func (x *spoutExec) run() {
 		lingerStart = time.Time{}
 		for _, t := range x.tasks {
 			for i, id := range t.deferred {
+				x.acked++
 				x.call(t, func() { t.spout.Ack(id) })
 				if x.rt.obs.Ack != nil {
 					x.rt.obs.Ack(x.comp.id, int(t.em.task), id)
@@ -282,11 +288,13 @@ func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 }
 
 func (x *spoutExec) publish(emitted bool) {
-	var n int
+	var n, emits int
 	for _, t := range x.tasks {
 		n += t.pending.len()
+		emits += t.emits
 	}
 	x.pendingCount.Store(int64(n))
+	x.publishCounts(emits)
 	if emitted {
 		x.idleRounds.Store(0)
 	} else {
@@ -305,6 +313,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 			if e, ok := t.pending.remove(m.root); ok {
 				freed = true
 				x.resolved++
+				x.acked++
 				x.call(t, func() { t.spout.Ack(e.msgID) })
 				if x.rt.obs.Ack != nil {
 					x.rt.obs.Ack(x.comp.id, int(m.task), e.msgID)
@@ -338,6 +347,7 @@ func (x *spoutExec) unquiet() {
 }
 
 func (x *spoutExec) fail(t *spoutTask, msgID any, reason error) {
+	x.failed++
 	x.call(t, func() { t.spout.Fail(msgID, reason) })
 	if x.rt.obs.Fail != nil {
 		x.rt.obs.Fail(x.comp.id, int(t.em.task), msgID, reason)
@@ -449,4 +459,16 @@ func (x *spoutExec) shutdown() {
 		x.call(t, t.spout.Close)
 	}
 	x.pendingCount.Store(0)
+	emits := 0
+	for _, t := range x.tasks {
+		emits += t.emits
+	}
+	x.publishCounts(emits)
+}
+
+// publishCounts makes the executor's counters visible to spoutStats.
+func (x *spoutExec) publishCounts(emits int) {
+	x.pubEmitted.Store(int64(emits))
+	x.pubAcked.Store(x.acked)
+	x.pubFailed.Store(x.failed)
 }

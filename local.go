@@ -130,10 +130,19 @@ func (lt *LocalTopology) TimeoutTick() time.Duration {
 // shutdown, or the error that stopped it: a failed Open or Prepare, or a
 // component's panic under the kill-worker panic policy.
 func RunLocal(ctx context.Context, name string, conf Config, topo *Topology, opts RunOptions) error {
-	lt, err := StartLocal(name, conf, topo, opts)
+	rt, err := newRuntime(name, topo, conf, opts)
 	if err != nil {
 		return err
 	}
+	// An Open or Prepare that waits on its TopologyContext's Context
+	// gives up when ctx ends during start-up.
+	stopCancel := context.AfterFunc(ctx, rt.cancel)
+	err = rt.start()
+	stopCancel()
+	if err != nil {
+		return err
+	}
+	lt := &LocalTopology{rt: rt}
 	var fatal error
 	select {
 	case <-ctx.Done():

@@ -2,6 +2,7 @@ package gale
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,7 +67,13 @@ type runtime struct {
 	timeout   time.Duration
 	policy    string
 
-	plan      plan.Plan // task ids, executors and stream ids (internal/plan)
+	plan plan.Plan // task ids, executors and stream ids (internal/plan)
+
+	// ctx is every task's TopologyContext.Context; cancel ends it (stop,
+	// a failed start).
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	comps     map[string]*compInfo
 	taskExec  []int // task id → executor index
 	execs     []*execSlot
@@ -278,6 +285,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 
 		wantActive: true,
 	}
+	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	rt.checkReuse = opts.CheckTupleReuse
 	rt.spins = spinsFor(goruntime.GOMAXPROCS(0))
 	if opts.Observer != nil {
@@ -452,6 +460,7 @@ func (rt *runtime) context(c *compInfo, task int) *TopologyContext {
 func (rt *runtime) start() error {
 	var started []func()
 	undo := func() {
+		rt.cancel()
 		for i := len(started) - 1; i >= 0; i-- {
 			started[i]()
 		}
@@ -550,8 +559,9 @@ func (rt *runtime) spoutsStopped() bool {
 }
 
 // stop deactivates the spouts, waits up to drain for in-flight trees to
-// complete and queued tuples to be processed, then stops every executor; each closes or cleans up its tasks
-// exactly once. Trees still pending are failed with ErrShutdown.
+// complete and queued tuples to be processed, cancels the tasks' Context,
+// then stops every executor; each closes or cleans up its tasks exactly
+// once. Trees still pending are failed with ErrShutdown.
 func (rt *runtime) stop(drain time.Duration) {
 	rt.active.Store(false)
 	if drain > 0 {
@@ -566,6 +576,7 @@ func (rt *runtime) stop(drain time.Duration) {
 		}
 		poll.Stop()
 	}
+	rt.cancel()
 	rt.stopping.Store(true)
 	close(rt.quit)
 	rt.wg.Wait()

@@ -74,10 +74,12 @@ func (w *WordCount) Cleanup() {
 }
 
 // SentenceSpout emits the given sentences in order, each with its index as
-// the message id, and replays failed ones.
+// the message id, and replays failed ones. With Loop it starts again after
+// the last.
 type SentenceSpout struct {
 	gale.BaseSpout
 	Sentences []string
+	Loop      bool
 	next      int
 	replay    []int
 }
@@ -92,6 +94,9 @@ func (s *SentenceSpout) NextTuple() {
 		s.replay = s.replay[:n-1]
 		s.Collector.Emit(i, s.Sentences[i])
 		return
+	}
+	if s.Loop && s.next == len(s.Sentences) {
+		s.next = 0
 	}
 	if s.next < len(s.Sentences) {
 		s.Collector.Emit(s.next, s.Sentences[s.next])

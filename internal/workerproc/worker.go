@@ -37,6 +37,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/procstat"
+	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/workermem"
 )
 
@@ -183,6 +184,8 @@ type Message struct {
 	Status *gale.WorkerStatus `json:"status,omitempty"` // heartbeat, stopped
 	RSS    int64              `json:"rss,omitempty"`
 	Stats  json.RawMessage    `json:"stats,omitempty"`
+	// Spouts are this worker's spout counters (heartbeat, stopped).
+	Spouts []runstats.Spout `json:"spouts,omitempty"`
 }
 
 // Commands and events.
@@ -293,7 +296,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	}
 	beat := func(event string) error {
 		st := w.Status()
-		m := Message{Event: event, Time: time.Now(), Status: &st}
+		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: runstats.Of(w)}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {

@@ -1,8 +1,11 @@
-package main
+package cli
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -15,8 +18,10 @@ func init() {
 }
 
 // newWorkerCmd is the hidden `gale worker`: one worker process of a
-// topology, started by a launcher (gale bench --workers, later the
-// supervisor) that talks to it over stdin and stdout (internal/workerproc).
+// topology, started by a launcher (gale bench --workers, gale run
+// --workers, later the supervisor) that talks to it over stdin and stdout
+// (internal/workerproc). It builds the bench's topology or, by name, one
+// of the program's own (Options.Topologies).
 func newWorkerCmd() *cobra.Command {
 	var specPath string
 	cmd := &cobra.Command{
@@ -34,7 +39,15 @@ func newWorkerCmd() *cobra.Command {
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: spec.Level()})).
 				With("worker", spec.Worker)
-			return workerproc.Main(cmd.Context(), spec, workerproc.Stdin(), cmd.OutOrStdout(), log)
+			// SIGTERM stops a worker; SIGINT does not. A Ctrl-C at a
+			// terminal reaches the launcher and its workers alike, and
+			// the launcher stops the topology in order: spouts
+			// deactivated and trees drained everywhere before any worker
+			// stops. (The command line's own handler takes the first
+			// SIGINT; a second one kills the worker with the launcher.)
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+			defer stop()
+			return workerproc.Main(ctx, spec, workerproc.Stdin(), cmd.OutOrStdout(), log)
 		},
 	}
 	cmd.Flags().StringVar(&specPath, "spec", "", "the worker's spec, a JSON `file` written by its launcher")

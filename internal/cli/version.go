@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -10,8 +10,13 @@ import (
 )
 
 // version is the release, set at build time with
-// -ldflags "-X main.version=v1.2.3".
+// -ldflags "-X github.com/gale-stream/gale/internal/cli.version=v1.2.3".
+// Left at "dev", a program that depends on a released Gale module reports
+// that module's version.
 var version = "dev"
+
+// galeModule is Gale's module path, as a dependency of a user's program.
+const galeModule = "github.com/gale-stream/gale"
 
 type versionInfo struct {
 	Version   string `json:"version"`
@@ -24,8 +29,17 @@ type versionInfo struct {
 func currentVersion() versionInfo {
 	v := versionInfo{Version: version, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v.Version == "dev" {
+			for _, d := range bi.Deps {
+				if d.Path == galeModule && d.Version != "" && d.Version != "(devel)" {
+					v.Version = d.Version
+				}
+			}
+		}
+		// The revision built is Gale's own only in Gale's module (cmd/gale),
+		// not in a user's program.
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
+			if s.Key == "vcs.revision" && bi.Main.Path == galeModule {
 				v.Commit = s.Value
 			}
 		}

@@ -1,0 +1,63 @@
+// Package runstats carries a running topology's spout counters out of
+// package gale, whose runtime keeps them unexported, to the command line
+// (`run`'s live numbers and report) and to worker heartbeats.
+package runstats
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Spout is one spout component's counters in one process, summed over its
+// tasks there, since the topology started.
+type Spout struct {
+	Component string `json:"component"`
+	// Tasks is the number of the component's tasks counted.
+	Tasks int `json:"tasks"`
+	// Emitted counts tuples emitted, with a message id or without.
+	Emitted int64 `json:"emitted"`
+	// Acked counts trees completed (with acking off, every tuple emitted
+	// with a message id), Failed trees failed by a bolt, by timeout or at
+	// shutdown; Pending the trees in flight.
+	Acked   int64 `json:"acked"`
+	Failed  int64 `json:"failed"`
+	Pending int64 `json:"pending"`
+}
+
+// Of returns the spout counters of a running topology, a
+// *gale.LocalTopology or a *gale.Worker, by component in id order. Package
+// gale sets it; it panics on any other type. Safe for concurrent use;
+// each counter is read once, so they may be from slightly different
+// instants.
+var Of func(running any) []Spout
+
+// Add sums b into a by component, keeping the result in component order.
+func Add(a, b []Spout) []Spout {
+	out := slices.Clone(a)
+	for _, s := range b {
+		i, found := slices.BinarySearchFunc(out, s.Component, func(x Spout, c string) int { return cmp.Compare(x.Component, c) })
+		if !found {
+			out = slices.Insert(out, i, Spout{Component: s.Component})
+		}
+		o := &out[i]
+		o.Tasks += s.Tasks
+		o.Emitted += s.Emitted
+		o.Acked += s.Acked
+		o.Failed += s.Failed
+		o.Pending += s.Pending
+	}
+	return out
+}
+
+// Total sums every component's counters into one, with no component name.
+func Total(ss []Spout) Spout {
+	var t Spout
+	for _, s := range ss {
+		t.Tasks += s.Tasks
+		t.Emitted += s.Emitted
+		t.Acked += s.Acked
+		t.Failed += s.Failed
+		t.Pending += s.Pending
+	}
+	return t
+}
