@@ -1,5 +1,7 @@
 package gale
 
+import "time"
+
 // Messages between executors travel in batches over bounded channels: one
 // channel operation moves up to topology.producer.batch.size tuples. An
 // executor buffers what it emits per destination executor and flushes at
@@ -61,6 +63,15 @@ type outbox struct {
 	// blocks on it (no deadlock), without calling user code mid-flush.
 	ctlIn  <-chan *ackBatch
 	parked []*ackBatch
+	// ticks, if set, is received from while a send waits too, and onTick
+	// called for each tick: a spout blocked on a full queue still times
+	// its trees out. flush allows onTick to emit (a spout's Fail replays).
+	ticks  <-chan time.Time
+	onTick func()
+
+	// fbDest marks, by executor index, the destinations this executor
+	// reaches on a feedback edge (feedback.go); nil if none.
+	fbDest []bool
 }
 
 func newOutbox(rt *runtime, blockOnFull bool) *outbox {
@@ -111,9 +122,11 @@ func (o *outbox) addMsg(exec int, m ackMsg) {
 }
 
 // flush sends every buffered batch, blocking while destinations are full.
-// It returns false if the runtime is stopping.
+// It returns false if the runtime is stopping. What is added while it
+// waits (by onTick) is sent too.
 func (o *outbox) flush() bool {
-	for _, i := range o.dataDirty {
+	for k := 0; k < len(o.dataDirty); k++ {
+		i := o.dataDirty[k]
 		if b := o.data[i]; b != nil {
 			o.data[i] = nil
 			if !o.sendData(b) {
@@ -122,7 +135,8 @@ func (o *outbox) flush() bool {
 		}
 	}
 	o.dataDirty = o.dataDirty[:0]
-	for _, i := range o.ctlDirty {
+	for k := 0; k < len(o.ctlDirty); k++ {
+		i := o.ctlDirty[k]
 		if b := o.ctl[i]; b != nil {
 			o.ctl[i] = nil
 			if !o.sendCtl(i, b) {
@@ -135,7 +149,12 @@ func (o *outbox) flush() bool {
 }
 
 func (o *outbox) sendData(b *batch) bool {
-	slot := o.rt.execs[o.rt.taskExec[b.task]]
+	exec := o.rt.taskExec[b.task]
+	slot := o.rt.execs[exec]
+	if o.fbDest != nil && o.fbDest[exec] && slot.fb != nil {
+		o.sendFeedback(slot.fb, b)
+		return true
+	}
 	if slot.peer != nil {
 		return o.sendRemoteData(slot, b)
 	}
@@ -167,6 +186,8 @@ func send[B any](o *outbox, ch chan<- B, b B, n int) bool {
 			return true
 		case ab := <-o.ctlIn:
 			o.parked = append(o.parked, ab)
+		case <-o.ticks:
+			o.onTick()
 		case <-o.quit:
 			o.rt.inflight.Add(-int64(n))
 			return false
