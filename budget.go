@@ -174,19 +174,34 @@ func (rt *runtime) autoBounds() (floor, most int) {
 	return floor, most
 }
 
-// setFeedbackBudget sets what the feedback queues may hold (see
-// feedbackBudget) from this worker's spout tasks: the trees
-// topology.max.spout.pending admits; the automatic limits add theirs as
-// they change (spoutExec.setAutoLimit). Nothing with acking off.
+// setFeedbackBudget sets what this worker's feedback queues may hold (see
+// feedbackBudget), if the topology has cycles: its bolts' input queues,
+// and the trees topology.max.spout.pending admits in the whole topology
+// (their tuples may come round through this worker); the automatic limits
+// add theirs as they change (spoutExec.setAutoLimit).
 func (rt *runtime) setFeedbackBudget() {
+	if len(rt.feedback) == 0 {
+		return
+	}
 	recv, _ := rt.conf.Int(TopologyExecutorReceiveBufferSize)
-	rt.fbBudget.floor = int64(recv)
+	bolts := 0
+	for _, c := range rt.comps {
+		if !c.isSpout {
+			bolts += rt.localExecs(c)
+		}
+	}
+	rt.fbBudget.floor = int64(recv) * int64(bolts+2)
+	rt.fbBudget.workers = 1
+	if rt.asg != nil {
+		rt.fbBudget.workers = int64(len(rt.asg.Workers))
+	}
+	rt.fbBudget.gate = int64(recv)
 	if rt.numAckers == 0 {
 		return
 	}
 	for _, c := range rt.comps {
 		if mp, _ := c.conf.Int(TopologyMaxSpoutPending); c.isSpout && mp > 0 {
-			rt.fbBudget.fixed += int64(mp * rt.localTasks(c))
+			rt.fbBudget.fixed += int64(mp * c.numTasks)
 		}
 	}
 }

@@ -106,8 +106,11 @@ func TestAmplifyingCycleFailsTrees(t *testing.T) {
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("src", hopSpout(30), 1)
 	b.SetBolt("loop", hopBolt(2), 1).ShuffleGrouping("src").ShuffleGrouping("loop")
-	_, rec, _ := startLocal(t, build(t, b), cycleConf, nil)
+	lt, rec, _ := startLocal(t, build(t, b), cycleConf, nil)
 	waitProgress(t, "amplifying loop", 300, 5*time.Second, func() int { return len(rec.Failed("src")) })
+	if errs, _ := lt.Errors(); len(errs) == 0 || errs[0].Component != "loop" || !errors.Is(errs[0].Err, gale.ErrFeedbackFull) {
+		t.Errorf("errors %v, want loop's ErrFeedbackFull", errs)
+	}
 	f := rec.Failed("src")[0]
 	var fe *gale.FailedError
 	if !errors.As(f.reason, &fe) || fe.Component != "loop" || !errors.Is(f.reason, gale.ErrFeedbackFull) {
@@ -165,5 +168,53 @@ func TestBlockedSpoutTimesOut(t *testing.T) {
 		if age := f.at.Sub(testEpoch); age < timeout {
 			t.Fatalf("tree %v failed %v after its emit, before the %v timeout", f.id, age, timeout)
 		}
+	}
+}
+
+// TestWorkersCycleCompletes: a two-bolt cycle whose executors are spread
+// over two workers, so that its tuples cross between them both ways, keeps
+// completing trees under sustained load: sends on the edge closing the
+// cycle take no credit, and the receiving worker queues them as feedback.
+func TestWorkersCycleCompletes(t *testing.T) {
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("src", hopSpout(20), 2)
+	b.SetBolt("ping", hopBolt(1), 2).ShuffleGrouping("src").ShuffleGrouping("pong")
+	b.SetBolt("pong", hopBolt(1), 2).ShuffleGrouping("ping")
+	var acked, failed atomic.Int64
+	obs := &gale.Observer{
+		Ack:  func(string, int, any) { acked.Add(1) },
+		Fail: func(string, int, any, error) { failed.Add(1) },
+	}
+	startWorkers(t, 2, build(t, b), cycleConf, obs, nil)
+	waitProgress(t, "two-bolt cycle over two workers", 3000, 5*time.Second, func() int { return int(acked.Load()) })
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d trees failed, want none", n)
+	}
+}
+
+// TestSelfLoopAckingOff: with acking off nothing caps the trees in flight;
+// the loop still makes progress (tuples keep reaching the end of their
+// hops), its feedback queues bounded by an input queue's worth.
+func TestSelfLoopAckingOff(t *testing.T) {
+	var ended atomic.Int64
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("src", hopSpout(20), 1)
+	b.SetBolt("loop", func() gale.Bolt {
+		return &funcBolt{
+			declare: func(d gale.OutputDeclarer) { d.Declare("hops") },
+			execute: func(b *funcBolt, in *gale.Tuple) {
+				if h := in.GetInt(0); h > 0 {
+					b.Collector.Emit(in, h-1)
+				} else {
+					ended.Add(1)
+				}
+				b.Collector.Ack(in)
+			},
+		}
+	}, 2).ShuffleGrouping("src").ShuffleGrouping("loop")
+	lt, _, _ := startLocal(t, build(t, b), gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0, gale.TopologyAckerExecutors: 0}, nil)
+	waitProgress(t, "self loop, acking off", 20000, 5*time.Second, func() int { return int(ended.Load()) })
+	if errs, n := lt.Errors(); n > 0 {
+		t.Fatalf("%d errors, the first %v; want none (a loop that does not multiply its tuples loses none)", n, errs[0].Err)
 	}
 }

@@ -274,6 +274,9 @@ func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 	if limit == 0 {
 		limit = x.autoLimit
 	}
+	if x.rt.fbBudget.closed() {
+		return false, false // a cycle is full: let it drain (feedback.go)
+	}
 	start := t.emits
 	for t.emits-start < x.rt.batchSize {
 		if limit > 0 && t.pending.len() >= limit {

@@ -114,19 +114,32 @@ func (rt *runtime) hasFeedbackInput(c *compInfo) bool {
 }
 
 // feedbackBudget bounds the tuples in a worker's feedback queues, all of
-// them together: the trees its spouts may have in flight, each of which
-// should have about one tuple going round a cycle at once, and at least an
-// input queue's worth (topology.executor.receive.buffer.size), which is
+// them together, by what the worker admitted: the trees its spouts may
+// have in flight (each should have about one tuple going round a cycle at
+// once), and at least what all its bolts' input queues hold, which is
 // also the bound when nothing caps the trees in flight (acking off).
+// While the queues hold more than one input queue's worth (gate), the
+// worker's spouts emit nothing: a cycle slower than its input holds the
+// spouts back, as a full queue does elsewhere, and the spouts are the
+// one place where waiting cannot close a cycle.
 type feedbackBudget struct {
 	tuples atomic.Int64 // in the worker's feedback queues
-	floor  int64        // topology.executor.receive.buffer.size
+	floor  int64        // the worker's bolts' input queues, in tuples
+	gate   int64        // spouts pause from here; 0: no cycles
 	fixed  int64        // trees admitted by topology.max.spout.pending
-	auto   atomic.Int64 // trees admitted by the automatic limits, now
+	auto   atomic.Int64 // trees admitted by this worker's automatic limits, now
+	// workers scales auto to the topology: the automatic limits of the
+	// other workers' spouts are about as this one's.
+	workers int64
 }
 
 func (b *feedbackBudget) limit() int64 {
-	return max(b.floor, b.fixed+b.auto.Load())
+	return max(b.floor, b.fixed+b.auto.Load()*b.workers)
+}
+
+// closed reports whether spouts must wait for the cycles to drain.
+func (b *feedbackBudget) closed() bool {
+	return b.gate > 0 && b.tuples.Load() >= b.gate
 }
 
 // feedbackQueue is a bolt executor's input from the feedback edges into
@@ -220,12 +233,12 @@ func (o *outbox) sendFeedback(q *feedbackQueue, b *batch) {
 		return
 	}
 	o.rt.inflight.Add(-n)
-	rejected := q.rejected.Add(1)
-	if now := time.Now().UnixNano(); now-q.loggedAt.Load() > int64(feedbackLogEvery) {
-		q.loggedAt.Store(now)
-		o.rt.log.Warn("cycle: feedback queue full, failing the trees of a batch",
-			"consumer", q.consumer, "task", b.task, "limit", q.budget.limit(), "batches_rejected", rejected)
+	if o.rt.numAckers == 0 {
+		q.reject(o.rt, b, "lost: acking is off")
+		o.rt.recycleBatch(b)
+		return
 	}
+	q.reject(o.rt, b, "its trees fail")
 	var last uint64
 	var reason error
 	for _, t := range b.tuples {
@@ -244,6 +257,56 @@ func (o *outbox) sendFeedback(q *feedbackQueue, b *batch) {
 		}
 	}
 	o.rt.recycleBatch(b)
+}
+
+// reject counts a batch that did not fit, reports it as the consumer's
+// error (LocalTopology.Errors), and logs it now and then.
+func (q *feedbackQueue) reject(rt *runtime, b *batch, what string) {
+	rejected := q.rejected.Add(1)
+	rt.reportError(q.consumer, int(b.task), fmt.Errorf("%w: dropped %d tuples for bolt %q (the worker's feedback queues hold at most %d), %s",
+		ErrFeedbackFull, len(b.tuples), q.consumer, q.budget.limit(), what))
+	if now := time.Now().UnixNano(); now-q.loggedAt.Load() > int64(feedbackLogEvery) {
+		q.loggedAt.Store(now)
+		rt.log.Warn("cycle: feedback queue full, dropped a batch",
+			"consumer", q.consumer, "task", b.task, "tuples", len(b.tuples), "then", what,
+			"limit", q.budget.limit(), "batches_rejected", rejected)
+	}
+}
+
+// sendRemoteFeedback sends b to a bolt of another worker on a feedback
+// edge: without a credit, which could wait forever on a cycle; the
+// receiving worker puts it on the bolt's feedback queue (deliverFeedback).
+func (o *outbox) sendRemoteFeedback(slot *execSlot, b *batch) bool {
+	n := len(b.tuples)
+	buf, err := o.rt.appendTupleFrame(slot.peer.getBuf(), b)
+	o.rt.recycleBatch(b)
+	if err != nil {
+		// As in sendRemoteData: the trees time out and replay.
+		o.rt.log.Error("dropped a batch for a peer worker: it cannot be encoded", "err", err)
+		slot.peer.putBuf(buf)
+		return true
+	}
+	o.rt.wireTuples.Add(int64(n))
+	return o.sendFrame(slot.peer, buf)
+}
+
+// deliverFeedback puts b, from a peer, on the feedback queue of local
+// executor idx if it came on a feedback edge (its sender took no credit),
+// and reports whether it did. A batch that does not fit is dropped, and
+// its trees time out.
+func (rt *runtime) deliverFeedback(idx int, b *batch) bool {
+	q := rt.execs[idx].fb
+	if q == nil || len(b.tuples) == 0 || !rt.feedback[feedbackEdge{b.tuples[0].src.component, q.consumer}] {
+		return false
+	}
+	n := int64(len(b.tuples))
+	rt.inflight.Add(n)
+	if !q.push(b) {
+		rt.inflight.Add(-n)
+		q.reject(rt, b, "its trees time out")
+		rt.recycleBatch(b)
+	}
+	return true
 }
 
 // feedbackLogEvery spaces the warnings about a full feedback queue.

@@ -151,9 +151,14 @@ func (o *outbox) flush() bool {
 func (o *outbox) sendData(b *batch) bool {
 	exec := o.rt.taskExec[b.task]
 	slot := o.rt.execs[exec]
-	if o.fbDest != nil && o.fbDest[exec] && slot.fb != nil {
-		o.sendFeedback(slot.fb, b)
-		return true
+	if o.fbDest != nil && o.fbDest[exec] {
+		if slot.fb != nil {
+			o.sendFeedback(slot.fb, b)
+			return true
+		}
+		if slot.peer != nil {
+			return o.sendRemoteFeedback(slot, b)
+		}
 	}
 	if slot.peer != nil {
 		return o.sendRemoteData(slot, b)
