@@ -2,11 +2,13 @@ package gale_test
 
 import (
 	"errors"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/galetest"
 )
 
 // hopSpout always has data: every NextTuple starts a tree whose tuple
@@ -216,5 +218,75 @@ func TestSelfLoopAckingOff(t *testing.T) {
 	waitProgress(t, "self loop, acking off", 20000, 5*time.Second, func() int { return int(ended.Load()) })
 	if errs, n := lt.Errors(); n > 0 {
 		t.Fatalf("%d errors, the first %v; want none (a loop that does not multiply its tuples loses none)", n, errs[0].Err)
+	}
+}
+
+// TestWorkersBlockedSpoutTimesOut: a spout waiting for credit to send to a
+// stuck bolt in another worker still fails its trees when they time out.
+// Components in id order round-robin over the workers: src in worker 0,
+// stuck in worker 1.
+func TestWorkersBlockedSpoutTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	var stuck atomic.Bool
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("src", hopSpout(0), 1)
+	b.SetBolt("stuck", func() gale.Bolt {
+		return &funcBolt{execute: func(b *funcBolt, in *gale.Tuple) {
+			stuck.Store(true)
+			<-release
+			b.Collector.Ack(in)
+		}}
+	}, 1).ShuffleGrouping("src")
+	topo := build(t, b)
+	conf := gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0, gale.TopologyMaxSpoutPending: 1_000_000,
+		gale.TopologyMessageTimeoutSecs: 10}
+	clk := galetest.NewClock(testEpoch)
+	rec := newRecorder(clk)
+	var lns []net.Listener
+	var addrs []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
+	}
+	var ws []*gale.Worker
+	defer func() {
+		close(release)
+		for _, w := range ws {
+			w.Stop()
+		}
+	}()
+	for i := range 2 {
+		w, err := gale.StartWorker("test", conf, topo, gale.Assignment{Worker: i, Workers: addrs}, gale.WorkerOptions{
+			RunOptions: gale.RunOptions{Logger: testLogger(t).With("worker", i), Clock: clk, Observer: rec.observer()}, Listener: lns[i]})
+		if err != nil {
+			lns[1].Close()
+			t.Fatalf("StartWorker %d: %v", i, err)
+		}
+		ws = append(ws, w)
+	}
+	waitFor(t, "the bolt to be stuck", stuck.Load)
+	last := -1
+	waitWithin(t, "the spout to block", 10*time.Second, 20*time.Millisecond, func() bool {
+		p := ws[0].Status().Pending
+		ok := p == last && p > 0
+		last = p
+		return ok
+	})
+	pending := last
+	step := time.Second // the timeout tick: 10 s / (11 - 1)
+	waitWithin(t, "the blocked spout to fail its trees", 10*time.Second, time.Millisecond, func() bool {
+		if len(rec.Failed("src")) >= pending {
+			return true
+		}
+		clk.Advance(step)
+		return false
+	})
+	for _, f := range rec.Failed("src")[:pending] {
+		if !errors.Is(f.reason, gale.ErrTimeout) {
+			t.Fatalf("tree %v failed with %v, want ErrTimeout", f.id, f.reason)
+		}
 	}
 }
