@@ -77,3 +77,57 @@ func TestAutoLimitWithinBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedbackQueue: FIFO across many pushes and pops, the worker's budget
+// shared by its queues, and an empty queue taking a batch regardless.
+func TestFeedbackQueue(t *testing.T) {
+	budget := &feedbackBudget{floor: 10}
+	a, b := newFeedbackQueue("a", budget), newFeedbackQueue("b", budget)
+	mk := func(task, n int) *batch {
+		bt := &batch{task: int32(task)}
+		for range n {
+			bt.tuples = append(bt.tuples, &Tuple{})
+		}
+		return bt
+	}
+	if !a.push(mk(1, 6)) || !b.push(mk(2, 4)) {
+		t.Fatal("pushes within the budget refused")
+	}
+	if a.push(mk(3, 1)) {
+		t.Fatal("a push over the shared budget of 10 taken")
+	}
+	if got := budget.tuples.Load(); got != 10 {
+		t.Fatalf("budget holds %d tuples, want 10", got)
+	}
+	if bt := b.pop(); bt == nil || bt.task != 2 || b.ready() {
+		t.Fatalf("pop from b: got %v, want its one batch", bt)
+	}
+	c := newFeedbackQueue("c", budget)
+	if !c.push(mk(4, 100)) {
+		t.Fatal("an empty queue refused a batch")
+	}
+	if a.pop() == nil || c.pop() == nil || budget.tuples.Load() != 0 {
+		t.Fatalf("after popping everything the budget holds %d tuples, want 0", budget.tuples.Load())
+	}
+	// FIFO through the queue's compaction.
+	budget.floor = 1 << 20
+	next := 0
+	for i := range 5000 {
+		a.push(mk(i, 1))
+		if i%3 != 0 { // two pops a three pushes: the queue compacts
+			if bt := a.pop(); int(bt.task) != next {
+				t.Fatalf("popped batch %d, want %d", bt.task, next)
+			}
+			next++
+		}
+	}
+	for a.ready() {
+		if bt := a.pop(); int(bt.task) != next {
+			t.Fatalf("popped batch %d, want %d", bt.task, next)
+		}
+		next++
+	}
+	if next != 5000 {
+		t.Fatalf("popped %d batches, want 5000", next)
+	}
+}
