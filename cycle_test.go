@@ -78,7 +78,7 @@ func TestSelfLoopCompletes(t *testing.T) {
 	b.SetSpout("src", hopSpout(20), 1)
 	b.SetBolt("loop", hopBolt(1), 2).ShuffleGrouping("src").ShuffleGrouping("loop")
 	lt, rec, _ := startLocal(t, build(t, b), cycleConf, nil)
-	waitProgress(t, "self loop", 3000, 5*time.Second, func() int { return len(rec.Acked("src")) })
+	waitProgress(t, "self loop", 1000, 10*time.Second, func() int { return len(rec.Acked("src")) })
 	if f := rec.Failed("src"); len(f) > 0 {
 		t.Errorf("%d trees failed, the first with %v; want none (the clock never moved)", len(f), f[0].reason)
 	}
@@ -95,7 +95,7 @@ func TestTwoBoltCycleCompletes(t *testing.T) {
 	b.SetBolt("ping", hopBolt(1), 2).ShuffleGrouping("src").ShuffleGrouping("pong")
 	b.SetBolt("pong", hopBolt(1), 2).ShuffleGrouping("ping")
 	_, rec, _ := startLocal(t, build(t, b), cycleConf, nil)
-	waitProgress(t, "two-bolt cycle", 3000, 5*time.Second, func() int { return len(rec.Acked("src")) })
+	waitProgress(t, "two-bolt cycle", 1000, 10*time.Second, func() int { return len(rec.Acked("src")) })
 	if f := rec.Failed("src"); len(f) > 0 {
 		t.Errorf("%d trees failed, the first with %v; want none (the clock never moved)", len(f), f[0].reason)
 	}
@@ -109,7 +109,7 @@ func TestAmplifyingCycleFailsTrees(t *testing.T) {
 	b.SetSpout("src", hopSpout(30), 1)
 	b.SetBolt("loop", hopBolt(2), 1).ShuffleGrouping("src").ShuffleGrouping("loop")
 	lt, rec, _ := startLocal(t, build(t, b), cycleConf, nil)
-	waitProgress(t, "amplifying loop", 300, 5*time.Second, func() int { return len(rec.Failed("src")) })
+	waitProgress(t, "amplifying loop", 300, 10*time.Second, func() int { return len(rec.Failed("src")) })
 	if errs, _ := lt.Errors(); len(errs) == 0 || errs[0].Component != "loop" || !errors.Is(errs[0].Err, gale.ErrFeedbackFull) {
 		t.Errorf("errors %v, want loop's ErrFeedbackFull", errs)
 	}
@@ -188,7 +188,7 @@ func TestWorkersCycleCompletes(t *testing.T) {
 		Fail: func(string, int, any, error) { failed.Add(1) },
 	}
 	startWorkers(t, 2, build(t, b), cycleConf, obs, nil)
-	waitProgress(t, "two-bolt cycle over two workers", 3000, 5*time.Second, func() int { return int(acked.Load()) })
+	waitProgress(t, "two-bolt cycle over two workers", 1000, 10*time.Second, func() int { return int(acked.Load()) })
 	if n := failed.Load(); n > 0 {
 		t.Errorf("%d trees failed, want none", n)
 	}
@@ -215,7 +215,7 @@ func TestSelfLoopAckingOff(t *testing.T) {
 		}
 	}, 2).ShuffleGrouping("src").ShuffleGrouping("loop")
 	lt, _, _ := startLocal(t, build(t, b), gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0, gale.TopologyAckerExecutors: 0}, nil)
-	waitProgress(t, "self loop, acking off", 20000, 5*time.Second, func() int { return int(ended.Load()) })
+	waitProgress(t, "self loop, acking off", 5000, 10*time.Second, func() int { return int(ended.Load()) })
 	if errs, n := lt.Errors(); n > 0 {
 		t.Fatalf("%d errors, the first %v; want none (a loop that does not multiply its tuples loses none)", n, errs[0].Err)
 	}
