@@ -111,9 +111,9 @@ func (rt *runtime) checkBudget() error {
 }
 
 // fixedBytes estimates what the executors and tasks in counts, and ackers
-// ackers, cost by existing. Every executor's outbox has a slot per task and
-// per executor of the topology, so the cost grows with the square of the
-// parallelism.
+// ackers, cost by existing. An acker's outbox has a slot per task and per
+// executor of the topology; a component's, a slot per task of its
+// consumers and per acker.
 func (rt *runtime) fixedBytes(counts []compCount, ackers int) int64 {
 	allTasks, allExecs := int64(len(rt.taskExec)), int64(len(rt.execs))
 	// The trial counts of checkBudget change this worker's share only;
@@ -122,12 +122,14 @@ func (rt *runtime) fixedBytes(counts []compCount, ackers int) int64 {
 		allTasks += int64(cc.tasks - rt.localTasks(cc.c))
 		allExecs += int64(cc.execs - rt.localExecs(cc.c))
 	}
-	perExec := int64(execBytes) + 8*(allTasks+allExecs) + 8*int64(rt.queueCap)
+	queue := int64(execBytes) + 8*int64(rt.queueCap)
 	var n int64
 	for _, cc := range counts {
+		exec := queue + 8*int64(len(rt.ackers))
 		task := int64(taskBytes)
 		for _, subs := range cc.c.subs {
 			for _, s := range subs {
+				exec += 8 * int64(s.consumer.numTasks)    // outbox slots (at most)
 				task += 64 + 8*int64(s.consumer.numTasks) // a router
 			}
 		}
@@ -137,9 +139,9 @@ func (rt *runtime) fixedBytes(counts []compCount, ackers int) int64 {
 				task += treeBytes // at least one tree in flight
 			}
 		}
-		n += int64(cc.execs)*perExec + int64(cc.tasks)*task
+		n += int64(cc.execs)*exec + int64(cc.tasks)*task
 	}
-	return n + int64(ackers)*perExec
+	return n + int64(ackers)*(queue+8*(allTasks+allExecs))
 }
 
 // localTasks and localExecs count c's tasks and executors in this worker.

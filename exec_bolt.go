@@ -32,7 +32,7 @@ type boltExec struct {
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin}
-	x.out = newOutbox(rt, true)
+	x.out = newOutbox(rt, true, c)
 	x.out.fbDest = rt.feedbackDests(c)
 	if rt.hasFeedbackInput(c) {
 		x.fb = newFeedbackQueue(c.id, &rt.fbBudget)

@@ -77,7 +77,7 @@ type spoutExec struct {
 
 func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 	x := &spoutExec{rt: rt, idx: idx, comp: c, first: int32(first), ctl: rt.execs[idx].ctl}
-	x.out = newOutbox(rt, false)
+	x.out = newOutbox(rt, false, c)
 	x.out.ctlIn = x.ctl
 	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
 	if x.maxPending == 0 && rt.numAckers > 0 {

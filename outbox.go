@@ -48,10 +48,14 @@ type outbox struct {
 	quit      <-chan struct{}
 	batchSize int
 
-	data      []*batch // by destination task id
-	dataDirty []int
-	ctl       []*ackBatch // by destination executor index (ackers, spouts)
-	ctlDirty  []int
+	// data and ctl span only the destinations the executor can reach (see
+	// newOutbox), so that their size does not grow with the topology.
+	data      []*batch // by destination task id − taskBase
+	taskBase  int
+	dataDirty []int       // task ids
+	ctl       []*ackBatch // by destination executor index − execBase (ackers, spouts)
+	execBase  int
+	ctlDirty  []int // executor indexes
 
 	// blockOnFull: send a full batch at once, blocking until there is room
 	// (bolts and ackers). Spouts never block inside user code: their full
@@ -74,37 +78,63 @@ type outbox struct {
 	fbDest []bool
 }
 
-func newOutbox(rt *runtime, blockOnFull bool) *outbox {
+// newOutbox returns the outbox of an executor of c, or of an acker if c is
+// nil. A component's executors send tuples only to the tasks of the bolts
+// subscribing to it, and acker messages only to ackers; an acker sends to
+// spouts. Each table spans just those, so the outboxes of a topology
+// with many tasks take memory in proportion to the tasks, not to their
+// square.
+func newOutbox(rt *runtime, blockOnFull bool, c *compInfo) *outbox {
+	taskLo, taskHi := 0, len(rt.taskExec)
+	execLo, execHi := 0, len(rt.execs)
+	if c != nil {
+		taskLo, taskHi = len(rt.taskExec), 0
+		for _, subs := range c.subs {
+			for _, s := range subs {
+				taskLo = min(taskLo, s.consumer.firstTask)
+				taskHi = max(taskHi, s.consumer.firstTask+s.consumer.numTasks)
+			}
+		}
+		execLo, execHi = len(rt.execs), 0
+		for _, a := range rt.ackers {
+			execLo, execHi = min(execLo, a), max(execHi, a+1)
+		}
+		taskHi, execHi = max(taskLo, taskHi), max(execLo, execHi)
+	}
 	return &outbox{
 		rt:          rt,
 		quit:        rt.quit,
 		batchSize:   rt.batchSize,
-		data:        make([]*batch, len(rt.taskExec)),
-		ctl:         make([]*ackBatch, len(rt.execs)),
+		data:        make([]*batch, taskHi-taskLo),
+		taskBase:    taskLo,
+		ctl:         make([]*ackBatch, execHi-execLo),
+		execBase:    execLo,
 		blockOnFull: blockOnFull,
 	}
 }
 
 func (o *outbox) addTuple(task int, t *Tuple) {
-	b := o.data[task]
+	slot := &o.data[task-o.taskBase]
+	b := *slot
 	if b == nil {
 		b = o.rt.getBatch()
 		b.task = int32(task)
-		o.data[task] = b
+		*slot = b
 		o.dataDirty = append(o.dataDirty, task)
 	}
 	b.tuples = append(b.tuples, t)
 	if o.blockOnFull && len(b.tuples) >= o.batchSize {
-		o.data[task] = nil
+		*slot = nil
 		o.sendData(b)
 	}
 }
 
 func (o *outbox) addMsg(exec int, m ackMsg) {
-	b := o.ctl[exec]
+	slot := &o.ctl[exec-o.execBase]
+	b := *slot
 	if b == nil {
 		b = o.rt.getAckBatch()
-		o.ctl[exec] = b
+		*slot = b
 		o.ctlDirty = append(o.ctlDirty, exec)
 	} else if m.kind == msgAck {
 		// Acks for the same tree often come in a row (the words of one
@@ -116,7 +146,7 @@ func (o *outbox) addMsg(exec int, m ackMsg) {
 	}
 	b.msgs = append(b.msgs, m)
 	if o.blockOnFull && len(b.msgs) >= o.batchSize {
-		o.ctl[exec] = nil
+		*slot = nil
 		o.sendCtl(exec, b)
 	}
 }
@@ -126,7 +156,7 @@ func (o *outbox) addMsg(exec int, m ackMsg) {
 // waits (by onTick) is sent too.
 func (o *outbox) flush() bool {
 	for k := 0; k < len(o.dataDirty); k++ {
-		i := o.dataDirty[k]
+		i := o.dataDirty[k] - o.taskBase
 		if b := o.data[i]; b != nil {
 			o.data[i] = nil
 			if !o.sendData(b) {
@@ -137,8 +167,8 @@ func (o *outbox) flush() bool {
 	o.dataDirty = o.dataDirty[:0]
 	for k := 0; k < len(o.ctlDirty); k++ {
 		i := o.ctlDirty[k]
-		if b := o.ctl[i]; b != nil {
-			o.ctl[i] = nil
+		if b := o.ctl[i-o.execBase]; b != nil {
+			o.ctl[i-o.execBase] = nil
 			if !o.sendCtl(i, b) {
 				return false
 			}
