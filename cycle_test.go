@@ -3,6 +3,7 @@ package gale_test
 import (
 	"errors"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -288,5 +289,34 @@ func TestWorkersBlockedSpoutTimesOut(t *testing.T) {
 		if !errors.Is(f.reason, gale.ErrTimeout) {
 			t.Fatalf("tree %v failed with %v, want ErrTimeout", f.id, f.reason)
 		}
+	}
+}
+
+// TestCompleteCycle: galetest.Complete runs a topology with a cycle to
+// its end: every tree goes round its hops and is acked.
+func TestCompleteCycle(t *testing.T) {
+	const n = 500
+	src := make([]gale.Values, n)
+	for i := range src {
+		src[i] = gale.Values{i % 25}
+	}
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("src", hopSpout(0), 1)
+	b.SetBolt("ping", hopBolt(1), 2).ShuffleGrouping("src").ShuffleGrouping("pong")
+	b.SetBolt("pong", hopBolt(1), 3).ShuffleGrouping("ping")
+	res := complete(t, build(t, b), galetest.Options{Sources: map[string][]gale.Values{"src": src}})
+	if got := ints(res.Acked("src")); !slices.Equal(got, rangeInts(0, n)) {
+		t.Errorf("acked %d trees, want all %d", len(got), n)
+	}
+	if f := res.Failed("src"); len(f) > 0 {
+		t.Errorf("%d trees failed, the first with %v", len(f), f[0].Reason)
+	}
+	hops := len(res.Emitted("ping")) + len(res.Emitted("pong"))
+	want := 0
+	for i := range n {
+		want += i % 25
+	}
+	if hops != want {
+		t.Errorf("the cycle carried %d tuples, want %d (each tree its hops)", hops, want)
 	}
 }
