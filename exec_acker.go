@@ -22,7 +22,7 @@ type ackerExec struct {
 }
 
 func newAckerExec(rt *runtime, idx int) *ackerExec {
-	return &ackerExec{rt: rt, idx: idx, ctl: rt.execs[idx].ctl, rctl: rt.execs[idx].rctl, out: newOutbox(rt, true), ledger: acker.New()}
+	return &ackerExec{rt: rt, idx: idx, ctl: rt.execs[idx].ctl, rctl: rt.execs[idx].rctl, out: newOutbox(rt, true, nil), ledger: acker.New()}
 }
 
 func (x *ackerExec) run() {

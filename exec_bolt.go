@@ -23,7 +23,8 @@ type boltExec struct {
 	tasks []*boltTask
 	out   *outbox
 	in    chan *batch
-	rin   chan *batch // from other workers; nil in one process
+	rin   chan *batch    // from other workers; nil in one process
+	fb    *feedbackQueue // from feedback edges (cycles); nil if none, drained first
 	tick  time.Duration
 	tk    Ticker         // tick tuples; made by start
 	reuse *tupleRecycler // nil unless TopologyTupleReuse
@@ -31,7 +32,12 @@ type boltExec struct {
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin}
-	x.out = newOutbox(rt, true)
+	x.out = newOutbox(rt, true, c)
+	x.out.fbDest = rt.feedbackDests(c)
+	if rt.hasFeedbackInput(c) {
+		x.fb = newFeedbackQueue(c.id, &rt.fbBudget)
+		rt.execs[idx].fb = x.fb
+	}
 	if c.conf.Bool(TopologyTupleReuse) {
 		x.reuse = newTupleRecycler(rt)
 	}
@@ -71,7 +77,7 @@ func (x *boltExec) run() {
 		// ready, yield a few times before parking (Storm's progressive
 		// wait): waking a parked goroutine costs more than a yield when
 		// the producer is busy.
-		for spin := 0; spin < x.rt.spins && len(x.in) == 0 && len(x.rin) == 0 && len(ticks) == 0; spin++ {
+		for spin := 0; spin < x.rt.spins && len(x.in) == 0 && len(x.rin) == 0 && len(ticks) == 0 && !x.fb.ready(); spin++ {
 			goruntime.Gosched()
 		}
 		switch {
@@ -79,6 +85,11 @@ func (x *boltExec) run() {
 			<-ticks
 			x.deliverTicks()
 			ticked = true
+		case x.fb.ready():
+			// What goes round a cycle first: it finishes trees already in
+			// flight, while new input waits and holds the spouts back.
+			in = x.fb.pop()
+			x.process(in)
 		case len(x.rin) > 0 && (n&1 == 1 || len(x.in) == 0):
 			// Local and remote input take turns.
 			in = <-x.rin
@@ -95,6 +106,8 @@ func (x *boltExec) run() {
 			case <-ticks:
 				x.deliverTicks()
 				ticked = true
+			case <-x.fb.wakeC():
+				// Taken at the top of the next turn.
 			case <-x.rt.quit:
 				return
 			}

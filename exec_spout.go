@@ -56,6 +56,8 @@ type spoutExec struct {
 	// trees per task as complete in a quarter of the message timeout, so
 	// a slow topology throttles its spouts instead of timing trees out.
 	autoLimit  int
+	autoFloor  int   // the least and the most autoLimit may be: this worker's
+	autoMost   int   // floor and tree budget, shared by its spout tasks (budget.go)
 	resolved   int   // trees completed or failed since the last retune
 	tunedAt    int64 // clock nanos of the last retune; 0 = none yet
 	earlyTuned bool  // retuned early since the last tune tick (tunedAt is then exact)
@@ -68,6 +70,7 @@ type spoutExec struct {
 	idleRounds   atomic.Int64 // consecutive rounds without an emit
 	capped       atomic.Bool  // every task is at max pending
 	stopped      atomic.Bool  // saw the deactivation and published since
+	blockedTicks int          // timeout ticks handled while a send waited, not yet tickDone
 
 	// Trees acked and failed by this executor's tasks, counted by its
 	// goroutine; publish copies them and the tasks' emits for spoutStats.
@@ -79,11 +82,13 @@ type spoutExec struct {
 
 func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 	x := &spoutExec{rt: rt, idx: idx, comp: c, first: int32(first), ctl: rt.execs[idx].ctl}
-	x.out = newOutbox(rt, false)
+	x.out = newOutbox(rt, false, c)
 	x.out.ctlIn = x.ctl
 	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
 	if x.maxPending == 0 && rt.numAckers > 0 {
-		x.autoLimit = autoPendingFloor
+		x.autoFloor, x.autoMost = rt.autoBounds()
+		x.autoLimit = x.autoFloor
+		rt.fbBudget.auto.Add(int64(x.autoLimit * n))
 	}
 	x.timeoutErr = fmt.Errorf("%w after %s (topology.message.timeout.secs)", ErrTimeout, rt.timeout)
 	for i := 0; i < n; i++ {
@@ -114,6 +119,8 @@ func (x *spoutExec) run() {
 	defer tk.Stop()
 	defer tuneTk.Stop()
 	timeouts, tunes := tk.C(), tuneTk.C()
+	// A send that waits for room still times trees out.
+	x.out.ticks, x.out.onTick = timeouts, x.expireBlocked
 	expired := 0 // timeout ticks handled since the last flush
 	tuneEvery := autoTuneInterval(x.rt.timeout)
 	idle := time.NewTimer(time.Hour)
@@ -216,6 +223,7 @@ func (x *spoutExec) run() {
 		if !x.out.flush() {
 			return
 		}
+		expired, x.blockedTicks = expired+x.blockedTicks, 0
 		for ; expired > 0; expired-- {
 			tickDone(tk)
 		}
@@ -271,6 +279,9 @@ func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 	limit := x.maxPending
 	if limit == 0 {
 		limit = x.autoLimit
+	}
+	if x.rt.fbBudget.closed() {
+		return false, false // a cycle is full: let it drain (feedback.go)
 	}
 	start := t.emits
 	for t.emits-start < x.rt.batchSize {
@@ -367,6 +378,21 @@ func (x *spoutExec) expire() {
 	x.publish(false)
 }
 
+// expireBlocked handles a timeout tick that came while a send waited for
+// room: first the completions parked meanwhile (a tree that completed in
+// time must not time out), then the expiry. No user code is running: a
+// spout's sends wait only after NextTuple has returned.
+func (x *spoutExec) expireBlocked() {
+	x.now = x.rt.clock.Now().UnixNano()
+	for _, b := range x.out.parked {
+		x.handleCtl(b)
+	}
+	clear(x.out.parked)
+	x.out.parked = x.out.parked[:0]
+	x.expire()
+	x.blockedTicks++
+}
+
 // retune sets the automatic in-flight limit from the trees resolved since
 // the last retune: a tune tick, interval ago, or an early retune.
 func (x *spoutExec) retune(interval time.Duration) {
@@ -403,15 +429,16 @@ func (x *spoutExec) retuneEarly(now int64) {
 
 // limitFor is the automatic limit per task for the trees resolved over
 // elapsed (Little's law: as many in flight as complete in a quarter of the
-// message timeout).
+// message timeout), within the worker's floor and budget.
 func (x *spoutExec) limitFor(elapsed time.Duration) int {
 	perQuarter := float64(x.resolved) * float64(x.rt.timeout/4) / float64(elapsed)
-	return max(autoPendingFloor, int(perQuarter)/len(x.tasks))
+	return min(x.autoMost, max(x.autoFloor, int(min(perQuarter, 1<<40))/len(x.tasks)))
 }
 
 func (x *spoutExec) setAutoLimit(n int) {
 	old := x.autoLimit
 	x.autoLimit = n
+	x.rt.fbBudget.auto.Add(int64((n - old) * len(x.tasks)))
 	if n > old {
 		x.unquiet()
 	}
@@ -425,8 +452,8 @@ const earlyTuneAfter = 2 * time.Millisecond
 // flushes (see run).
 const fillWindow = 200 * time.Microsecond
 
-// autoPendingFloor is the least in-flight limit per spout task that the
-// automatic limit sets.
+// autoPendingFloor is the least in-flight limit the automatic limit sets
+// for a worker, shared by its spout tasks (at least 1 each).
 const autoPendingFloor = 100
 
 // autoTuneInterval is how often the automatic limit is recomputed.

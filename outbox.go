@@ -1,5 +1,7 @@
 package gale
 
+import "time"
+
 // Messages between executors travel in batches over bounded channels: one
 // channel operation moves up to topology.producer.batch.size tuples. An
 // executor buffers what it emits per destination executor and flushes at
@@ -46,10 +48,14 @@ type outbox struct {
 	quit      <-chan struct{}
 	batchSize int
 
-	data      []*batch // by destination task id
-	dataDirty []int
-	ctl       []*ackBatch // by destination executor index (ackers, spouts)
-	ctlDirty  []int
+	// data and ctl span only the destinations the executor can reach (see
+	// newOutbox), so that their size does not grow with the topology.
+	data      []*batch // by destination task id − taskBase
+	taskBase  int
+	dataDirty []int       // task ids
+	ctl       []*ackBatch // by destination executor index − execBase (ackers, spouts)
+	execBase  int
+	ctlDirty  []int // executor indexes
 
 	// blockOnFull: send a full batch at once, blocking until there is room
 	// (bolts and ackers). Spouts never block inside user code: their full
@@ -61,39 +67,74 @@ type outbox struct {
 	// blocks on it (no deadlock), without calling user code mid-flush.
 	ctlIn  <-chan *ackBatch
 	parked []*ackBatch
+	// ticks, if set, is received from while a send waits too, and onTick
+	// called for each tick: a spout blocked on a full queue still times
+	// its trees out. flush allows onTick to emit (a spout's Fail replays).
+	ticks  <-chan time.Time
+	onTick func()
+
+	// fbDest marks, by executor index, the destinations this executor
+	// reaches on a feedback edge (feedback.go); nil if none.
+	fbDest []bool
 }
 
-func newOutbox(rt *runtime, blockOnFull bool) *outbox {
+// newOutbox returns the outbox of an executor of c, or of an acker if c is
+// nil. A component's executors send tuples only to the tasks of the bolts
+// subscribing to it, and acker messages only to ackers; an acker sends to
+// spouts. Each table spans just those, so the outboxes of a topology
+// with many tasks take memory in proportion to the tasks, not to their
+// square.
+func newOutbox(rt *runtime, blockOnFull bool, c *compInfo) *outbox {
+	taskLo, taskHi := 0, len(rt.taskExec)
+	execLo, execHi := 0, len(rt.execs)
+	if c != nil {
+		taskLo, taskHi = len(rt.taskExec), 0
+		for _, subs := range c.subs {
+			for _, s := range subs {
+				taskLo = min(taskLo, s.consumer.firstTask)
+				taskHi = max(taskHi, s.consumer.firstTask+s.consumer.numTasks)
+			}
+		}
+		execLo, execHi = len(rt.execs), 0
+		for _, a := range rt.ackers {
+			execLo, execHi = min(execLo, a), max(execHi, a+1)
+		}
+		taskHi, execHi = max(taskLo, taskHi), max(execLo, execHi)
+	}
 	return &outbox{
 		rt:          rt,
 		quit:        rt.quit,
 		batchSize:   rt.batchSize,
-		data:        make([]*batch, len(rt.taskExec)),
-		ctl:         make([]*ackBatch, len(rt.execs)),
+		data:        make([]*batch, taskHi-taskLo),
+		taskBase:    taskLo,
+		ctl:         make([]*ackBatch, execHi-execLo),
+		execBase:    execLo,
 		blockOnFull: blockOnFull,
 	}
 }
 
 func (o *outbox) addTuple(task int, t *Tuple) {
-	b := o.data[task]
+	slot := &o.data[task-o.taskBase]
+	b := *slot
 	if b == nil {
 		b = o.rt.getBatch()
 		b.task = int32(task)
-		o.data[task] = b
+		*slot = b
 		o.dataDirty = append(o.dataDirty, task)
 	}
 	b.tuples = append(b.tuples, t)
 	if o.blockOnFull && len(b.tuples) >= o.batchSize {
-		o.data[task] = nil
+		*slot = nil
 		o.sendData(b)
 	}
 }
 
 func (o *outbox) addMsg(exec int, m ackMsg) {
-	b := o.ctl[exec]
+	slot := &o.ctl[exec-o.execBase]
+	b := *slot
 	if b == nil {
 		b = o.rt.getAckBatch()
-		o.ctl[exec] = b
+		*slot = b
 		o.ctlDirty = append(o.ctlDirty, exec)
 	} else if m.kind == msgAck {
 		// Acks for the same tree often come in a row (the words of one
@@ -105,15 +146,17 @@ func (o *outbox) addMsg(exec int, m ackMsg) {
 	}
 	b.msgs = append(b.msgs, m)
 	if o.blockOnFull && len(b.msgs) >= o.batchSize {
-		o.ctl[exec] = nil
+		*slot = nil
 		o.sendCtl(exec, b)
 	}
 }
 
 // flush sends every buffered batch, blocking while destinations are full.
-// It returns false if the runtime is stopping.
+// It returns false if the runtime is stopping. What is added while it
+// waits (by onTick) is sent too.
 func (o *outbox) flush() bool {
-	for _, i := range o.dataDirty {
+	for k := 0; k < len(o.dataDirty); k++ {
+		i := o.dataDirty[k] - o.taskBase
 		if b := o.data[i]; b != nil {
 			o.data[i] = nil
 			if !o.sendData(b) {
@@ -122,9 +165,10 @@ func (o *outbox) flush() bool {
 		}
 	}
 	o.dataDirty = o.dataDirty[:0]
-	for _, i := range o.ctlDirty {
-		if b := o.ctl[i]; b != nil {
-			o.ctl[i] = nil
+	for k := 0; k < len(o.ctlDirty); k++ {
+		i := o.ctlDirty[k]
+		if b := o.ctl[i-o.execBase]; b != nil {
+			o.ctl[i-o.execBase] = nil
 			if !o.sendCtl(i, b) {
 				return false
 			}
@@ -135,7 +179,17 @@ func (o *outbox) flush() bool {
 }
 
 func (o *outbox) sendData(b *batch) bool {
-	slot := o.rt.execs[o.rt.taskExec[b.task]]
+	exec := o.rt.taskExec[b.task]
+	slot := o.rt.execs[exec]
+	if o.fbDest != nil && o.fbDest[exec] {
+		if slot.fb != nil {
+			o.sendFeedback(slot.fb, b)
+			return true
+		}
+		if slot.peer != nil {
+			return o.sendRemoteFeedback(slot, b)
+		}
+	}
 	if slot.peer != nil {
 		return o.sendRemoteData(slot, b)
 	}
@@ -167,6 +221,8 @@ func send[B any](o *outbox, ch chan<- B, b B, n int) bool {
 			return true
 		case ab := <-o.ctlIn:
 			o.parked = append(o.parked, ab)
+		case <-o.ticks:
+			o.onTick()
 		case <-o.quit:
 			o.rt.inflight.Add(-int64(n))
 			return false

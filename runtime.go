@@ -52,6 +52,8 @@ type execSlot struct {
 	credits chan struct{}
 	rin     chan *batch
 	rctl    chan *ackBatch
+
+	fb *feedbackQueue // bolts consuming a feedback edge (feedback.go); nil otherwise
 }
 
 // runtime runs one topology in this process.
@@ -108,6 +110,10 @@ type runtime struct {
 	ackPool     sync.Pool
 	queueCap    int // an executor's queue, in batches
 	spins       int // yields before an idle executor parks (spinsFor)
+
+	feedback map[feedbackEdge]bool // edges closing a cycle (feedback.go)
+	fbBudget feedbackBudget        // what the feedback queues may hold
+	mem      memBudget             // this worker's memory budget (budget.go)
 
 	// Several workers (worker.go); asg is nil when this process runs every
 	// executor.
@@ -312,6 +318,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 			rt.numAckers = len(asg.Workers)
 		}
 	}
+	rt.feedback = feedbackEdges(&topo.Def)
 	if err := rt.layout(); err != nil {
 		return nil, err
 	}
@@ -422,6 +429,9 @@ func (rt *runtime) layout() error {
 		}
 		rt.inbound = make(map[*transport.ServerConn]*inbound)
 		rt.setupPeers()
+	}
+	if err := rt.checkBudget(); err != nil {
+		return err
 	}
 	// Now that every executor has a slot, make this process's executors.
 	for idx, e := range p.Executors {

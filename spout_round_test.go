@@ -55,7 +55,7 @@ func TestSpoutRoundBoundsBuffering(t *testing.T) {
 			if s.calls != tt.maxCalls {
 				t.Errorf("round called NextTuple %d times, want %d", s.calls, tt.maxCalls)
 			}
-			b := x.out.data[rt.comps["b"].firstTask]
+			b := x.out.data[rt.comps["b"].firstTask-x.out.taskBase]
 			if b == nil {
 				t.Fatal("nothing buffered for the bolt")
 			}

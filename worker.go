@@ -619,6 +619,9 @@ func (in *inbound) deliver(payload []byte) error {
 			rt.recycleBatch(b)
 			return fmt.Errorf("%w: tuples for task %d, which is not a bolt task this worker runs (do the workers have the same assignment?)", errWire, task)
 		}
+		if rt.deliverFeedback(idx, b) {
+			return nil // a cycle's feedback: no credit to grant back
+		}
 		b.origin = in
 		rt.inflight.Add(int64(len(b.tuples)))
 		deliverTo(rt, rt.execs[idx].rin, b)
@@ -743,6 +746,8 @@ func (o *outbox) takeCredit(credits chan struct{}) bool {
 			return true
 		case ab := <-o.ctlIn:
 			o.parked = append(o.parked, ab)
+		case <-o.ticks:
+			o.onTick()
 		case <-o.quit:
 			return false
 		}
@@ -763,6 +768,8 @@ func (o *outbox) sendFrame(p *peer, payload []byte) bool {
 			return true
 		case ab := <-o.ctlIn:
 			o.parked = append(o.parked, ab)
+		case <-o.ticks:
+			o.onTick()
 		case <-o.quit:
 			return false
 		}
