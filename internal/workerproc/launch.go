@@ -573,3 +573,10 @@ func (c *Cluster) Stop(timeout time.Duration) error {
 	defer c.mu.Unlock()
 	return errors.Join(c.errs...)
 }
+
+// isGone reports whether worker i died and is not being started again.
+func (c *Cluster) isGone(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gone[i]
+}
