@@ -238,18 +238,22 @@ func TestRunNothingEmitted(t *testing.T) {
 	}
 }
 
+// TestRunParentCancelled: a run whose parent ctx is done (Ctrl-C) ends the
+// window then and reports what it measured.
 func TestRunParentCancelled(t *testing.T) {
-	opts := DefaultOptions()
-	opts.Runner, opts.Mode, opts.Duration, opts.JSON = RunnerPlain, ModeNoAck, time.Minute, true
-	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
-	defer cancel()
-	r, err := Run(ctx, opts, PlainRunner, &bytes.Buffer{}, nil)
-	if err != nil {
-		t.Fatalf("Run cancelled by its parent ctx = %v, want a report", err)
-	}
-	if r.DurationS > 5 {
-		t.Errorf("duration_s = %v, want ≈ 0.15 (the parent's deadline)", r.DurationS)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		opts := fakeClockOptions()
+		opts.Duration = time.Minute
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		r, err := Run(ctx, opts, paced(0, nil), &bytes.Buffer{}, nil)
+		if err != nil {
+			t.Fatalf("Run cancelled by its parent ctx = %v, want a report", err)
+		}
+		if r.DurationS != 0.5 || r.Sentences < 499 || r.Sentences > 501 {
+			t.Errorf("duration_s %v, sentences %d; want 0.5 (the parent's deadline) and 500", r.DurationS, r.Sentences)
+		}
+	})
 }
 
 func TestRunRejects(t *testing.T) {
