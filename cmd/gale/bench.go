@@ -141,7 +141,7 @@ var workerArgs = []string{"worker"}
 
 // benchLaunched, if set, is called once a --workers bench has started its
 // workers (benchtopo.ProcessConfig.Launched); tests set it to kill one.
-var benchLaunched func(ctx context.Context, l benchtopo.Launch)
+var benchLaunched func(ctx context.Context, l benchtopo.Launch) (end bool)
 
 // gogcFlag is --gogc: "off" or a GC percent, as the GOGC variable takes.
 type gogcFlag int

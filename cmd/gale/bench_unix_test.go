@@ -24,23 +24,32 @@ import (
 func TestBenchWorkerKilled(t *testing.T) {
 	t.Setenv(galeMainEnv, "1") // inherited by the worker processes
 	killed := make(chan int, 1)
-	benchLaunched = func(ctx context.Context, l benchtopo.Launch) {
-		// Kill the worker without the spout (its trees pass through both)
-		// once sentences are being acked.
-		deadline := time.NewTimer(30 * time.Second)
+	// waitFor polls cond with a deadline; it reports false if the deadline
+	// passed or the run ended first.
+	waitFor := func(ctx context.Context, what string, cond func() bool) bool {
+		deadline := time.NewTimer(time.Minute)
 		defer deadline.Stop()
-		tk := time.NewTicker(10 * time.Millisecond) // polls the stats, with a deadline
+		tk := time.NewTicker(10 * time.Millisecond)
 		defer tk.Stop()
-		for l.Stats.Acked.Load() < 2000 {
+		for !cond() {
 			select {
 			case <-tk.C:
 			case <-deadline.C:
-				t.Errorf("no 2,000 sentences acked within 30 s")
-				return
+				t.Errorf("no %s within a minute", what)
+				return false
 			case <-ctx.Done():
-				t.Errorf("the run ended before 2,000 sentences were acked")
-				return
+				t.Errorf("the run ended before %s", what)
+				return false
 			}
+		}
+		return true
+	}
+	benchLaunched = func(ctx context.Context, l benchtopo.Launch) bool {
+		// Kill the worker without the spout (its trees pass through both)
+		// once sentences are being acked; end the run once its trees have
+		// timed out and been replayed. The run is as long as that takes.
+		if !waitFor(ctx, "200 sentences acked", func() bool { return l.Stats.Acked.Load() >= 200 }) {
+			return true
 		}
 		victim := 0
 		if l.WorkerSpouts(0) > 0 {
@@ -48,13 +57,17 @@ func TestBenchWorkerKilled(t *testing.T) {
 		}
 		if err := syscall.Kill(l.Cluster.PID(victim), syscall.SIGKILL); err != nil {
 			t.Errorf("kill worker %d: %v", victim, err)
-			return
+			return true
 		}
 		killed <- victim
+		waitFor(ctx, "restart and replay", func() bool {
+			return l.Cluster.Restarts() > 0 && l.Stats.Replayed.Load() > 0
+		})
+		return true
 	}
 	defer func() { benchLaunched = nil }()
 	code, stdout, _ := runGale(t, "bench", "wordcount", "--workers", "2", "--spouts", "1", "--splitters", "2",
-		"--counters", "2", "--ackers", "2", "--duration", "3s", "--message-timeout", "2s", "--json")
+		"--counters", "2", "--ackers", "2", "--duration", "10m", "--message-timeout", "2s", "--json")
 	var victim int
 	select {
 	case victim = <-killed:
@@ -83,7 +96,7 @@ func TestBenchWorkerKilled(t *testing.T) {
 		t.Errorf("sentences %d, acked %d, lost %d, unfinished %d: want every sentence acked, none lost",
 			r.Sentences, r.Acked, r.Lost, r.Unfinished)
 	}
-	if r.Replayed != r.Failed+r.Timeouts {
+	if r.Replayed == 0 || r.Replayed != r.Failed+r.Timeouts {
 		t.Errorf("replayed %d, want failed %d + timeouts %d: every failed tree is replayed", r.Replayed, r.Failed, r.Timeouts)
 	}
 }
@@ -103,6 +116,8 @@ func TestBenchKilledLeavesNoSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	hung := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() }) // ends the scan below if the bench hangs
+	defer hung.Stop()
 	// Wait for the live view: the workers run.
 	sc := bufio.NewScanner(stderr)
 	running := false

@@ -121,8 +121,9 @@ type ProcessConfig struct {
 	Log  *slog.Logger
 	// Launched, if set, is called on the runner's goroutine once every
 	// worker has started, while the run goes on (tests kill a worker from
-	// it). It must return before the run's ctx is done.
-	Launched func(ctx context.Context, l Launch)
+	// it). If it returns true the run ends then, as when its ctx is done:
+	// the runner drains and returns.
+	Launched func(ctx context.Context, l Launch) (end bool)
 }
 
 // Launch is a running multi-process bench, as ProcessConfig.Launched sees
@@ -188,10 +189,9 @@ func ProcessRunner(cfg ProcessConfig) bench.Runner {
 			return err
 		}
 		stats.SetWorkerCPUs(c.CPUs())
-		if cfg.Launched != nil {
-			cfg.Launched(ctx, Launch{Cluster: c, Stats: stats, f: f})
+		if cfg.Launched == nil || !cfg.Launched(ctx, Launch{Cluster: c, Stats: stats, f: f}) {
+			<-ctx.Done()
 		}
-		<-ctx.Done()
 		// Stop drains first: spouts stopped everywhere, trees in flight
 		// completed, then the processes stop.
 		err = c.Stop(drainTimeout(opts))
