@@ -370,6 +370,8 @@ func (c *Cluster) supervise(p *proc) {
 			c.mu.Lock()
 			expected := c.stopping || p.killed
 			switch {
+			case p.failed != "" && c.stopping && !p.started:
+				// Stopped while being started again: it had nothing to do.
 			case p.failed != "":
 				c.errs = append(c.errs, fmt.Errorf("worker %d failed: %s", p.worker, p.failed))
 			case err != nil && !expected:
@@ -562,9 +564,15 @@ func (c *Cluster) Stop(timeout time.Duration) error {
 	}
 	c.stopping = true
 	procs := append([]*proc(nil), c.procs...)
+	started := make([]bool, len(procs))
+	for i, p := range procs {
+		started[i] = p.started
+	}
 	c.mu.Unlock()
-	for _, p := range procs {
-		p.send(Message{Cmd: CmdStop})
+	for i, p := range procs {
+		if started[i] { // one being started again has its stdin closed: it stops before "start"
+			p.send(Message{Cmd: CmdStop})
+		}
 		p.stdin.Close() // end of input means stop too
 	}
 	done := make(chan struct{})
