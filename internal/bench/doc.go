@@ -5,7 +5,7 @@
 // [WordsPerSentence] words drawn uniformly from a fixed vocabulary of [VocabularySize]
 // words ([SentenceGen]), a split stage cuts them into words ([SplitWords]) and a count
 // stage keeps a count per word. A [Runner] implements that pipeline — [RunPlain] with
-// plain goroutines and channels as the baseline, the Gale topology runner in cmd/gale —
+// plain goroutines and channels as the baseline, the Gale topology in internal/benchtopo —
 // and [Run] drives it for [Options.Duration] while sampling throughput, latency, CPU and
 // memory.
 //
@@ -14,9 +14,13 @@
 //   - Run until ctx is done, then stop emitting, drain what is in flight and return nil
 //     (or an error if the run itself failed). It must stop and wait for every goroutine
 //     it started before returning.
+//   - Call [Stats.SpoutActivated] as each spout task is activated ([Options.SpoutTasks]
+//     of them): Run measures from when all are, not from the start, so that start-up
+//     (worker processes, connections) is not measured.
 //   - Add to the [Stats] counters as work happens: Sentences when a spout emits, Words
 //     when a counter has counted, and in "ack" mode Acked, Failed and Timeouts when trees
-//     complete, recording each acked tree's latency in Stats.Latency. Counters are shared
+//     complete, recording each acked tree's latency in Stats.Latency, and Replayed when a
+//     failed or timed-out sentence is emitted again. Counters are shared
 //     by all goroutines, so add in batches (per tuple or per batch), not per word.
 //   - With Options.Rate > 0, pace each spout with a [Pacer] at [Options.SpoutRate] and
 //     measure latency from the scheduled emit time the Pacer returns, so a backlog shows

@@ -37,6 +37,7 @@ type Options struct {
 
 	MaxSpoutPending int           // in-flight cap per spout task; 0 = unset (runner default)
 	CountDelay      time.Duration // busy work per word in the count stage (overload tests)
+	MessageTimeout  time.Duration // Gale's topology.message.timeout.secs, whole seconds; 0 = Gale's default
 	GOGC            int           // GC percent for the run, GOGCOff = off (a Gale worker's default is 400)
 	HeapMB          int           // memory limit for the run in MiB (a Gale worker's worker.heap.memory.mb)
 	GCFloorMB       int           // least heap in MiB before collecting, 0 = none (a worker's worker.gc.floor.mb)
@@ -127,6 +128,9 @@ func (o Options) Validate() error {
 	if o.HeapMB < 64 {
 		bad("--heap-mb must be ≥ 64, got %d", o.HeapMB)
 	}
+	if o.MessageTimeout < 0 || o.MessageTimeout%time.Second != 0 {
+		bad("--message-timeout must be whole seconds ≥ 0 (0 = Gale's default), got %v", o.MessageTimeout)
+	}
 	if o.CountDelay < 0 {
 		bad("--count-delay must be ≥ 0, got %v", o.CountDelay)
 	}
@@ -140,4 +144,14 @@ func (o Options) SpoutRate() float64 {
 		return 0
 	}
 	return o.Rate / float64(o.Spouts)
+}
+
+// SpoutTasks is how many spout tasks the runner activates: Spouts for the Gale
+// topology, 1 for the plain baseline's one generator. Run opens its measurement window
+// when Stats.SpoutsActivated reaches it.
+func (o Options) SpoutTasks() int {
+	if o.Runner == RunnerPlain {
+		return 1
+	}
+	return o.Spouts
 }

@@ -94,6 +94,7 @@ func (p *plain) generate(ctx context.Context, out chan<- *sentenceBatch) {
 		pacer = NewPacer(p.opts.Rate, time.Now())
 	}
 	b := p.sentenceBatch()
+	p.stats.SpoutActivated(1) // the one generator starts at once
 	send := func() bool {
 		n := int64(len(b.sentences)) // b belongs to split once sent
 		select {

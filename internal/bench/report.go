@@ -18,10 +18,14 @@ const warmupSamples = 2
 
 // Measurements are what Run measures around a runner, besides its Stats.
 type Measurements struct {
-	Window          time.Duration   // from start until the spouts were told to stop
+	Startup         time.Duration   // from the runner's start until every spout task was active (or start-up ended)
+	Activated       bool            // every spout task became active: the window opened
+	Window          time.Duration   // from activation until the spouts were told to stop; 0 if never active
 	Drain           time.Duration   // from then until the runner had drained and returned
-	WindowSentences int64           // Stats.Sentences when the window closed
-	WindowWords     int64           // Stats.Words when the window closed
+	OpenSentences   int64           // Stats.Sentences when the window opened
+	OpenWords       int64           // Stats.Words when the window opened
+	WindowSentences int64           // sentences emitted in the window (Stats.Sentences at its close − OpenSentences)
+	WindowWords     int64           // words counted in the window
 	CPU             time.Duration   // user + system CPU over the run: the process and its waited-for children
 	MaxRSS          int64           // peak resident set size of the process, bytes
 	RSSSamples      []int64         // resident set size once a second, bytes
@@ -33,13 +37,18 @@ type Measurements struct {
 
 // Report is the result of one run, printed as JSON with --json.
 //
-// Rates are measured over the window (DurationS) from the counters at its end, so a
-// runner's shutdown does not dilute them; the totals (Sentences, Words, Acked, ...) are
-// final, after the runner drained, and CPUSeconds covers the drain too.
+// Rates are measured over the window (DurationS), which opens when every spout task is
+// active, from what the counters gained in it, so neither start-up nor a runner's
+// shutdown dilutes them; the totals (Sentences, Words, Acked, ...) are final, after
+// the runner drained, and CPUSeconds covers start-up and the drain too.
 type Report struct {
 	Mode   string `json:"mode"`
 	Runner string `json:"runner"`
+	// Error, when set, is what went wrong: the run's figures are what it
+	// measured before and despite it.
+	Error string `json:"error,omitempty"`
 
+	StartupS  float64 `json:"startup_s"` // from the start until every spout task was active
 	DurationS float64 `json:"duration_s"`
 	DrainS    float64 `json:"drain_s"`
 
@@ -53,6 +62,13 @@ type Report struct {
 	Timeouts int64 `json:"timeouts"`
 	// Unfinished trees were still in flight when the drain ended.
 	Unfinished int64 `json:"unfinished"`
+	// Replayed counts sentences emitted again after their tree failed or
+	// timed out (each such tree counts in Failed or Timeouts).
+	Replayed int64 `json:"replayed"`
+	// Lost, in ack mode, counts sentences emitted and never acked after the
+	// final drain: Unfinished ones, and those of a spout whose worker died
+	// with them (the bench's source keeps them in memory only).
+	Lost int64 `json:"lost"`
 	// LatencyMS is the complete latency in ack mode; in noack mode no tree
 	// is tracked and every quantile is 0.
 	LatencyMS *Latencies `json:"latency_ms"`
@@ -97,6 +113,8 @@ type Report struct {
 	// absent when they were not pinned (--pin-cpus=false, one worker, fewer
 	// CPUs than workers).
 	WorkerCPUs [][]int `json:"worker_cpus,omitempty"`
+	// WorkerRestarts counts worker processes started again after they died.
+	WorkerRestarts int64 `json:"worker_restarts"`
 
 	Spouts          int     `json:"spouts"`
 	Splitters       int     `json:"splitters"`
@@ -144,6 +162,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 	r := &Report{
 		Mode:       opts.Mode,
 		Runner:     opts.Runner,
+		StartupS:   m.Startup.Seconds(),
 		DurationS:  m.Window.Seconds(),
 		DrainS:     m.Drain.Seconds(),
 		Sentences:  c.sentences,
@@ -152,10 +171,12 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		Failed:     c.failed,
 		Timeouts:   c.timeouts,
 		Unfinished: c.unfinished,
+		Replayed:   c.replayed,
 
-		Workers:    opts.Workers,
-		WireBytes:  stats.WireBytes.Load(),
-		WireTuples: stats.WireTuples.Load(),
+		Workers:        opts.Workers,
+		WorkerRestarts: stats.WorkerRestarts.Load(),
+		WireBytes:      stats.WireBytes.Load(),
+		WireTuples:     stats.WireTuples.Load(),
 
 		CPUSeconds:      m.CPU.Seconds(),
 		MaxRSSBytes:     m.MaxRSS,
@@ -192,6 +213,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 	}
 	r.LatencyMS = &Latencies{}
 	if opts.Mode == ModeAck {
+		r.Lost = max(0, c.sentences-c.acked)
 		r.LatencyMS = &Latencies{
 			P50:  ms(stats.Latency.Quantile(0.50)),
 			P99:  ms(stats.Latency.Quantile(0.99)),
@@ -267,6 +289,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Rate > 0 {
 		rate = commas(int64(r.Rate)) + " sentences/s"
 	}
+	if r.Error != "" {
+		row("error", "%s", r.Error)
+	}
 	row("runner", "%s, mode %s, rate %s", r.Runner, r.Mode, rate)
 	pending := "unset (automatic)"
 	if r.MaxSpoutPending > 0 {
@@ -274,7 +299,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	row("topology", "spouts %d, splitters %d, counters %d, ackers %d, max spout pending %s, count delay %v",
 		r.Spouts, r.Splitters, r.Counters, r.Ackers, pending, time.Duration(r.CountDelayS*1e9))
-	row("duration", "%.2fs (+ %.3fs drain)", r.DurationS, r.DrainS)
+	row("duration", "%.2fs (after %.2fs start-up, + %.3fs drain)", r.DurationS, r.StartupS, r.DrainS)
 	row("sentences", "%s\t%s/s", commas(r.Sentences), commas(int64(r.SentencesPerSec)))
 	row("words", "%s\t%s/s", commas(r.Words), commas(int64(r.WordsPerSec)))
 	if r.Mode == ModeAck {
@@ -282,6 +307,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("failed", "%s", commas(r.Failed))
 		row("timeouts", "%s", commas(r.Timeouts))
 		row("unfinished", "%s", commas(r.Unfinished))
+		row("replayed", "%s", commas(r.Replayed))
+		row("lost", "%s", commas(r.Lost))
 		row("latency", "p50 %s  p99 %s  p99.9 %s", fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), fmtMS(r.LatencyMS.P999))
 		if l := r.LatencyAfterWarmupMS; l != nil {
 			row("", "p50 %s  p99 %s  p99.9 %s (after %ds warm-up)", fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.P999), warmupSamples)
@@ -300,6 +327,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Workers > 1 {
 		row("workers", "%d processes, wire %s in %s tuples, %.1f bytes per tuple",
 			r.Workers, commas(r.WireBytes)+" bytes", commas(r.WireTuples), r.WireBytesPerTuple)
+		if r.WorkerRestarts > 0 {
+			row("", "%d worker restarts", r.WorkerRestarts)
+		}
 		if r.WorkerCPUs != nil {
 			row("", "pinned to CPUs %v", r.WorkerCPUs)
 		}

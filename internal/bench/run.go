@@ -20,10 +20,25 @@ type Runner func(ctx context.Context, opts Options, stats *Stats) error
 // sampleEvery is the period of the live view and of the RSS samples.
 const sampleEvery = time.Second
 
-// Run validates opts, runs topo for opts.Duration (or until ctx is done, whichever is
-// first), and writes the report to out: one JSON document if opts.JSON, a table
-// otherwise. Unless live is nil it writes a progress line per second to live. Run
-// returns after topo and everything Run started have stopped.
+// activateTimeout bounds the start-up: from the runner's start until every spout
+// task is active.
+const activateTimeout = 2 * time.Minute
+
+// ErrNothingEmitted is wrapped by Run's error when the run emitted no sentence.
+var ErrNothingEmitted = errors.New("bench: no sentence was emitted")
+
+// Run validates opts, starts topo and, once every spout task is active (Stats.SpoutsActivated
+// reaches [Options.SpoutTasks]; start-up is not measured), measures it for
+// opts.Duration, or until ctx is done or the runner stops, whichever is first. Then it
+// has the runner stop and drain, and writes the report to out: one JSON document if
+// opts.JSON, a table otherwise. Unless live is nil it writes a progress line per second
+// to live. Run returns after topo and everything Run started have stopped.
+//
+// A run that went wrong still writes its report, with what it measured and, in
+// Report.Error, what went wrong; Run returns the report and that error. It is an error
+// when the runner failed, when the spouts did not all become active within
+// activateTimeout, and when no sentence was emitted ([ErrNothingEmitted]). The report
+// is nil only when opts are invalid or the report could not be written.
 func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*Report, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -48,61 +63,117 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	}
 
 	var stats Stats
-	start := time.Now()
-	runCtx, cancel := context.WithTimeout(ctx, opts.Duration)
+	launched := time.Now()
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	runErr := make(chan error, 1)
 	wg.Go(func() { runErr <- topo(runCtx, opts, &stats) })
-	mon := &monitor{opts: opts, stats: &stats, start: start, live: live}
-	stopMon := make(chan struct{})
-	wg.Go(func() { mon.run(stopMon) })
 
+	// Start-up: wait until every spout task is active.
 	var m Measurements
-	closeWindow := func() {
-		m.Window = time.Since(start)
-		m.WindowSentences = stats.Sentences.Load()
-		m.WindowWords = stats.Words.Load()
+	var runnerErr, startErr error
+	runnerDone := false
+	want := int64(opts.SpoutTasks())
+	activated := stats.activatedSignal()
+	deadline := time.NewTimer(activateTimeout)
+	defer deadline.Stop()
+	for !m.Activated && !runnerDone && startErr == nil {
+		if stats.SpoutsActivated.Load() >= want {
+			m.Activated = true
+			break
+		}
+		select {
+		case <-activated:
+		case runnerErr = <-runErr:
+			runnerDone = true
+		case <-ctx.Done():
+			startErr = errors.New("interrupted before the spouts were active")
+		case <-deadline.C:
+			startErr = fmt.Errorf("the spouts were not all active within %v of the start (%d of %d spout tasks)",
+				activateTimeout, stats.SpoutsActivated.Load(), want)
+		}
 	}
-	select {
-	case <-runCtx.Done():
-		closeWindow()
-		err = <-runErr
-	case err = <-runErr: // the runner stopped on its own
-		closeWindow()
+	m.Startup = time.Since(launched)
+
+	// The window, from activation.
+	start := time.Now()
+	if m.Activated {
+		m.OpenSentences, m.OpenWords = stats.Sentences.Load(), stats.Words.Load()
+		if live != nil {
+			fmt.Fprintf(live, "spouts active after %.2fs of start-up; measuring for %v\n", m.Startup.Seconds(), opts.Duration)
+		}
+		mon := &monitor{opts: opts, stats: &stats, start: start, live: live}
+		stopMon := make(chan struct{})
+		monDone := make(chan struct{})
+		go func() { defer close(monDone); mon.run(stopMon) }()
+		window := time.NewTimer(opts.Duration)
+		select {
+		case <-window.C:
+		case <-ctx.Done():
+		case runnerErr = <-runErr: // the runner stopped on its own
+			runnerDone = true
+		}
+		window.Stop()
+		m.Window = time.Since(start)
+		m.WindowSentences = stats.Sentences.Load() - m.OpenSentences
+		m.WindowWords = stats.Words.Load() - m.OpenWords
+		close(stopMon)
+		<-monDone
+		m.RSSSamples = mon.rss
+		m.P99PerSecond = mon.p99s
+		m.WarmupLatency = mon.warmHist
+	}
+	cancel()
+	if !runnerDone {
+		runnerErr = <-runErr
 	}
 	m.Drain = time.Since(start) - m.Window
-	cancel()
-	close(stopMon)
-	wg.Wait()
 
-	if err != nil {
-		return nil, fmt.Errorf("%s runner: %w", opts.Runner, err)
+	var errs []error
+	if runnerErr != nil {
+		errs = append(errs, fmt.Errorf("%s runner: %w", opts.Runner, runnerErr))
 	}
-	cpu1, maxRSS, err := runUsage()
-	if err != nil {
-		return nil, err
+	if startErr != nil {
+		errs = append(errs, fmt.Errorf("bench: %w", startErr))
+	}
+	if stats.Sentences.Load() == 0 {
+		why := "the spouts never became active"
+		if m.Activated {
+			why = fmt.Sprintf("the spouts were active for %v and emitted nothing: the topology may be stalled (see the log on stderr) or --duration too short for this machine", m.Window.Round(time.Millisecond))
+		} else if runnerErr == nil && startErr == nil {
+			why = "the runner stopped before the spouts were active"
+		}
+		errs = append(errs, fmt.Errorf("%w: %s", ErrNothingEmitted, why))
+	}
+	err = errors.Join(errs...)
+
+	cpu1, maxRSS, uerr := runUsage()
+	if uerr != nil {
+		return nil, errors.Join(err, uerr)
 	}
 	m.CPU = cpu1 - cpu0
 	goruntime.ReadMemStats(&ms1)
 	m.AllocBytes = ms1.TotalAlloc - ms0.TotalAlloc
 	m.GCCycles = ms1.NumGC - ms0.NumGC
 	m.MaxRSS = maxRSS
-	m.RSSSamples = mon.rss
-	m.P99PerSecond = mon.p99s
-	m.WarmupLatency = mon.warmHist
 
 	r := NewReport(opts, &stats, m)
-	if opts.JSON {
-		err = r.WriteJSON(out)
-	} else {
-		err = r.WriteTable(out)
-	}
 	if err != nil {
-		return nil, err
+		r.Error = err.Error()
 	}
-	return r, nil
+	var werr error
+	if opts.JSON {
+		werr = r.WriteJSON(out)
+	} else {
+		werr = r.WriteTable(out)
+	}
+	if werr != nil {
+		return nil, errors.Join(err, werr)
+	}
+	return r, err
 }
 
 // runUsage returns the CPU time used so far by this process and by its child processes

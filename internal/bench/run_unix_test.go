@@ -26,6 +26,8 @@ func TestRunCountsChildCPU(t *testing.T) {
 	var childErr error
 	var childOut bytes.Buffer
 	runner := func(ctx context.Context, opts Options, stats *Stats) error {
+		stats.SpoutActivated(1)
+		stats.Sentences.Add(1)
 		cmd := exec.Command(exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), spinEnv+"="+spin.String())
 		cmd.Stdout, cmd.Stderr = &childOut, &childOut

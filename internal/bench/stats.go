@@ -24,6 +24,18 @@ type Stats struct {
 	// Unfinished counts trees still in flight when the run's drain ended
 	// (failed with gale.ErrShutdown): neither acked nor failed.
 	Unfinished atomic.Int64
+	// Replayed counts sentences emitted again after their tree failed or
+	// timed out; they are not counted in Sentences again.
+	Replayed atomic.Int64
+
+	// SpoutsActivated counts spout tasks activated (each task once per
+	// process it runs in). Run opens the measurement window when it reaches
+	// the number of spout tasks: start-up is not measured. Add to it with
+	// SpoutActivated, which wakes Run.
+	SpoutsActivated atomic.Int64
+	// WorkerRestarts counts worker processes started again after they died
+	// (Options.Workers > 1).
+	WorkerRestarts atomic.Int64
 
 	// Latency records, per acked tree, the time from the sentence's scheduled emit time
 	// (see Pacer) to the spout learning of its ack.
@@ -37,7 +49,29 @@ type Stats struct {
 		sync.Mutex
 		workerRSS  map[int][]int64 // worker → RSS samples in bytes, oldest first
 		workerCPUs [][]int         // by worker, when pinned
+		activated  chan struct{}   // signalled when SpoutsActivated grows
 	}
+}
+
+// SpoutActivated adds n to SpoutsActivated, as spout tasks are activated,
+// and wakes Run's wait for the measurement window to open.
+func (s *Stats) SpoutActivated(n int64) {
+	s.SpoutsActivated.Add(n)
+	select {
+	case s.activatedSignal() <- struct{}{}:
+	default:
+	}
+}
+
+// activatedSignal is signalled (buffered, one pending) each time
+// SpoutsActivated grows.
+func (s *Stats) activatedSignal() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.activated == nil {
+		s.mu.activated = make(chan struct{}, 1)
+	}
+	return s.mu.activated
 }
 
 // SetWorkerCPUs records the CPUs each worker process is bound to, by worker
@@ -56,7 +90,7 @@ func (s *Stats) workerCPUs() [][]int {
 
 // counters is a point-in-time copy of the Stats counters.
 type counters struct {
-	sentences, words, acked, failed, timeouts, unfinished int64
+	sentences, words, acked, failed, timeouts, unfinished, replayed int64
 }
 
 func (s *Stats) load() counters {
@@ -67,6 +101,7 @@ func (s *Stats) load() counters {
 		failed:     s.Failed.Load(),
 		timeouts:   s.Timeouts.Load(),
 		unfinished: s.Unfinished.Load(),
+		replayed:   s.Replayed.Load(),
 	}
 }
 
@@ -111,6 +146,9 @@ type StatsSnapshot struct {
 	Failed     int64 `json:"failed"`
 	Timeouts   int64 `json:"timeouts"`
 	Unfinished int64 `json:"unfinished"`
+	Replayed   int64 `json:"replayed"`
+	// SpoutsActivated is Stats.SpoutsActivated.
+	SpoutsActivated int64 `json:"spouts_activated"`
 	// Latency is Stats.Latency's bucket counts ([Histogram.Counts]); nil means all
 	// zero.
 	Latency []int64 `json:"latency_buckets"`
@@ -129,7 +167,10 @@ func (s *Stats) Snapshot() StatsSnapshot {
 		Failed:     c.failed,
 		Timeouts:   c.timeouts,
 		Unfinished: c.unfinished,
+		Replayed:   c.replayed,
 		Latency:    s.Latency.Counts(),
+
+		SpoutsActivated: s.SpoutsActivated.Load(),
 	}
 }
 
@@ -154,6 +195,8 @@ func (s *Stats) AddDelta(cur, prev StatsSnapshot) error {
 		{"failed", cur.Failed, prev.Failed, &s.Failed},
 		{"timeouts", cur.Timeouts, prev.Timeouts, &s.Timeouts},
 		{"unfinished", cur.Unfinished, prev.Unfinished, &s.Unfinished},
+		{"replayed", cur.Replayed, prev.Replayed, &s.Replayed},
+		{"spouts_activated", cur.SpoutsActivated, prev.SpoutsActivated, &s.SpoutsActivated},
 	}
 	var back, bad []string // fields that went backwards; malformed fields
 	for _, f := range fields {
@@ -193,6 +236,9 @@ func (s *Stats) AddDelta(cur, prev StatsSnapshot) error {
 		if d := bucket(cur.Latency, i) - bucket(prev.Latency, i); d != 0 {
 			s.Latency.counts[i].Add(d)
 		}
+	}
+	if cur.SpoutsActivated > prev.SpoutsActivated {
+		s.SpoutActivated(0) // the add is done: wake Run
 	}
 	return nil
 }

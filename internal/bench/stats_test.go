@@ -53,6 +53,8 @@ func TestStatsSnapshotJSON(t *testing.T) {
 	s.Failed.Store(4)
 	s.Timeouts.Store(5)
 	s.Unfinished.Store(6)
+	s.Replayed.Store(7)
+	s.SpoutsActivated.Store(8)
 	s.Latency.Record(time.Millisecond)
 	b, err := json.Marshal(s.Snapshot())
 	if err != nil {
@@ -62,7 +64,7 @@ func TestStatsSnapshotJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]float64{"sentences": 1, "words": 2, "acked": 3, "failed": 4, "timeouts": 5, "unfinished": 6} {
+	for k, want := range map[string]float64{"sentences": 1, "words": 2, "acked": 3, "failed": 4, "timeouts": 5, "unfinished": 6, "replayed": 7, "spouts_activated": 8} {
 		if got, ok := doc[k].(float64); !ok || got != want {
 			t.Errorf("snapshot JSON %q = %v, want %v", k, doc[k], want)
 		}
@@ -70,8 +72,8 @@ func TestStatsSnapshotJSON(t *testing.T) {
 	if l, ok := doc["latency_buckets"].([]any); !ok || len(l) != numBuckets {
 		t.Errorf("snapshot JSON latency_buckets has %d entries, want %d", len(l), numBuckets)
 	}
-	if len(doc) != 7 {
-		t.Errorf("snapshot JSON has %d keys, want 7: %s", len(doc), b)
+	if len(doc) != 9 {
+		t.Errorf("snapshot JSON has %d keys, want 9: %s", len(doc), b)
 	}
 }
 

@@ -18,17 +18,27 @@ import (
 )
 
 // spout emits the bench's sentences. In ack mode each sentence's message id
-// is its scheduled emit time, so Ack can record the complete latency from
-// when the sentence was due (a backlog shows) to when its tree completed.
+// holds the sentence and its scheduled emit time, so Ack can record the
+// complete latency from when the sentence was due (a backlog shows) to when
+// its tree completed, and Fail can emit it again: a sentence whose tree
+// failed or timed out (a worker died with it) is replayed until acked, as
+// from a durable source. Only a spout's own death loses its sentences.
 type spout struct {
 	gale.BaseSpout
-	opts  bench.Options
-	stats *bench.Stats
-	base  time.Time
-	gen   *bench.SentenceGen
-	pacer *bench.Pacer
-	ack   bool
-	n     int64
+	opts      bench.Options
+	stats     *bench.Stats
+	base      time.Time
+	gen       *bench.SentenceGen
+	pacer     *bench.Pacer
+	ack       bool
+	activated bool
+	n         int64
+}
+
+// sentenceID is an acked sentence's message id.
+type sentenceID struct {
+	sentence string
+	sched    time.Duration // scheduled emit time, since spout.base
 }
 
 func (*spout) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("sentence") }
@@ -49,8 +59,15 @@ func (s *spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 // 300k sentences/s in two workers, against 2–6 ms after it). After a
 // deactivation the paused time is not caught up either, as a paced source
 // that was switched off would not be.
+//
+// The first activation counts in Stats.SpoutsActivated: the bench measures
+// from when every spout is active.
 func (s *spout) Activate() {
 	s.pacer = bench.NewPacer(s.opts.SpoutRate(), time.Now())
+	if !s.activated {
+		s.activated = true
+		s.stats.SpoutActivated(1)
+	}
 }
 
 func (s *spout) NextTuple() {
@@ -58,7 +75,7 @@ func (s *spout) NextTuple() {
 		// Unpaced: one sentence per call, as Storm's spouts do; read the
 		// clock only when the latency needs it (as the plain runner does).
 		if s.ack {
-			s.Collector.Emit(int64(time.Since(s.base)), s.gen.Next())
+			s.emitAcked(time.Since(s.base))
 		} else {
 			s.Collector.Emit(nil, s.gen.Next())
 		}
@@ -73,12 +90,17 @@ func (s *spout) NextTuple() {
 			break
 		}
 		if s.ack {
-			s.Collector.Emit(int64(sched.Sub(s.base)), s.gen.Next())
+			s.emitAcked(sched.Sub(s.base))
 		} else {
 			s.Collector.Emit(nil, s.gen.Next())
 		}
 	}
 	s.count(n)
+}
+
+func (s *spout) emitAcked(sched time.Duration) {
+	id := &sentenceID{sentence: s.gen.Next(), sched: sched}
+	s.Collector.Emit(id, id.sentence)
 }
 
 func (s *spout) count(n int64) {
@@ -91,18 +113,24 @@ func (s *spout) count(n int64) {
 
 func (s *spout) Ack(msgID any) {
 	s.stats.Acked.Add(1)
-	s.stats.Latency.Record(time.Since(s.base) - time.Duration(msgID.(int64)))
+	s.stats.Latency.Record(time.Since(s.base) - msgID.(*sentenceID).sched)
 }
 
-func (s *spout) Fail(_ any, reason error) {
+// Fail counts the failure and, unless the topology is shutting down, emits
+// the sentence again under the same id.
+func (s *spout) Fail(msgID any, reason error) {
 	switch {
-	case errors.Is(reason, gale.ErrTimeout):
-		s.stats.Timeouts.Add(1)
 	case errors.Is(reason, gale.ErrShutdown):
 		s.stats.Unfinished.Add(1)
+		return
+	case errors.Is(reason, gale.ErrTimeout):
+		s.stats.Timeouts.Add(1)
 	default:
 		s.stats.Failed.Add(1)
 	}
+	id := msgID.(*sentenceID)
+	s.Collector.Emit(id, id.sentence)
+	s.stats.Replayed.Add(1)
 }
 
 func (s *spout) Deactivate() { s.flush() }
@@ -132,7 +160,7 @@ func (b *count) Prepare(_ *gale.TopologyContext, c *gale.BoltCollector) error {
 func (b *count) Execute(t *gale.Tuple) {
 	b.counts[t.GetString(0)]++
 	if b.opts.CountDelay > 0 {
-		bench.BusyWork(b.opts.CountDelay)
+		busyWork(b.opts.CountDelay)
 	}
 	b.Collector.Ack(t)
 	b.n++
@@ -164,6 +192,9 @@ func Topology(opts bench.Options, stats *bench.Stats) (*gale.Topology, gale.Conf
 		return nil, nil, err
 	}
 	conf := gale.Config{gale.TopologyAckerExecutors: 0}
+	if opts.MessageTimeout > 0 {
+		conf[gale.TopologyMessageTimeoutSecs] = int(opts.MessageTimeout / time.Second)
+	}
 	if ack {
 		conf[gale.TopologyAckerExecutors] = opts.Ackers
 		if opts.MaxSpoutPending > 0 {
@@ -190,3 +221,7 @@ func Runner(log *slog.Logger) bench.Runner {
 		return Run(ctx, opts, stats, log)
 	}
 }
+
+// busyWork is the count bolt's extra work per word (Options.CountDelay):
+// bench.BusyWork, which tests on a fake clock replace with a sleep.
+var busyWork = bench.BusyWork

@@ -6,7 +6,9 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gale-stream/gale"
@@ -178,7 +180,15 @@ func TestAckMode(t *testing.T) {
 			opts := bench.DefaultOptions()
 			opts.Spouts, opts.Splitters, opts.Counters, opts.Ackers = tt.spouts, tt.splitters, tt.counters, tt.ackers
 			opts.Rate = tt.rate
-			stats, elapsed := runFor(t, opts, nil, run)
+			var stats *bench.Stats
+			if tt.rate > 0 {
+				// Paced, the run is on testing/synctest's clock, where the
+				// rate is exact whatever else the machine does. (Unpaced
+				// spouts never let the fake clock move.)
+				synctest.Test(t, func(t *testing.T) { stats, _ = runFor(t, opts, nil, run) })
+			} else {
+				stats, _ = runFor(t, opts, nil, run)
+			}
 			sentences, words := stats.Sentences.Load(), stats.Words.Load()
 			acked, unfinished := stats.Acked.Load(), stats.Unfinished.Load()
 			if sentences == 0 {
@@ -200,13 +210,13 @@ func TestAckMode(t *testing.T) {
 				t.Errorf("latency samples: got %d, want one per acked tree, %d", c, acked)
 			}
 			if tt.rate > 0 {
-				// Each spout's emit n is due at its Open + n/(rate/spouts), so over the
-				// run at most rate·elapsed + 1 per spout; and 4,000/s is light enough to
-				// keep up with at least half of it even under -race.
-				hi := int64(tt.rate*elapsed.Seconds()) + int64(tt.spouts)
-				lo := int64(tt.rate * run.Seconds() / 2)
+				// Each spout's emit n is due at its activation + n/(rate/spouts):
+				// rate·run in the run, give or take the few emits by which the
+				// spout executors' seeing the start and the end may move them.
+				lo := int64(tt.rate*run.Seconds()) - 5
+				hi := lo + 10 + int64(tt.spouts)
 				if sentences > hi || sentences < lo {
-					t.Errorf("sentences: got %d in %v at %v/s, want between %d and %d", sentences, elapsed, tt.rate, lo, hi)
+					t.Errorf("sentences: got %d in %v at %v/s, want between %d and %d", sentences, run, tt.rate, lo, hi)
 				}
 			}
 		})
@@ -249,9 +259,12 @@ func TestNoAckModeDrains(t *testing.T) {
 	}
 }
 
-// TestOverloadThrottlesSpout overloads the count bolt (200µs of busy work per
+// TestOverloadThrottlesSpout overloads the count bolt (200µs of work per
 // word, so at most 625 sentences/s) under an unpaced spout, with acking on and a
-// 1 s message timeout, for 1.5 s.
+// 1 s message timeout, for 1.5 s. It runs on testing/synctest's clock, the
+// count bolt sleeping for its work: the bolt's rate, the timeouts and the
+// in-flight limit Gale derives from the completion rate are then what they
+// would be on an idle machine, whatever else this one runs.
 //
 // Without throttling, the spout (tens of thousands of sentences/s) would fill
 // every queue, and the queues alone hold a backlog of ~2,500 sentences, ~4 s of
@@ -267,11 +280,16 @@ func TestOverloadThrottlesSpout(t *testing.T) {
 	)
 	opts := bench.DefaultOptions()
 	opts.CountDelay = delay
-	stats, elapsed := runFor(t, opts, gale.Config{
-		gale.TopologyMessageTimeoutSecs:        1,
-		gale.TopologyExecutorReceiveBufferSize: recvBuf,
-		gale.TopologyProducerBatchSize:         batchSize,
-	}, run)
+	defer benchtopo.SleepForBusyWork()()
+	var stats *bench.Stats
+	var elapsed time.Duration
+	synctest.Test(t, func(t *testing.T) {
+		stats, elapsed = runFor(t, opts, gale.Config{
+			gale.TopologyMessageTimeoutSecs:        1,
+			gale.TopologyExecutorReceiveBufferSize: recvBuf,
+			gale.TopologyProducerBatchSize:         batchSize,
+		}, run)
+	})
 	sentences, words := stats.Sentences.Load(), stats.Words.Load()
 	acked, unfinished := stats.Acked.Load(), stats.Unfinished.Load()
 
@@ -285,7 +303,7 @@ func TestOverloadThrottlesSpout(t *testing.T) {
 		t.Errorf("words: got %d, want %d × %d sentences", words, bench.WordsPerSentence, sentences)
 	}
 
-	// The bound. The one count task busy-works ≥ delay per word on one goroutine,
+	// The bound. The one count task works delay per word on one goroutine,
 	// so over the whole run (elapsed, drain included) it counts at most
 	// elapsed/delay words: elapsed/(8·delay) sentences. Whatever else the spout
 	// emitted sits in bounded buffers: its own unflushed round (≤ batchSize
@@ -337,49 +355,76 @@ func TestBenchDefaultsAreAWorkers(t *testing.T) {
 // not catch up the time it was off. A worker opens its spouts, then waits
 // for its peers before activating them; counting from Open made that wait
 // a backlog, emitted in a burst whose sentences reported the wait as their
-// complete latency.
+// complete latency. On testing/synctest's clock the counts are exact.
 func TestPacingStartsAtActivation(t *testing.T) {
-	const off = 300 * time.Millisecond
+	const (
+		rate = 2000
+		on   = 100 * time.Millisecond
+		off  = 300 * time.Millisecond
+	)
 	opts := bench.DefaultOptions()
-	opts.Rate = 2000
+	opts.Rate = rate
 	if err := opts.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	stats := new(bench.Stats)
-	topo, conf, err := benchtopo.Topology(opts, stats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := gale.StartWorker("bench-wordcount", conf, topo,
-		gale.Assignment{Worker: 0, Workers: []string{ln.Addr().String()}},
-		gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t)}, Listener: ln})
-	if err != nil {
-		t.Fatalf("StartWorker: %v", err)
-	}
-	defer w.Stop()
-	waitAcked := func(n int64) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for stats.Acked.Load() < n {
-			select {
-			case <-deadline:
-				t.Fatalf("%d sentences acked in 10 s, want %d", stats.Acked.Load(), n)
-			case <-time.After(time.Millisecond):
+	synctest.Test(t, func(t *testing.T) {
+		stats := new(bench.Stats)
+		topo, conf, err := benchtopo.Topology(opts, stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One worker with no peers: it activates at once, and its
+		// listener (which nobody dials) keeps the fake clock free to move.
+		ln := newIdleListener()
+		w, err := gale.StartWorker("bench-wordcount", conf, topo,
+			gale.Assignment{Worker: 0, Workers: []string{ln.Addr().String()}},
+			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t)}, Listener: ln})
+		if err != nil {
+			t.Fatalf("StartWorker: %v", err)
+		}
+		defer w.Stop()
+		time.Sleep(on)
+		w.Deactivate()
+		time.Sleep(off) // the spout is open and switched off; its trees complete
+		first := stats.Acked.Load()
+		w.Activate()
+		time.Sleep(on)
+		w.Deactivate()
+		time.Sleep(off)
+		second := stats.Acked.Load() - first
+		// rate·on each time on; the spout executor sees a switch when it
+		// next looks, which moves either end by a few emits. Catching up
+		// the time off would add rate·off, 600.
+		want := int64(rate * on.Seconds())
+		for i, got := range []int64{first, second} {
+			if got < want-5 || got > want+5 {
+				t.Errorf("switched on for the %s time: %d sentences acked, want %d (%v at %d/s)", []string{"first", "second"}[i], got, want, on, rate)
 			}
 		}
-	}
-	waitAcked(20)
-	w.Deactivate()
-	<-time.After(off) // the spout is open and switched off
-	acked := stats.Acked.Load()
-	w.Activate()
-	waitAcked(acked + 200) // 100 ms at the rate
-	w.Deactivate()
-	if worst := stats.Latency.Quantile(1); worst >= off/2 {
-		t.Errorf("slowest complete latency %v, want well under the %v the spout was off", worst, off)
-	}
+		if worst := stats.Latency.Quantile(1); worst >= off/2 {
+			t.Errorf("slowest complete latency %v, want well under the %v the spout was off", worst, off)
+		}
+	})
 }
+
+// idleListener is a net.Listener nobody connects to, whose Accept waits
+// on a channel: inside a synctest bubble that blocks durably, where a real
+// socket's Accept would keep the fake clock from moving.
+type idleListener struct {
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newIdleListener() *idleListener { return &idleListener{closed: make(chan struct{})} }
+
+func (l *idleListener) Accept() (net.Conn, error) {
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *idleListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *idleListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }

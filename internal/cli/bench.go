@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,7 +41,13 @@ to stdout at the end (or, with --json, one JSON document on stdout only).
 --runner plain runs the same workload as plain Go goroutines and channels,
 the baseline to compare Gale with. --workers N runs the topology in N worker
 processes of this binary on 127.0.0.1, so that tuples cross processes over TCP;
-the report then adds the bytes sent between workers.`,
+the report then adds the bytes sent between workers. A worker that dies is
+started again; its trees time out and their sentences are replayed.
+
+The run is measured from when every spout is active, not from the start (worker
+processes take a while to start and connect). The report is printed however the
+run ends; when it went wrong (a worker died, nothing was emitted) it says what
+in its "error", and gale exits with status 1.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWordcount(cmd, opts, cpuprofile, tracefile)
@@ -55,6 +62,7 @@ the report then adds the bytes sent between workers.`,
 	f.IntVar(&opts.Counters, "counters", opts.Counters, "count bolt tasks")
 	f.IntVar(&opts.Ackers, "ackers", opts.Ackers, "acker tasks (ack mode)")
 	f.IntVar(&opts.MaxSpoutPending, "max-spout-pending", opts.MaxSpoutPending, "in-flight sentences per spout task (0 = unset)")
+	f.DurationVar(&opts.MessageTimeout, "message-timeout", opts.MessageTimeout, "Gale's topology.message.timeout.secs for the run, in whole seconds (0 = Gale's default, 30s): how soon a lost tree fails and is replayed")
 	f.DurationVar(&opts.CountDelay, "count-delay", opts.CountDelay, "extra busy work per word in the count bolt, to overload it")
 	f.Var((*gogcFlag)(&opts.GOGC), "gogc", `GC percent for the run, for both runners: ≥ 25 or "off" (a Gale worker's worker.gogc is 400; Go's default is 100)`)
 	f.BoolVar(&opts.TupleReuse, "tuple-reuse", opts.TupleReuse, "run Gale's bolts with topology.tuple.reuse (they keep no tuple after acking it), so acked tuples are recycled; =false measures without")
@@ -83,7 +91,12 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 			if err != nil {
 				return err
 			}
-			runner = benchtopo.ProcessRunner(exe, workerArgs, cpuprofile, tracefile, cmd.ErrOrStderr(), log)
+			runner = benchtopo.ProcessRunner(benchtopo.ProcessConfig{
+				Exe: exe, Args: workerArgs,
+				CPUProfile: cpuprofile, Trace: tracefile,
+				Logs: cmd.ErrOrStderr(), Log: log,
+				Launched: benchLaunched,
+			})
 		}
 	}
 	if cpuprofile != "" {
@@ -116,6 +129,8 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 	if !opts.JSON {
 		live = cmd.ErrOrStderr()
 	}
+	// The report is written whatever happened, with what went wrong in it;
+	// the error then goes to stderr and sets the exit code.
 	_, err = bench.Run(cmd.Context(), opts, runner, cmd.OutOrStdout(), live)
 	return err
 }
@@ -123,6 +138,10 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 // workerArgs select the worker subcommand of this binary; tests replace
 // them when the binary is a test binary.
 var workerArgs = []string{"worker"}
+
+// benchLaunched, if set, is called once a --workers bench has started its
+// workers (benchtopo.ProcessConfig.Launched); tests set it to kill one.
+var benchLaunched func(ctx context.Context, l benchtopo.Launch) (end bool)
 
 // gogcFlag is --gogc: "off" or a GC percent, as the GOGC variable takes.
 type gogcFlag int

@@ -166,16 +166,21 @@ func hasRow(table, name string) bool {
 
 // TestBenchWordcountWorkers runs the bench in two worker processes (this
 // test binary acting as gale) and checks what --workers adds: tuples and
-// bytes crossed, each worker's memory, every sentence acked.
+// bytes crossed, each worker's memory, every sentence acked. The run is
+// measured from when the workers' spouts are active, so however long the
+// workers take to start on a busy machine, it measures something.
 func TestBenchWordcountWorkers(t *testing.T) {
 	t.Setenv(galeMainEnv, "1") // inherited by the worker processes
 	code, stdout, _ := runGale(t, "bench", "wordcount", "--workers", "2", "--spouts", "2", "--splitters", "2",
-		"--counters", "2", "--ackers", "2", "--duration", "1500ms", "--json")
+		"--counters", "2", "--ackers", "2", "--duration", "1s", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	var r struct {
 		benchReport
+		StartupS          float64 `json:"startup_s"`
+		Replayed          int64   `json:"replayed"`
+		Lost              int64   `json:"lost"`
 		Workers           int     `json:"workers"`
 		WireBytes         int64   `json:"wire_bytes"`
 		WireTuples        int64   `json:"wire_tuples"`
@@ -200,12 +205,20 @@ func TestBenchWordcountWorkers(t *testing.T) {
 	if r.Workers != 2 || len(r.WorkerRSS) != 2 {
 		t.Errorf("workers %d, RSS series for %d workers; want 2 and 2", r.Workers, len(r.WorkerRSS))
 	}
-	if r.Sentences == 0 || r.Acked != r.Sentences || r.Failed+r.Timeouts+r.Unfinished != 0 {
-		t.Errorf("sentences %d, acked %d, failed %d, timeouts %d, unfinished %d: want every sentence acked",
-			r.Sentences, r.Acked, r.Failed, r.Timeouts, r.Unfinished)
+	if r.StartupS <= 0 || r.DurationS < 1 {
+		t.Errorf("startup_s %v, duration_s %v: want the start-up apart from the 1s measured", r.StartupS, r.DurationS)
 	}
-	if r.Words != r.Sentences*wordsPerSentence {
-		t.Errorf("words %d, want %d × %d", r.Words, r.Sentences, wordsPerSentence)
+	// A tree may time out on a starved machine; then it is replayed. In
+	// the end every sentence is acked.
+	if r.Sentences == 0 || r.Acked != r.Sentences || r.Lost != 0 || r.Unfinished != 0 || r.Replayed != r.Failed+r.Timeouts {
+		t.Errorf("sentences %d, acked %d, lost %d, unfinished %d, replayed %d of failed %d + timeouts %d: want every sentence acked, each failure replayed",
+			r.Sentences, r.Acked, r.Lost, r.Unfinished, r.Replayed, r.Failed, r.Timeouts)
+	}
+	// A replayed sentence's words may be counted twice (those counted
+	// before its tree failed).
+	if r.Words < r.Sentences*wordsPerSentence || r.Words > (r.Sentences+r.Replayed)*wordsPerSentence ||
+		(r.Replayed == 0 && r.Words != r.Sentences*wordsPerSentence) {
+		t.Errorf("words %d, want %d × %d sentences (+ up to %d × %d replayed)", r.Words, r.Sentences, wordsPerSentence, r.Replayed, wordsPerSentence)
 	}
 	if r.WireTuples == 0 || r.WireBytes <= r.WireTuples {
 		t.Errorf("wire tuples %d, bytes %d: nothing crossed between the workers", r.WireTuples, r.WireBytes)

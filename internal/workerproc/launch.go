@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -25,18 +24,25 @@ import (
 type LaunchConfig struct {
 	// Exe is the binary to run (default: this one), with Args before the
 	// "--spec FILE" the launcher adds (for gale: "worker"), and Env added
-	// to this process's environment.
-	Exe  string
-	Args []string
-	Env  []string
+	// to this process's environment; WorkerEnv, if set, adds worker i's
+	// own variables after Env (to every start of it).
+	Exe       string
+	Args      []string
+	Env       []string
+	WorkerEnv func(worker int) []string
 	// Spec is every worker's spec; Worker, Workers and Listen are set per
 	// worker. N is the number of workers, Host the address they listen on
 	// (default 127.0.0.1) with ports they pick.
+	//
+	// On Unix a worker reads its spec from a pipe it inherits as
+	// descriptor 3 ("--spec /dev/fd/3"): no spec file exists that a
+	// launcher killed with SIGKILL could leave behind. Elsewhere the spec
+	// is a file in Dir (default: the temporary directory), removed once
+	// the worker has read it (it reports that it listens).
 	Spec Spec
 	N    int
 	Host string
-	// Dir receives the spec files; it must exist.
-	Dir string
+	Dir  string
 	// Stderr receives the workers' logs (default os.Stderr).
 	Stderr io.Writer
 	// OnMessage, if set, gets every event line of every worker, from that
@@ -72,9 +78,11 @@ type Cluster struct {
 	mu       sync.Mutex
 	procs    []*proc // each worker's current process
 	stopping bool
+	inactive bool    // deactivated (by Drain): a restarted worker is deactivated too
 	errs     []error // workers that failed or exited badly, not by Kill
 	restarts int
-	status   []beat // each worker's last heartbeat
+	status   []beat // each worker's last heartbeat, from its current process
+	gone     []bool // the worker died and is not being started again
 	changed  chan struct{}
 
 	wg sync.WaitGroup
@@ -87,6 +95,7 @@ type proc struct {
 	stdin               io.WriteCloser
 	events              chan Message // listening, started, failed: for the handshake
 	readDone            chan struct{}
+	started             bool // it was sent "start" and said "started": it takes commands
 	killed              bool // by Kill: its exit is expected
 	failed              string
 }
@@ -115,31 +124,48 @@ func Launch(cfg LaunchConfig) (*Cluster, error) {
 		cfg.StartTimeout = 30 * time.Second
 	}
 	c := &Cluster{cfg: cfg, addrs: make([]string, cfg.N), procs: make([]*proc, cfg.N),
-		status: make([]beat, cfg.N), changed: make(chan struct{}, 1)}
+		status: make([]beat, cfg.N), gone: make([]bool, cfg.N), changed: make(chan struct{}, 1)}
 	if cfg.PinCPUs && cfg.N > 1 {
 		if cpus, err := allowedCPUs(); err == nil && len(cpus) >= cfg.N {
 			c.cpus = shareCPUs(cpus, cfg.N)
 		}
 	}
-	for i := range cfg.N {
+	// The workers start side by side: each takes a while before it
+	// listens (its heap pretouch alone costs about 0.3 s of CPU on a VM
+	// where page faults are dear), and one after another that added up.
+	if err := c.eachWorker(func(i int) error {
 		p, addr, err := c.spawn(i, 0, net.JoinHostPort(cfg.Host, "0"))
 		if err != nil {
-			c.abort()
-			return nil, err
+			return err
 		}
-		c.addrs[i] = addr
-		c.procs[i] = p
+		c.mu.Lock()
+		c.addrs[i], c.procs[i] = addr, p
+		c.mu.Unlock()
+		return nil
+	}); err != nil {
+		c.abort()
+		return nil, err
 	}
-	for _, p := range c.procs {
-		if err := c.startAndWait(p); err != nil {
-			c.abort()
-			return nil, err
-		}
+	if err := c.eachWorker(func(i int) error { return c.startAndWait(c.procs[i]) }); err != nil {
+		c.abort()
+		return nil, err
 	}
 	for _, p := range c.procs {
 		c.supervise(p)
 	}
 	return c, nil
+}
+
+// eachWorker runs f for every worker at once and returns when all have
+// returned, with their errors.
+func (c *Cluster) eachWorker(f func(i int) error) error {
+	errs := make([]error, c.cfg.N)
+	var wg sync.WaitGroup
+	for i := range c.cfg.N {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Addrs are the workers' addresses.
@@ -167,12 +193,11 @@ func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	path := filepath.Join(c.cfg.Dir, "worker-"+strconv.Itoa(i)+".json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, "", err
-	}
-	cmd := exec.Command(c.cfg.Exe, append(append([]string(nil), c.cfg.Args...), "--spec", path)...)
+	cmd := exec.Command(c.cfg.Exe)
 	cmd.Env = append(os.Environ(), c.cfg.Env...)
+	if c.cfg.WorkerEnv != nil {
+		cmd.Env = append(cmd.Env, c.cfg.WorkerEnv(i)...)
+	}
 	if !hasEnv(cmd.Env, "GOMAXPROCS") {
 		// Like a supervisor's slots, the workers share the machine's
 		// cores: each Go runtime sized for all of them makes their
@@ -191,23 +216,37 @@ func (c *Cluster) spawn(i, incarnation int, listen string) (*proc, string, error
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		stdin.Close()
 		return nil, "", err
 	}
+	sp, err := passSpec(cmd, c.cfg.Dir, b)
+	if err != nil {
+		stdin.Close()
+		stdout.Close()
+		return nil, "", fmt.Errorf("worker %d's spec: %w", i, err)
+	}
+	cmd.Args = append(append(append(cmd.Args, c.cfg.Args...), "--spec"), sp.arg)
 	start := cmd.Start
 	if c.cpus != nil {
 		start = func() error { return startPinned(cmd, c.cpus[i]) }
 	}
 	if err := start(); err != nil {
+		sp.abort()
+		stdin.Close()
+		stdout.Close()
 		return nil, "", fmt.Errorf("start worker %d: %w", i, err)
 	}
+	sp.started()
 	p := &proc{worker: i, incarnation: incarnation, cmd: cmd, stdin: stdin,
 		events: make(chan Message, 4), readDone: make(chan struct{})}
 	go c.read(p, stdout)
 	m, err := c.await(p, EventListening)
 	if err != nil {
 		c.reap(p)
+		sp.done()
 		return nil, "", err
 	}
+	sp.done() // the worker has read its spec
 	return p, m.Addr, nil
 }
 
@@ -270,12 +309,23 @@ func (c *Cluster) await(p *proc, want string) (Message, error) {
 	}
 }
 
+// startAndWait sends p "start" and waits until it has started; then p takes
+// commands, and is deactivated at once if the cluster is.
 func (c *Cluster) startAndWait(p *proc) error {
 	if err := p.send(Message{Cmd: CmdStart, Workers: c.addrs, Executors: c.cfg.Executors}); err != nil {
 		return fmt.Errorf("worker %d: %w", p.worker, err)
 	}
-	_, err := c.await(p, EventStarted)
-	return err
+	if _, err := c.await(p, EventStarted); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	p.started = true
+	inactive := c.inactive
+	c.mu.Unlock()
+	if inactive {
+		p.send(Message{Cmd: CmdDeactivate}) // if it died meanwhile, supervise sees to it
+	}
+	return nil
 }
 
 func (p *proc) send(m Message) error {
@@ -323,13 +373,19 @@ func (c *Cluster) supervise(p *proc) {
 			c.mu.Lock()
 			expected := c.stopping || p.killed
 			switch {
+			case p.failed != "" && c.stopping && !p.started:
+				// Stopped while being started again: it had nothing to do.
 			case p.failed != "":
 				c.errs = append(c.errs, fmt.Errorf("worker %d failed: %s", p.worker, p.failed))
 			case err != nil && !expected:
 				c.errs = append(c.errs, fmt.Errorf("worker %d exited: %v", p.worker, err))
 			}
 			restart := c.cfg.Restart && !c.stopping
+			if !restart {
+				c.gone[p.worker] = true
+			}
 			c.mu.Unlock()
+			c.notify()
 			if !restart {
 				return
 			}
@@ -337,7 +393,9 @@ func (c *Cluster) supervise(p *proc) {
 			if err != nil {
 				c.mu.Lock()
 				c.errs = append(c.errs, fmt.Errorf("restart worker %d: %w", p.worker, err))
+				c.gone[p.worker] = true
 				c.mu.Unlock()
+				c.notify()
 				return
 			}
 			if np == nil {
@@ -374,6 +432,7 @@ func (c *Cluster) restart(old *proc) (*proc, error) {
 			return nil, nil
 		}
 		c.procs[old.worker] = p
+		c.status[old.worker] = beat{} // the old process's no longer holds
 		c.restarts++
 		c.mu.Unlock()
 		if err := c.startAndWait(p); err != nil {
@@ -401,8 +460,23 @@ func (c *Cluster) Restarts() int {
 	return c.restarts
 }
 
+// notify wakes Drain to look at the workers again.
+func (c *Cluster) notify() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// PID is the process id of worker i's current process.
+func (c *Cluster) PID(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.procs[i].cmd.Process.Pid
+}
+
 // Kill sends SIGKILL to worker i's current process (with Restart, it is
-// started again).
+// started again). Its exit is not counted as an error.
 func (c *Cluster) Kill(i int) error {
 	c.mu.Lock()
 	p := c.procs[i]
@@ -411,10 +485,24 @@ func (c *Cluster) Kill(i int) error {
 	return p.cmd.Process.Signal(syscall.SIGKILL)
 }
 
-// Broadcast sends a command ("activate", "deactivate") to every worker.
+// Broadcast sends a command ("activate", "deactivate") to every worker
+// process that has started; one that is being started again gets the
+// cluster's activation once it has (Drain's deactivation). It returns the
+// errors of the sends that failed, as to a worker that just died.
 func (c *Cluster) Broadcast(cmd string) error {
 	c.mu.Lock()
-	procs := append([]*proc(nil), c.procs...)
+	switch cmd {
+	case CmdActivate:
+		c.inactive = false
+	case CmdDeactivate:
+		c.inactive = true
+	}
+	var procs []*proc
+	for _, p := range c.procs {
+		if p.started {
+			procs = append(procs, p)
+		}
+	}
 	c.mu.Unlock()
 	var errs []error
 	for _, p := range procs {
@@ -433,18 +521,23 @@ type beat struct {
 
 // Drain deactivates every worker and waits, up to timeout, until each has
 // reported in a heartbeat that its spouts stopped and it has no trees
-// pending and nothing queued.
+// pending and nothing queued. It carries on past a worker that dies: one
+// being started again (LaunchConfig.Restart) is deactivated once it has
+// started, and waited for like the others; one that is not is left out.
+// The trees such a worker held time out at their spouts, which may replay
+// them meanwhile.
 func (c *Cluster) Drain(timeout time.Duration) error {
 	since := time.Now()
-	if err := c.Broadcast(CmdDeactivate); err != nil {
-		return err
-	}
+	c.Broadcast(CmdDeactivate) // a failed send is to a dead worker: see above
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
 		c.mu.Lock()
 		var busy []int
 		for i, b := range c.status {
+			if c.gone[i] {
+				continue
+			}
 			if !b.at.After(since) || !b.status.Stopped || b.status.Pending > 0 || b.status.Inflight > 0 {
 				busy = append(busy, i)
 			}
@@ -474,9 +567,15 @@ func (c *Cluster) Stop(timeout time.Duration) error {
 	}
 	c.stopping = true
 	procs := append([]*proc(nil), c.procs...)
+	started := make([]bool, len(procs))
+	for i, p := range procs {
+		started[i] = p.started
+	}
 	c.mu.Unlock()
-	for _, p := range procs {
-		p.send(Message{Cmd: CmdStop})
+	for i, p := range procs {
+		if started[i] { // one being started again has its stdin closed: it stops before "start"
+			p.send(Message{Cmd: CmdStop})
+		}
 		p.stdin.Close() // end of input means stop too
 	}
 	done := make(chan struct{})
@@ -501,4 +600,11 @@ func (c *Cluster) Stop(timeout time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return errors.Join(c.errs...)
+}
+
+// isGone reports whether worker i died and is not being started again.
+func (c *Cluster) isGone(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gone[i]
 }

@@ -218,11 +218,6 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	stopDiag, err := startDiagnostics(spec.Worker)
-	if err != nil {
-		return err
-	}
-	defer stopDiag()
 	factory, _ := lookup(spec.Factory)
 	built, err := factory(spec.Params)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -148,6 +148,7 @@ func (b *countBolt) Execute(t *gale.Tuple) {
 // progress collects the workers' latest stats.
 type progress struct {
 	mu      sync.Mutex
+	beats   int              // stats received, from any worker
 	stats   map[int]e2eStats // by worker
 	changed chan struct{}
 }
@@ -166,6 +167,7 @@ func (p *progress) take(worker, _ int, m Message) {
 	}
 	p.mu.Lock()
 	p.stats[worker] = s
+	p.beats++
 	p.mu.Unlock()
 	select {
 	case p.changed <- struct{}{}:
@@ -420,26 +422,122 @@ func TestWorkerMemoryFromConfig(t *testing.T) {
 	}
 }
 
-// TestWorkerDiagnostics: a worker started with CPUProfileEnv and TraceEnv
-// set writes a CPU profile and an execution trace of its run, to the
-// files named with its index added.
-func TestWorkerDiagnostics(t *testing.T) {
+// TestSpecLeavesNoFile: a worker gets its spec without a file that a
+// launcher killed with SIGKILL would leave behind: the launch directory
+// stays empty while the workers run, also after a restart.
+func TestSpecLeavesNoFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("on Windows the spec is a file, removed once the worker has read it")
+	}
 	dir := t.TempDir()
+	prog := newProgress()
 	raw, _ := json.Marshal(e2eParams{Sentences: 0, Rate: 1})
-	spec := Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn",
-		Cluster: gale.Config{workermem.KeyHeapPretouch: false}}
-	prof, trace := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "run.trace")
-	c, err := Launch(LaunchConfig{Spec: spec, N: 1, Dir: t.TempDir(),
-		Env: []string{workerEnv + "=1", CPUProfileEnv + "=" + prof, TraceEnv + "=" + trace}})
+	c, err := Launch(LaunchConfig{
+		Env:       []string{workerEnv + "=1"},
+		Spec:      Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn"},
+		N:         2,
+		Dir:       dir,
+		OnMessage: prog.take,
+		Restart:   true,
+	})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	if err := c.Stop(10 * time.Second); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	for _, path := range []string{prof + ".worker-0", trace + ".worker-0"} {
-		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-			t.Errorf("after the worker stopped: %v (stat error %v), want a non-empty file", path, err)
+	defer c.Stop(10 * time.Second)
+	empty := func(when string) {
+		t.Helper()
+		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+			t.Errorf("%s: the launch directory holds %v (%v), want nothing", when, ents, err)
 		}
+	}
+	empty("with the workers running")
+	if err := c.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Restarts() == 0 && time.Now().Before(deadline) {
+		<-time.After(10 * time.Millisecond) // polls the restart, with a deadline
+	}
+	if c.Restarts() != 1 {
+		t.Fatalf("worker 1 was not started again within 30 s")
+	}
+	empty("after a restart")
+}
+
+// TestDrainPastDeadWorker: a worker that dies, and is not started again,
+// does not keep Drain from draining the others (a failed send to it ended
+// Drain), and Stop reports its death.
+func TestDrainPastDeadWorker(t *testing.T) {
+	prog := newProgress()
+	raw, _ := json.Marshal(e2eParams{Sentences: 0, Rate: 1})
+	c, err := Launch(LaunchConfig{
+		Env:       []string{workerEnv + "=1"},
+		Spec:      Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn"},
+		N:         2,
+		Dir:       t.TempDir(),
+		OnMessage: prog.take,
+	})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	pid := c.PID(1)
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil { // not Cluster.Kill: an unexpected death
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.isGone(1) && time.Now().Before(deadline) {
+		<-time.After(10 * time.Millisecond) // polls the supervisor, with a deadline
+	}
+	if err := c.Drain(20 * time.Second); err != nil {
+		t.Errorf("Drain with worker 1 dead: %v, want worker 0 drained", err)
+	}
+	err = c.Stop(10 * time.Second)
+	if err == nil || !strings.Contains(err.Error(), "worker 1 exited") {
+		t.Errorf("Stop = %v, want worker 1's death reported", err)
+	}
+}
+
+// TestDrainDeactivatesRestartedWorker: a worker that dies during a drain
+// is started again deactivated, and Drain waits for it to report so: its
+// spout does not start emitting again behind the drain's back.
+func TestDrainDeactivatesRestartedWorker(t *testing.T) {
+	prog := newProgress()
+	// Worker 0 runs the spout (TestKillWorkerEveryMessageAcked).
+	c := launch(t, e2eParams{Sentences: 1000000, Rate: 2000}, 2, true, prog)
+	defer c.Stop(10 * time.Second)
+	prog.wait(t, "sentences acked", 30*time.Second, func() bool { return prog.get(0).Acked > 100 })
+	done := make(chan error, 1)
+	go func() { done <- c.Drain(60 * time.Second) }()
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Drain with worker 0 killed during it: %v", err)
+	}
+	if c.Restarts() != 1 {
+		t.Fatalf("restarts %d, want 1", c.Restarts())
+	}
+	// Drained: the restarted spout is off and stays off.
+	at := prog.get(0).Emitted
+	c.mu.Lock()
+	st := c.status[0].status
+	c.mu.Unlock()
+	if !st.Stopped {
+		t.Errorf("worker 0 after the drain: %+v, want its spouts stopped", st)
+	}
+	prog.mu.Lock()
+	beats := prog.beats
+	prog.mu.Unlock()
+	prog.wait(t, "more heartbeats", 10*time.Second, func() bool {
+		prog.mu.Lock()
+		defer prog.mu.Unlock()
+		return prog.beats >= beats+6
+	})
+	if got := prog.get(0).Emitted; got != at {
+		t.Errorf("the restarted spout emitted %d after the drain, want 0", got-at)
 	}
 }
