@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/transport"
 )
 
@@ -106,6 +107,7 @@ type runtime struct {
 	execWorker []int // executor index → worker
 	peers      []*peer
 	hello      transport.Hello
+	peerLog    *ratelog.Limiter // rate-limits the lines peers can cause
 	inMu       sync.Mutex
 	inbound    map[*transport.ServerConn]*inbound
 	wireTuples atomic.Int64 // tuples sent to peers
