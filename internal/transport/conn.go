@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -408,15 +409,20 @@ func (s *Server) handshake(c net.Conn, remote string) (*ServerConn, error) {
 	return sc, nil
 }
 
-// refuse sends the dialer a refusal, best effort, bounded by the write
-// timeout: its dialer, if a Gale worker, reports the reason and, if
-// permanent, stops retrying.
+// refuseTimeout bounds how long a refusal may take to send: a few
+// kilobytes to a new connection go out at once unless the peer holds its
+// receive window shut.
+const refuseTimeout = time.Second
+
+// refuse sends the dialer a refusal, best effort, within refuseTimeout:
+// its dialer, if a Gale worker, reports the reason and, if permanent,
+// stops retrying.
 func (s *Server) refuse(c net.Conn, permanent bool, reason string) {
-	fw := NewFrameWriter(c, MaxHelloFrame)
-	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	if fw.Write(FrameRefuse, appendRefusal(nil, permanent, reason)) == nil {
-		fw.Flush()
-	}
+	f := appendRefusal(make([]byte, frameHeader, frameHeader+64+len(reason)), permanent, reason)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	f[4] = byte(FrameRefuse)
+	c.SetWriteDeadline(time.Now().Add(min(refuseTimeout, s.cfg.WriteTimeout)))
+	c.Write(f)
 }
 
 func (s *Server) readError(peer Hello, remote string, err error) {

@@ -218,3 +218,43 @@ func TestServerHandshakeTimeout(t *testing.T) {
 		lg.wait(t, "refused a worker connection", "no hello within 10s")
 	})
 }
+
+// readFirstFrame never reads past the frame it returns, never holds more
+// than MaxHelloFrame, and gives back what it held.
+func FuzzReadFirstFrame(f *testing.F) {
+	f.Add(encodeFrames(f, 0, frame{FrameHello, AppendHello(nil, hello("a"))}))
+	f.Add(encodeFrames(f, 0, frame{FrameRefuse, appendRefusal(nil, true, "no")}))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		r := &limitedReads{data: p}
+		var held atomic.Int64
+		kind, payload, err := readFirstFrame(r, &held)
+		if held.Load() != 0 {
+			t.Fatalf("holds %d bytes after returning", held.Load())
+		}
+		if err != nil {
+			return
+		}
+		if len(payload)+1 > MaxHelloFrame {
+			t.Fatalf("a %s frame of %d bytes, over the bound", kind, len(payload)+1)
+		}
+		if r.off != frameHeader+len(payload) {
+			t.Fatalf("read %d bytes for a frame of %d", r.off, frameHeader+len(payload))
+		}
+	})
+}
+
+// limitedReads hands out its data a few bytes at a time.
+type limitedReads struct {
+	data []byte
+	off  int
+}
+
+func (r *limitedReads) Read(p []byte) (int, error) {
+	if r.off == len(r.data) {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 7)], r.data[r.off:])
+	r.off += n
+	return n, nil
+}
