@@ -624,6 +624,9 @@ type Sender struct {
 
 	connected             atomic.Bool
 	bytesSent, framesSent atomic.Int64
+	// endLog rate-limits the lines on connections' ends, which the peer
+	// can cause as fast as the sender reconnects.
+	endLog *ratelog.Limiter
 }
 
 // NewSender starts connecting to cfg.Addr.
@@ -641,7 +644,7 @@ func NewSender(cfg SenderConfig) *Sender {
 		cfg.QuietAfterClose = defaultQuietAfterClose
 	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan Frame, cfg.QueueLen),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{}), done: make(chan struct{}), endLog: ratelog.New(0, 0, nil)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -728,17 +731,17 @@ func (s *Sender) run() {
 			}
 			switch {
 			case errors.Is(end, errPeerClosed):
-				s.log.Info("peer worker closed the connection: it is shutting down", "addr", s.cfg.Addr)
+				s.endLog.Log(s.log, slog.LevelInfo, "peer worker closed the connection: it is shutting down", "addr", s.cfg.Addr)
 				closedAt = time.Now()
 				backoff = s.cfg.MinBackoff
 				continue // it may be restarting: try it again at once
 			case errors.Is(end, errListenerFrame) || errors.Is(end, ErrMalformedFrame):
 				// A peer that breaks the protocol: back off, as for one
 				// that refuses the connection, rather than spin.
-				s.log.Error("broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelError, "broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
 			default:
 				// A peer that went away: try it again at once.
-				s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelWarn, "lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
 				backoff = s.cfg.MinBackoff
 				continue
 			}

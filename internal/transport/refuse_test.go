@@ -80,8 +80,9 @@ func TestSenderStopsWhenRefused(t *testing.T) {
 }
 
 // answeringListener answers every hello with answer(i), i counting the
-// connections from 0, and closes after it.
-func answeringListener(t *testing.T, answer func(i int) []byte) (addr string, accepted *atomic.Int64) {
+// connections from 0, then waits for the dialer to hang up, or, with
+// hangUp, hangs up itself.
+func answeringListener(t *testing.T, hangUp bool, answer func(i int) []byte) (addr string, accepted *atomic.Int64) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,9 @@ func answeringListener(t *testing.T, answer func(i int) []byte) (addr string, ac
 					t.Errorf("listener: first frame %v, %v, want a hello", kind, err)
 					return
 				}
-				c.Write(answer(i))
+				if _, err := c.Write(answer(i)); err != nil || hangUp {
+					return
+				}
 				var b [64]byte
 				for {
 					if _, err := c.Read(b[:]); err != nil {
@@ -120,7 +123,7 @@ func answeringListener(t *testing.T, answer func(i int) []byte) (addr string, ac
 func TestSenderStopsWhenRefusing(t *testing.T) {
 	other := hello("b")
 	other.Assignment = "as-2"
-	addr, accepted := answeringListener(t, func(int) []byte {
+	addr, accepted := answeringListener(t, false, func(int) []byte {
 		return encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, other)})
 	})
 	slg := newLogs()
@@ -147,7 +150,7 @@ func TestSenderStopsWhenRefusing(t *testing.T) {
 // slow) is retried with backoff, and the sender connects once the
 // listener takes it.
 func TestSenderRetriesTransientRefusal(t *testing.T) {
-	addr, accepted := answeringListener(t, func(i int) []byte {
+	addr, accepted := answeringListener(t, false, func(i int) []byte {
 		if i < 2 {
 			return encodeFrames(t, 0, frame{FrameRefuse, appendRefusal(nil, false, "no hello within 10s")})
 		}
@@ -164,4 +167,33 @@ func TestSenderRetriesTransientRefusal(t *testing.T) {
 		t.Errorf("%d connections, want 3", n)
 	}
 	slg.wait(t, "WARN cannot connect to a peer worker; retrying", "refused this worker's hello: no hello within 10s")
+}
+
+// A listener that ends every connection as soon as it is made, however
+// fast the sender reconnects, gets a few log lines a minute, not one per
+// connection.
+func TestSenderRateLimitsConnectionEnds(t *testing.T) {
+	for _, tt := range []struct {
+		name, log string
+		after     []byte
+	}{
+		{"close frame", "peer worker closed the connection", encodeFrames(t, 0, frame{FrameClose, nil})},
+		{"bad frame", "broke the connection to a peer worker", []byte{0, 0, 0, 1, 77}},
+		{"hang up", "lost the connection to a peer worker", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr, accepted := answeringListener(t, tt.after == nil, func(int) []byte {
+				return append(encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, hello("b"))}), tt.after...)
+			})
+			slg := newLogs()
+			snd := NewSender(SenderConfig{Hello: hello("a"), Addr: addr, Logger: slg.logger(), MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+			defer snd.Close()
+			const conns = 40
+			eventually(t, "40 connections", func() bool { return accepted.Load() >= conns })
+			snd.Close()
+			if n := slg.count(tt.log); n < 1 || n > 10 {
+				t.Errorf("%d lines %q for %d connections, want 1 to 10; lines:\n%s", n, tt.log, accepted.Load(), strings.Join(slg.snapshot(), "\n"))
+			}
+		})
+	}
 }
