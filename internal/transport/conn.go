@@ -68,8 +68,8 @@ import (
 // connecting. Other failures (a refused or reset connection, a listener
 // busy with handshakes) are retried with backoff.
 //
-// Log lines that a peer can cause on the listener's side (refused hellos,
-// broken connections) are rate-limited (internal/ratelog).
+// Log lines that a peer can cause, on either side (refused hellos, broken
+// connections, a connection's end), are rate-limited (internal/ratelog).
 //
 // A frame lost with a broken connection is not sent again: the trees it
 // carried time out and their spouts replay them, as with any loss
