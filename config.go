@@ -807,7 +807,8 @@ var yamlNumberSyntax = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]
 
 // keepBigNumbers replaces, in c as decoded from data, the strings that
 // data gives as unquoted numbers with yamlNumbers: top-level values and
-// the elements of top-level lists.
+// the elements of top-level lists, except for keys that take strings,
+// which keep them as written.
 func keepBigNumbers(data []byte, c Config) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil || len(f.Docs) == 0 {
@@ -830,6 +831,9 @@ func keepBigNumbers(data []byte, c Config) {
 	for _, kv := range pairs {
 		key, ok := kv.Key.(*ast.StringNode)
 		if !ok {
+			continue
+		}
+		if spec, ok := configKeyIndex[key.Value]; ok && (spec.kind == configString || spec.kind == configStrings) {
 			continue
 		}
 		switch v := c[key.Value].(type) {

@@ -715,7 +715,6 @@ topology.max.spout.pending: -99999999999999999999
 ui.port: 0x1_0000_0000_0000_0000
 topology.message.timeout.secs: 1.0e+400
 supervisor.slots.ports: [6700, 99999999999999999999]
-nimbus.seeds: [99999999999999999999]
 topology.shutdown.drain.timeout.secs: "99999999999999999999"
 `))
 		if err != nil {
@@ -731,9 +730,7 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 			{ErrOutOfRange, `config: "ui.port" in gale.yaml is out of range: must be a port number from 0 to 65535, got number 0x1_0000_0000_0000_0000`},
 			{ErrOutOfRange, `config: "topology.message.timeout.secs" in gale.yaml is out of range: must be ≥ 1 and ≤ 9223372036854775807, got number 1.0e+400`},
 			{ErrOutOfRange, `config: "supervisor.slots.ports" in gale.yaml must be a list of integers that fit in 64 bits, got number 99999999999999999999 at index 1`},
-			// A string key given a number, and an integer key given a
-			// quoted string, are of the wrong type.
-			{ErrWrongType, `config: "nimbus.seeds" in gale.yaml must be a list of strings, got number 99999999999999999999 at index 0`},
+			// An integer key given a quoted string is of the wrong type.
 			{ErrWrongType, `config: "topology.shutdown.drain.timeout.secs" in gale.yaml must be an integer, got string "99999999999999999999"`},
 		} {
 			if !slices.ContainsFunc(joinedErrors(err), func(e error) bool { return errors.Is(e, want.is) && e.Error() == want.msg }) {
@@ -761,6 +758,20 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 		}
 		if s, _ := e.Int(TopologyMessageTimeoutSecs); s != 1000 {
 			t.Errorf("timeout: got %d, want 1000", s)
+		}
+	})
+
+	t.Run("string keys keep long digit strings", func(t *testing.T) {
+		c, err := LoadConfigFile(write("seeds.yaml", "nimbus.seeds: [99999999999999999999]\n"))
+		if err != nil {
+			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+		}
+		e, err := ResolveConfig(c, nil)
+		if err != nil {
+			t.Fatalf("ResolveConfig: got error %v, want nil", err)
+		}
+		if got, want := e.Strings(NimbusSeeds), []string{"99999999999999999999"}; !slices.Equal(got, want) {
+			t.Errorf("seeds: got %q, want %q", got, want)
 		}
 	})
 
