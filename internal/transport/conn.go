@@ -231,6 +231,8 @@ func (s *Server) Close() error {
 	}
 	wg.Wait()
 	s.wg.Wait()
+	s.refuseLog.Flush(s.log, slog.LevelError, "refused more worker connections than were logged")
+	s.closeLog.Flush(s.log, slog.LevelError, "closed more worker connections than were logged")
 	return err
 }
 
@@ -703,6 +705,7 @@ func (s *Sender) FramesSent() int64 { return s.framesSent.Load() }
 
 func (s *Sender) run() {
 	defer close(s.done)
+	defer s.endLog.Flush(s.log, slog.LevelWarn, "lost more connections to a peer worker than were logged", "addr", s.cfg.Addr)
 	backoff := s.cfg.MinBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()

@@ -186,6 +186,10 @@ func TestServerBoundsHandshakes(t *testing.T) {
 			t.Errorf("answer %+v, %v; want worker b's hello", h, err)
 		}
 		c.Close()
+
+		// Close reports the lines it held back.
+		srv.Close()
+		lg.wait(t, "refused more worker connections than were logged", "suppressed=")
 	})
 }
 

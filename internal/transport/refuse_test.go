@@ -194,6 +194,8 @@ func TestSenderRateLimitsConnectionEnds(t *testing.T) {
 			if n := slg.count(tt.log); n < 1 || n > 10 {
 				t.Errorf("%d lines %q for %d connections, want 1 to 10; lines:\n%s", n, tt.log, accepted.Load(), strings.Join(slg.snapshot(), "\n"))
 			}
+			// Close reports how many it held back.
+			slg.wait(t, "lost more connections to a peer worker than were logged", "suppressed=")
 		})
 	}
 }
