@@ -24,7 +24,7 @@ func (c *SpoutCollector) EmitStream(stream string, msgID any, values ...any) ([]
 // EmitDirect emits values on a direct stream to one task.
 func (c *SpoutCollector) EmitDirect(task int, stream string, msgID any, values ...any) ([]int, error) {
 	if task < 0 {
-		task = 0
+		return nil, c.task.em.negativeTask(stream, task)
 	}
 	return c.task.emit(stream, msgID, task, values)
 }
@@ -67,7 +67,7 @@ func (c *BoltCollector) EmitStream(stream string, anchors []*Tuple, values ...an
 // EmitDirect emits values on a direct stream to one task.
 func (c *BoltCollector) EmitDirect(task int, stream string, anchors []*Tuple, values ...any) ([]int, error) {
 	if task < 0 {
-		task = 0
+		return nil, c.task.em.negativeTask(stream, task)
 	}
 	if err := c.task.em.emitBolt(stream, nil, anchors, values, task); err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (c *BasicCollector) EmitStream(stream string, values ...any) ([]int, error)
 // input.
 func (c *BasicCollector) EmitDirect(task int, stream string, values ...any) ([]int, error) {
 	if task < 0 {
-		task = 0
+		return nil, c.task.em.negativeTask(stream, task)
 	}
 	if err := c.task.em.emitBolt(stream, c.input, nil, values, task); err != nil {
 		return nil, err

@@ -7,11 +7,16 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // Config holds configuration values by Storm key name, e.g.
@@ -144,6 +149,10 @@ func (c Config) normalise(layer Layer, component string) (Config, error) {
 			continue
 		}
 		v, sentinel, msg := normaliseConfigValue(spec.kind, raw)
+		if sentinel == ErrOutOfRange && spec.kind == configInt {
+			// Beyond 64 bits: say what the key takes.
+			msg = fmt.Sprintf("is out of range: %s, got %s", intRangePhrase(spec, !configNegative(raw)), describeConfigValue(raw))
+		}
 		if msg == "" && spec.check != nil {
 			sentinel, msg = ErrOutOfRange, spec.check(v)
 		}
@@ -154,6 +163,43 @@ func (c Config) normalise(layer Layer, component string) (Config, error) {
 		out[key] = v
 	}
 	return out, errors.Join(errs...)
+}
+
+// intRangePhrase says what an integer key takes, for a value beyond 64
+// bits on the positive or negative side: the key's own bound on that side
+// if its check has one ("must be a port number from 0 to 65535"), else
+// its other bound, if any, and the 64-bit one.
+func intRangePhrase(spec *configKeySpec, positive bool) string {
+	side, limit := math.MinInt, fmt.Sprintf("≥ %d", math.MinInt)
+	if positive {
+		side, limit = math.MaxInt, fmt.Sprintf("≤ %d", math.MaxInt)
+	}
+	bound := func(v int) string {
+		if spec.check == nil {
+			return ""
+		}
+		m, _, _ := strings.Cut(spec.check(v), ", got ")
+		return m
+	}
+	if m := bound(side); m != "" {
+		return m
+	}
+	if m := bound(math.MinInt); positive && m != "" {
+		return m + " and " + limit
+	}
+	return "must be an integer " + limit
+}
+
+// configNegative reports whether a numeric raw value is below zero.
+func configNegative(raw any) bool {
+	switch x := raw.(type) {
+	case json.Number:
+		return strings.HasPrefix(string(x), "-")
+	case yamlNumber:
+		return strings.HasPrefix(string(x), "-")
+	}
+	f, ok := configFloat64(raw)
+	return ok && f < 0
 }
 
 // scopeProblem returns why spec's key may not be set in layer, or "".
@@ -353,6 +399,20 @@ func configInt64(raw any) (n int, sentinel error, desc string) {
 		if i, err := x.Int64(); err == nil {
 			return configInt64(i)
 		}
+	case yamlNumber:
+		i, err := strconv.ParseInt(string(x), 0, 64)
+		switch {
+		case err == nil:
+			return configInt64(i)
+		case errors.Is(err, strconv.ErrRange):
+			return tooBig()
+		}
+		if f, err := strconv.ParseFloat(string(x), 64); errors.Is(err, strconv.ErrRange) {
+			return tooBig()
+		} else if err == nil {
+			return configInt64(f)
+		}
+		return 0, ErrWrongType, describeConfigValue(raw)
 	}
 	f, ok := configFloat64(raw)
 	if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
@@ -374,6 +434,9 @@ func configFloat64(raw any) (float64, bool) {
 		return float64(x), true
 	case json.Number:
 		f, err := x.Float64()
+		return f, err == nil
+	case yamlNumber:
+		f, err := strconv.ParseFloat(string(x), 64)
 		return f, err == nil
 	}
 	rv := reflect.ValueOf(raw)
@@ -401,6 +464,8 @@ func describeConfigValue(raw any) string {
 		return "number " + strconv.FormatFloat(float64(x), 'g', -1, 32)
 	case json.Number:
 		return "number " + x.String()
+	case yamlNumber:
+		return "number " + string(x)
 	}
 	rv := reflect.ValueOf(raw)
 	switch {
@@ -646,20 +711,149 @@ func cloneConfigValue(v any) any {
 // LoadConfigFile reads a gale.yaml file: a YAML mapping of flat, dotted
 // Storm key names to values, e.g. "topology.workers: 2". An empty file gives
 // an empty Config. A file that cannot be read (including a missing file,
-// which matches fs.ErrNotExist) or is not valid YAML is an error naming the
-// path; YAML errors keep their line and column. LoadConfigFile does not
-// check the keys or values: ResolveConfig does.
+// which matches fs.ErrNotExist), is not text, or is not valid YAML is an
+// error naming the path; YAML errors keep their line and column, and what
+// they show of the file is quoted and cut short. An unquoted number too
+// large for its type is kept as a number, for ResolveConfig to report as
+// out of range. LoadConfigFile does not check the keys or values:
+// ResolveConfig does.
 func LoadConfigFile(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err) // *fs.PathError names the path
 	}
+	if msg := notText(data); msg != "" {
+		return nil, fmt.Errorf("config: %s is not a text file (%s): a gale.yaml is YAML text, such as \"topology.workers: 2\"", path, msg)
+	}
 	var c Config
 	if err := yaml.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("config: %s: %w", path, err)
+		return nil, &yamlFileError{path: path, data: data, err: err}
 	}
 	if c == nil {
 		c = Config{}
 	}
+	keepBigNumbers(data, c)
 	return c, nil
+}
+
+// notText says why data is not a text file ("byte 0x00 at offset 24"), or
+// returns "" if it is UTF-8 without control characters other than tab,
+// newline and carriage return.
+func notText(data []byte) string {
+	for off := 0; off < len(data); {
+		r, n := utf8.DecodeRune(data[off:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			return fmt.Sprintf("byte %#02x at offset %d is not UTF-8", data[off], off)
+		case r < ' ' && r != '\t' && r != '\n' && r != '\r', r == 0x7f:
+			return fmt.Sprintf("control character %#02x at offset %d", r, off)
+		}
+		off += n
+	}
+	return ""
+}
+
+// maxExcerpt bounds how much of a line of a config file an error shows.
+const maxExcerpt = 80
+
+// excerpt returns s quoted, cut to maxExcerpt bytes (at a rune boundary)
+// with "…" after the cut.
+func excerpt(s string) string {
+	if len(s) <= maxExcerpt {
+		return strconv.Quote(s)
+	}
+	cut := maxExcerpt
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
+
+// yamlFileError is a YAML error in a config file. Its message gives the
+// path, the line and column, the parser's message and the line at fault,
+// quoted and cut short, never the file's raw bytes. Unwrap gives the
+// parser's error.
+type yamlFileError struct {
+	path string
+	data []byte
+	err  error
+}
+
+func (e *yamlFileError) Error() string {
+	var ye yaml.Error
+	if !errors.As(e.err, &ye) || ye.GetToken() == nil {
+		msg := strings.ReplaceAll(e.err.Error(), "\n", " ")
+		if len(msg) > 4*maxExcerpt {
+			msg = msg[:4*maxExcerpt] + "…"
+		}
+		return fmt.Sprintf("config: %s: %s", e.path, strings.ToValidUTF8(msg, "?"))
+	}
+	pos := ye.GetToken().Position
+	msg := fmt.Sprintf("config: %s:%d:%d: %s", e.path, pos.Line, pos.Column, ye.GetMessage())
+	lines := strings.Split(string(e.data), "\n")
+	if pos.Line >= 1 && pos.Line <= len(lines) {
+		msg += fmt.Sprintf(" (line %d: %s)", pos.Line, excerpt(strings.TrimRight(lines[pos.Line-1], "\r")))
+	}
+	return msg
+}
+
+func (e *yamlFileError) Unwrap() error { return e.err }
+
+// yamlNumber is an unquoted YAML scalar that reads as a number but that
+// the YAML decoder could not hold (an integer beyond 64 bits, a float
+// beyond float64) and gave as a string: it stays a number, so that the
+// error says it is out of range, not that it is a string.
+type yamlNumber string
+
+// yamlNumberSyntax matches YAML's integer and float literals.
+var yamlNumberSyntax = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?)$`)
+
+// keepBigNumbers replaces, in c as decoded from data, the strings that
+// data gives as unquoted numbers with yamlNumbers: top-level values and
+// the elements of top-level lists, except for keys that take strings,
+// which keep them as written.
+func keepBigNumbers(data []byte, c Config) {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil || len(f.Docs) == 0 {
+		return
+	}
+	var pairs []*ast.MappingValueNode
+	switch body := f.Docs[0].Body.(type) {
+	case *ast.MappingNode:
+		pairs = body.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{body}
+	}
+	number := func(n ast.Node) (yamlNumber, bool) {
+		sn, ok := n.(*ast.StringNode)
+		if !ok || sn.Token == nil || sn.Token.Type != token.StringType || !yamlNumberSyntax.MatchString(sn.Value) {
+			return "", false
+		}
+		return yamlNumber(sn.Value), true
+	}
+	for _, kv := range pairs {
+		key, ok := kv.Key.(*ast.StringNode)
+		if !ok {
+			continue
+		}
+		if spec, ok := configKeyIndex[key.Value]; ok && (spec.kind == configString || spec.kind == configStrings) {
+			continue
+		}
+		switch v := c[key.Value].(type) {
+		case string:
+			if n, ok := number(kv.Value); ok && v == string(n) {
+				c[key.Value] = n
+			}
+		case []any:
+			seq, ok := kv.Value.(*ast.SequenceNode)
+			if !ok || len(seq.Values) != len(v) {
+				continue
+			}
+			for i, elem := range seq.Values {
+				if n, ok := number(elem); ok && v[i] == string(n) {
+					v[i] = n
+				}
+			}
+		}
+	}
 }

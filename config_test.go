@@ -285,9 +285,17 @@ func TestConfigValidateErrors(t *testing.T) {
 		{"null for key with a default", LayerTopology, Config{TopologyWorkers: nil}, ErrWrongType,
 			`config: "topology.workers" in topology config must be an integer, got null (remove the key to keep the default 1)`},
 		{"int too large", LayerTopology, Config{TopologyWorkers: uint64(math.MaxUint64)}, ErrOutOfRange,
-			`config: "topology.workers" in topology config must be an integer that fits in 64 bits, got integer 18446744073709551615`},
+			`config: "topology.workers" in topology config is out of range: must be ≥ 1 and ≤ 9223372036854775807, got integer 18446744073709551615`},
 		{"float too large", LayerTopology, Config{TopologyWorkers: 1e300}, ErrOutOfRange,
-			`config: "topology.workers" in topology config must be an integer that fits in 64 bits, got number 1e+300`},
+			`config: "topology.workers" in topology config is out of range: must be ≥ 1 and ≤ 9223372036854775807, got number 1e+300`},
+		{"float too small", LayerTopology, Config{TopologyWorkers: -1e300}, ErrOutOfRange,
+			`config: "topology.workers" in topology config is out of range: must be ≥ 1, got number -1e+300`},
+		{"JSON number too large", LayerTopology, Config{TopologyWorkers: json.Number("99999999999999999999")}, ErrOutOfRange,
+			`config: "topology.workers" in topology config is out of range: must be ≥ 1 and ≤ 9223372036854775807, got number 99999999999999999999`},
+		{"JSON number too large for a port", LayerFile, Config{UIPort: json.Number("99999999999999999999")}, ErrOutOfRange,
+			`config: "ui.port" in gale.yaml is out of range: must be a port number from 0 to 65535, got number 99999999999999999999`},
+		{"JSON number too small, no lower bound", LayerTopology, Config{TopologyMaxSpoutPending: json.Number("-99999999999999999999")}, ErrOutOfRange,
+			`config: "topology.max.spout.pending" in topology config is out of range: must be ≥ 1, got number -99999999999999999999`},
 
 		{"cluster key in topology config", LayerTopology, Config{SupervisorSlotsPorts: []any{1}}, ErrForbiddenOverride,
 			`config: "supervisor.slots.ports" may not be set in topology config (only topology.* keys may; set it in gale.yaml)`},
@@ -711,6 +719,104 @@ topology.acker.executors: ~
 		}
 	})
 
+	t.Run("numbers beyond 64 bits are out of range", func(t *testing.T) {
+		c, err := LoadConfigFile(write("big.yaml", `topology.workers: 99999999999999999999
+topology.max.spout.pending: -99999999999999999999
+ui.port: 0x1_0000_0000_0000_0000
+topology.message.timeout.secs: 1.0e+400
+supervisor.slots.ports: [6700, 99999999999999999999]
+topology.shutdown.drain.timeout.secs: "99999999999999999999"
+`))
+		if err != nil {
+			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+		}
+		_, err = ResolveConfig(c, nil)
+		for _, want := range []struct {
+			is  error
+			msg string
+		}{
+			{ErrOutOfRange, `config: "topology.workers" in gale.yaml is out of range: must be ≥ 1 and ≤ 9223372036854775807, got number 99999999999999999999`},
+			{ErrOutOfRange, `config: "topology.max.spout.pending" in gale.yaml is out of range: must be ≥ 1, got number -99999999999999999999`},
+			{ErrOutOfRange, `config: "ui.port" in gale.yaml is out of range: must be a port number from 0 to 65535, got number 0x1_0000_0000_0000_0000`},
+			{ErrOutOfRange, `config: "topology.message.timeout.secs" in gale.yaml is out of range: must be ≥ 1 and ≤ 9223372036854775807, got number 1.0e+400`},
+			{ErrOutOfRange, `config: "supervisor.slots.ports" in gale.yaml must be a list of integers that fit in 64 bits, got number 99999999999999999999 at index 1`},
+			// An integer key given a quoted string is of the wrong type.
+			{ErrWrongType, `config: "topology.shutdown.drain.timeout.secs" in gale.yaml must be an integer, got string "99999999999999999999"`},
+		} {
+			if !slices.ContainsFunc(joinedErrors(err), func(e error) bool { return errors.Is(e, want.is) && e.Error() == want.msg }) {
+				t.Errorf("ResolveConfig: got %v\nwant among them (%v) %s", err, want.is, want.msg)
+			}
+		}
+	})
+
+	t.Run("numbers that fit", func(t *testing.T) {
+		c, err := LoadConfigFile(write("fit.yaml", "topology.workers: 0x10\nui.port: 9223372036854775807\ntopology.message.timeout.secs: 1e3\n"))
+		if err != nil {
+			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+		}
+		_, err = ResolveConfig(c, nil)
+		if want := `config: "ui.port" in gale.yaml must be a port number from 0 to 65535, got 9223372036854775807`; err == nil || err.Error() != want {
+			t.Fatalf("ResolveConfig: got %v, want %s", err, want)
+		}
+		delete(c, UIPort)
+		e, err := ResolveConfig(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, _ := e.Int(TopologyWorkers); w != 16 {
+			t.Errorf("workers: got %d, want 16", w)
+		}
+		if s, _ := e.Int(TopologyMessageTimeoutSecs); s != 1000 {
+			t.Errorf("timeout: got %d, want 1000", s)
+		}
+	})
+
+	t.Run("string keys keep long digit strings", func(t *testing.T) {
+		c, err := LoadConfigFile(write("seeds.yaml", "nimbus.seeds: [99999999999999999999]\n"))
+		if err != nil {
+			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+		}
+		e, err := ResolveConfig(c, nil)
+		if err != nil {
+			t.Fatalf("ResolveConfig: got error %v, want nil", err)
+		}
+		if got, want := e.Strings(NimbusSeeds), []string{"99999999999999999999"}; !slices.Equal(got, want) {
+			t.Errorf("seeds: got %q, want %q", got, want)
+		}
+	})
+
+	t.Run("binary file", func(t *testing.T) {
+		elf := "\x7fELF\x02\x01\x01\x00\x00\x00\x1b[2J\x1b]0;pwned\x07" + strings.Repeat("\x00", 64) + "topology.workers: 2\n"
+		p := write("ls", elf)
+		_, err := LoadConfigFile(p)
+		want := "config: " + p + ` is not a text file (control character 0x7f at offset 0): a gale.yaml is YAML text, such as "topology.workers: 2"`
+		if err == nil || err.Error() != want {
+			t.Fatalf("got %v, want %s", err, want)
+		}
+	})
+
+	t.Run("not UTF-8", func(t *testing.T) {
+		_, err := LoadConfigFile(write("latin1.yaml", "nimbus.seeds: [caf\xe9]\n"))
+		if err == nil || !strings.Contains(err.Error(), "is not a text file (byte 0xe9 at offset 18 is not UTF-8)") {
+			t.Fatalf("got %v, want it to say the file is not text, and where", err)
+		}
+	})
+
+	t.Run("YAML error on a long line", func(t *testing.T) {
+		long := "nimbus.seeds: [a, " + strings.Repeat("ü", 300) + "\n"
+		_, err := LoadConfigFile(write("long.yaml", long))
+		if err == nil {
+			t.Fatal("got nil, want a YAML error")
+		}
+		msg := err.Error()
+		if strings.Count(msg, "ü") > maxExcerpt/2 || !strings.Contains(msg, "…") || strings.Contains(msg, "\n") {
+			t.Errorf("error shows %d bytes of the line, want it cut to about %d, on one line: %q", len(msg), maxExcerpt, msg)
+		}
+		if !strings.HasPrefix(msg, "config: ") || !strings.Contains(msg, "long.yaml:1:") {
+			t.Errorf("error %q does not name the file and line", msg)
+		}
+	})
+
 	errTests := []struct {
 		name     string
 		path     string
@@ -718,13 +824,13 @@ topology.acker.executors: ~
 		wantIs   error
 	}{
 		{"bad YAML", write("bad.yaml", "topology.workers: 2\nnimbus.seeds: [a, b\nui.port: 80\n"),
-			[]string{"bad.yaml", "[3:"}, nil},
+			[]string{"bad.yaml:3:"}, nil},
 		{"wrong indentation", write("indent.yaml", "topology.workers: 2\n  topology.debug: true\n"),
-			[]string{"indent.yaml", "[1:", "mapping value is not allowed"}, nil},
+			[]string{"indent.yaml:1:", "mapping value is not allowed", `(line 1: "topology.workers: 2")`}, nil},
 		{"duplicate key", write("dup.yaml", "ui.port: 1\nui.port: 2\n"),
-			[]string{"dup.yaml", "[2:", `"ui.port" already defined`}, nil},
+			[]string{"dup.yaml:2:", `"ui.port" already defined`, `(line 2: "ui.port: 2")`}, nil},
 		{"list at top level", write("list.yaml", "- topology.workers\n"),
-			[]string{"list.yaml", "[1:"}, nil},
+			[]string{"list.yaml:1:"}, nil},
 		{"missing file", filepath.Join(dir, "missing.yaml"),
 			[]string{"config: ", "missing.yaml"}, fs.ErrNotExist},
 	}
@@ -744,6 +850,21 @@ topology.acker.executors: ~
 			}
 		})
 	}
+}
+
+// joinedErrors flattens errors.Join, nested too.
+func joinedErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, joinedErrors(e)...)
+		}
+		return out
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 func TestLayerAndScopeStrings(t *testing.T) {

@@ -225,6 +225,12 @@ func (e *emitter) badEmit(os *outStream, stream string, n, direct int) error {
 	}
 }
 
+// negativeTask is the error for an EmitDirect to a task id below 0.
+func (e *emitter) negativeTask(stream string, task int) error {
+	return e.emitError(fmt.Errorf("%w: component %q used EmitDirect on stream %q with task %d: task ids are ≥ 0 (TopologyContext.ComponentTasks lists a component's)",
+		ErrDirect, e.comp.id, stream, task))
+}
+
 // tupleFor returns the tuple for the i-th target: the first tuple itself,
 // or a copy sharing its values. proto is a copy of the first tuple made
 // before it was sent: once sent, a reusing consumer may recycle it while

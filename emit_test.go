@@ -16,6 +16,7 @@ import (
 type emitCase struct {
 	name   string
 	stream string // the stream the error must name
+	names  string // more the error must say, if set
 	want   error
 	spout  func(c *gale.SpoutCollector, task int) ([]int, error)
 	bolt   func(c *gale.BoltCollector, in *gale.Tuple, task int) ([]int, error)
@@ -52,6 +53,14 @@ var emitCases = []emitCase{
 			return c.EmitDirect(task, "s", []*gale.Tuple{in}, 1)
 		},
 		basic: func(c *gale.BasicCollector, task int) ([]int, error) { return c.EmitDirect(task, "s", 1) },
+	},
+	{
+		name: "EmitDirect to a negative task", stream: "d", names: "task -1", want: gale.ErrDirect,
+		spout: func(c *gale.SpoutCollector, _ int) ([]int, error) { return c.EmitDirect(-1, "d", "bad", 1) },
+		bolt: func(c *gale.BoltCollector, in *gale.Tuple, _ int) ([]int, error) {
+			return c.EmitDirect(-1, "d", []*gale.Tuple{in}, 1)
+		},
+		basic: func(c *gale.BasicCollector, _ int) ([]int, error) { return c.EmitDirect(-1, "d", 1) },
 	},
 	{
 		name: "Emit on a direct stream", stream: "d", want: gale.ErrDirect,
@@ -172,7 +181,7 @@ func TestEmitErrors(t *testing.T) {
 				if !errors.Is(r.err, ec.want) {
 					t.Fatalf("got error %v, want one wrapping %v", r.err, ec.want)
 				}
-				for _, s := range []string{fmt.Sprintf("%q", component), fmt.Sprintf("%q", ec.stream)} {
+				for _, s := range []string{fmt.Sprintf("%q", component), fmt.Sprintf("%q", ec.stream), ec.names} {
 					if !strings.Contains(r.err.Error(), s) {
 						t.Errorf("error %q does not name %s", r.err, s)
 					}

@@ -309,6 +309,7 @@ func TestDirectGrouping(t *testing.T) {
 	var emitErrs list[string]
 	type badEmit struct {
 		name string
+		task int
 		err  error
 	}
 	var bad list[badEmit]
@@ -351,7 +352,7 @@ func TestDirectGrouping(t *testing.T) {
 						if got != nil {
 							emitErrs.add(fmt.Sprintf("%s: EmitDirect returned tasks %v, want none", c.name, got))
 						}
-						bad.add(badEmit{c.name, err})
+						bad.add(badEmit{c.name, c.task, err})
 					}
 				}
 			},
@@ -390,7 +391,7 @@ func TestDirectGrouping(t *testing.T) {
 			if !errors.Is(be.err, gale.ErrDirect) {
 				t.Fatalf("got error %v, want one wrapping ErrDirect", be.err)
 			}
-			for _, s := range []string{`"src"`, `"d"`} {
+			for _, s := range []string{`"src"`, `"d"`, fmt.Sprintf("task %d", be.task)} {
 				if !strings.Contains(be.err.Error(), s) {
 					t.Errorf("error %q does not name %s", be.err, s)
 				}

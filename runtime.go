@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/transport"
 )
 
@@ -121,6 +122,7 @@ type runtime struct {
 	execWorker     []int  // executor index → worker: asg.Executors, or the even placement
 	asgFingerprint string // of the assignment, for the hello
 	peers          []*peer
+	peerLog        *ratelog.Limiter // rate-limits the lines peers can cause
 	hello          transport.Hello
 	inMu           sync.Mutex
 	inbound        map[*transport.ServerConn]*inbound

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/scheduler"
 	"github.com/gale-stream/gale/internal/transport"
 )
@@ -306,21 +308,16 @@ func (rt *runtime) defFingerprint() string {
 	return strconv.FormatUint(h.Sum64(), 16)
 }
 
-// helloTopology is the topology id in this worker's hello: two workers
-// connect only if theirs are equal, so it covers the definition and the
-// assignment, each named, so that a refusal shows which differs.
-func (rt *runtime) helloTopology() string {
-	return rt.name + "@" + rt.defFingerprint() + "+assignment:" + rt.asgFingerprint
-}
-
 // setupPeers makes the peer connections and credit channels once the
 // layout is known.
 func (rt *runtime) setupPeers() {
+	rt.peerLog = ratelog.New(0, 0, rt.clock.Now)
 	rt.hello = transport.Hello{
 		Version:  transport.ProtocolVersion,
-		Topology: rt.helloTopology(),
-		Worker:   strconv.Itoa(rt.asg.Worker),
-		Types:    rt.topo.types.Fingerprint(),
+		Topology:   rt.name + "@" + rt.defFingerprint(),
+		Worker:     strconv.Itoa(rt.asg.Worker),
+		Types:      rt.topo.types.Fingerprint(),
+		Assignment: rt.asgFingerprint,
 	}
 	rt.peers = make([]*peer, len(rt.asg.Workers))
 	for w, addr := range rt.asg.Workers {
@@ -373,8 +370,17 @@ func (p *peer) start() {
 		Linger:    peerLinger,
 		Release:   p.putBuf,
 		OnConnect: p.connected,
+		OnRefused: p.refused,
 		Logger:    p.rt.log.With("peer", p.worker),
 	})
+}
+
+// refused runs when the peer and this worker refused each other at the
+// hello for a reason retrying cannot help (another version, topology,
+// set of types or assignment): the worker fails, so that its process
+// exits and whoever started it starts it again, the same as its peers.
+func (p *peer) refused(err error) {
+	p.rt.die(fmt.Errorf("gale: worker %d cannot work with peer worker %d at %s: %w", p.rt.asg.Worker, p.worker, p.addr, err))
 }
 
 // getBuf returns an empty frame buffer, a reused one if the connection
@@ -438,19 +444,21 @@ func (p *peer) refill() {
 }
 
 // grants takes a backpressure frame from the peer: credits for what this
-// worker sent it.
-func (p *peer) grants(payload []byte) {
+// worker sent it. A frame that does not parse, or grants credit for an
+// executor the peer does not run, is an error, and takes no credit.
+func (p *peer) grants(payload []byte) error {
 	cs, err := transport.ParseCredits(payload, len(p.rt.execs), nil)
 	if err != nil {
-		p.rt.log.Error("ignored a malformed credit frame from a peer worker", "peer", p.worker, "err", err)
-		return
+		return err
+	}
+	for _, c := range cs {
+		if p.rt.execs[c.Dest].credits == nil || p.rt.execWorker[c.Dest] != p.worker {
+			return fmt.Errorf("%w: backpressure frame: credit for executor %d, which worker %d does not run (do the workers have the same assignment?)",
+				transport.ErrMalformedFrame, c.Dest, p.worker)
+		}
 	}
 	for _, c := range cs {
 		ch := p.rt.execs[c.Dest].credits
-		if ch == nil || p.rt.execWorker[c.Dest] != p.worker {
-			p.rt.log.Error("ignored credit for an executor the peer does not run", "peer", p.worker, "executor", c.Dest)
-			continue
-		}
 		for range c.N {
 			select {
 			case ch <- struct{}{}:
@@ -458,6 +466,7 @@ func (p *peer) grants(payload []byte) {
 			}
 		}
 	}
+	return nil
 }
 
 // inbound is one connection a peer dialed to this worker: it decodes what
@@ -480,7 +489,7 @@ func (rt *runtime) openInbound(c *transport.ServerConn) {
 	in := &inbound{rt: rt, conn: c, dec: newWireDecoder(rt), grants: make([]uint32, len(rt.execs)),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	if in.peer() == nil {
-		rt.log.Error("closed a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(),
+		rt.peerLog.Log(rt.log, slog.LevelError, "closed a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(),
 			"err", fmt.Sprintf("worker %q is not one of this topology's other %d workers", c.Peer().Worker, len(rt.peers)-1))
 		c.Close()
 	}
@@ -580,23 +589,26 @@ func (in *inbound) peer() *peer {
 }
 
 // handleFrame decodes a data frame from a peer and hands its batch to the
-// local executor. It runs on the connection's goroutine.
+// local executor, or takes a backpressure frame's credits. A frame that
+// fails a check closes the connection, with a rate-limited log line: the
+// peer reconnects. It runs on the connection's goroutine.
 func (rt *runtime) handleFrame(c *transport.ServerConn, kind transport.FrameKind, payload []byte) {
 	rt.inMu.Lock()
 	in := rt.inbound[c]
 	rt.inMu.Unlock()
+	var err error
 	switch kind {
 	case transport.FrameBackpressure:
 		// Grants for what this worker sent the peer, on the peer's own
 		// connection (inbound.run).
-		in.peer().grants(payload)
-		return
+		err = in.peer().grants(payload)
 	case transport.FrameData:
+		err = in.deliver(payload)
 	default:
 		return // heartbeats
 	}
-	if err := in.deliver(payload); err != nil {
-		rt.log.Error("closed a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(), "err", err)
+	if err != nil {
+		rt.peerLog.Log(rt.log, slog.LevelError, "closed a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(), "err", err)
 		c.Close()
 	}
 }

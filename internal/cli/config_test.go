@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 const timeoutKey = "topology.message.timeout.secs"
@@ -92,6 +93,45 @@ func TestConfigShowFile(t *testing.T) {
 		}
 		if stdout != "" {
 			t.Errorf("stdout: got %q, want nothing", stdout)
+		}
+	})
+
+	t.Run("integer beyond 64 bits", func(t *testing.T) {
+		t.Parallel()
+		f := write("big.yaml", "topology.workers: 99999999999999999999\n")
+		code, stdout, stderr := runGale(t, "config", "show", "--file", f)
+		if code != exitRuntime {
+			t.Errorf("exit code: got %d, want %d", code, exitRuntime)
+		}
+		want := `"topology.workers" in gale.yaml is out of range: must be ≥ 1 and ≤ 9223372036854775807, got number 99999999999999999999`
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr: got %q, want it to contain %q", stderr, want)
+		}
+		if stdout != "" {
+			t.Errorf("stdout: got %q, want nothing", stdout)
+		}
+	})
+
+	t.Run("binary file", func(t *testing.T) {
+		t.Parallel()
+		exe, err := os.Executable() // the test binary: a file that is not text
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runGale(t, "config", "show", "--file", exe)
+		if code != exitRuntime {
+			t.Errorf("exit code: got %d, want %d", code, exitRuntime)
+		}
+		if !strings.Contains(stderr, exe+" is not a text file") {
+			t.Errorf("stderr: got %q, want it to say %s is not a text file", stderr, exe)
+		}
+		for i, r := range stderr {
+			if r < ' ' && r != '\n' || r == 0x7f || r == utf8.RuneError {
+				t.Fatalf("stderr has %U at byte %d, want text only: %q", r, i, stderr)
+			}
+		}
+		if len(stderr) > 400 || stdout != "" {
+			t.Errorf("got %d bytes on stderr, %d on stdout; want one short error line", len(stderr), len(stdout))
 		}
 	})
 

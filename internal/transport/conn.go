@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +12,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gale-stream/gale/internal/ratelog"
 )
 
 // A worker dials every peer it sends tuples to and keeps one connection per
 // peer: a Sender on the dialing side, a Server on the listening side.
 //
 // The dialer speaks first with its Hello; the listener checks it and answers
-// with its own, which the dialer checks in turn. Then frames flow both ways:
+// with its own, which the dialer checks in turn. A listener that refuses
+// the hello answers with a refusal frame instead, saying why and whether
+// retrying can help, and closes the connection. A hello is small
+// (MaxHelloFrame), and until it has been accepted a connection is bounded
+// in what it may make the listener hold: its first frame is read with
+// that bound, it must arrive within ServerConfig.HandshakeTimeout, and at
+// most ServerConfig.MaxHandshakes connections may be shaking hands at
+// once (the listener closes others as they arrive). Then frames flow both
+// ways:
 //
 //   - dialer to listener: data, heartbeat and backpressure frames, sent with
 //     Sender.Send, then a close frame when the Sender closes;
@@ -50,14 +61,28 @@ import (
 // OnConnect and Handler never run concurrently, and neither runs after
 // Sender.Close returns.
 //
+// A Sender whose hello is refused for a reason retrying cannot help (the
+// two workers differ in protocol version, topology, registered types or
+// assignment: ErrMismatch), or that refuses the listener's hello for one,
+// logs it once at ERROR, tells SenderConfig.OnRefused and stops
+// connecting. Other failures (a refused or reset connection, a listener
+// busy with handshakes) are retried with backoff.
+//
+// Log lines that a peer can cause, on either side (refused hellos, broken
+// connections, a connection's end), are rate-limited (internal/ratelog).
+//
 // A frame lost with a broken connection is not sent again: the trees it
 // carried time out and their spouts replay them, as with any loss
 // (at-least-once). Credits are lost with their connection too; the callbacks
 // mark where each connection starts and ends, so a caller can tie its grants
 // to one connection.
 
-// defaultWriteTimeout is ServerConfig.WriteTimeout's default.
-const defaultWriteTimeout = 10 * time.Second
+// Defaults of ServerConfig.
+const (
+	defaultWriteTimeout     = 10 * time.Second
+	defaultHandshakeTimeout = 10 * time.Second
+	defaultMaxHandshakes    = 64
+)
 
 // ServerConfig configures a listening worker.
 type ServerConfig struct {
@@ -69,6 +94,14 @@ type ServerConfig struct {
 	// WriteTimeout bounds each ServerConn.Write, and the hello: a peer that
 	// does not take a frame within it loses its connection. ≤ 0: 10 s.
 	WriteTimeout time.Duration
+	// HandshakeTimeout is how long a new connection has to send its hello
+	// before it is closed. ≤ 0: 10 s.
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections shaking hands at once: one
+	// accepted beyond it is closed at once, unanswered, and its dialer
+	// retries. With MaxHelloFrame per connection it bounds what peers
+	// that have not said hello may make the worker hold. ≤ 0: 64.
+	MaxHandshakes int
 	// Handler gets every data, heartbeat and backpressure frame, from the
 	// connection's goroutine; payload is valid until it returns. Required.
 	Handler func(c *ServerConn, kind FrameKind, payload []byte)
@@ -93,6 +126,11 @@ type Server struct {
 	ln            net.Listener
 	log           *slog.Logger
 	bytesReceived atomic.Int64
+	// handshakes counts the connections shaking hands, handshakeBytes
+	// the bytes their first frames hold.
+	handshakes, handshakeBytes atomic.Int64
+	// refuseLog and closeLog rate-limit the lines a peer can cause.
+	refuseLog, closeLog *ratelog.Limiter
 
 	mu     sync.Mutex
 	conns  map[net.Conn]*ServerConn // nil until the handshake has succeeded
@@ -131,7 +169,14 @@ func Serve(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = defaultWriteTimeout
 	}
-	s := &Server{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[net.Conn]*ServerConn)}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = defaultHandshakeTimeout
+	}
+	if cfg.MaxHandshakes <= 0 {
+		cfg.MaxHandshakes = defaultMaxHandshakes
+	}
+	s := &Server{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[net.Conn]*ServerConn),
+		refuseLog: ratelog.New(0, 0, nil), closeLog: ratelog.New(0, 0, nil)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -186,6 +231,8 @@ func (s *Server) Close() error {
 	}
 	wg.Wait()
 	s.wg.Wait()
+	s.refuseLog.Flush(s.log, slog.LevelError, "refused more worker connections than were logged")
+	s.closeLog.Flush(s.log, slog.LevelError, "closed more worker connections than were logged")
 	return err
 }
 
@@ -202,9 +249,11 @@ func (s *Server) accept() {
 		c, err := s.ln.Accept()
 		s.mu.Lock()
 		closed := s.closed
-		if err == nil && !closed {
+		busy := err == nil && !closed && s.handshakes.Load() >= int64(s.cfg.MaxHandshakes)
+		if err == nil && !closed && !busy {
 			s.conns[c] = nil
 			s.wg.Add(1)
+			s.handshakes.Add(1)
 		}
 		s.mu.Unlock()
 		switch {
@@ -216,6 +265,11 @@ func (s *Server) accept() {
 		case closed:
 			c.Close()
 			return
+		case busy:
+			c.Close()
+			s.refuseLog.Log(s.log, slog.LevelError, "refused a worker connection", "remote", c.RemoteAddr().String(),
+				"err", fmt.Sprintf("%d connections are shaking hands already, the most allowed: the peers do not say hello, or too many connect at once", s.cfg.MaxHandshakes))
+			continue
 		}
 		go s.serve(c)
 	}
@@ -230,8 +284,15 @@ func (s *Server) serve(c net.Conn) {
 		c.Close()
 	}()
 	remote := c.RemoteAddr().String()
+	sc, err := s.handshake(c, remote)
+	if err != nil {
+		if !errors.Is(err, net.ErrClosed) { // else Close
+			s.refuseLog.Log(s.log, slog.LevelError, "refused a worker connection", "remote", remote, "err", err)
+		}
+		return
+	}
 	var rc net.Conn = c // what frames are read from
-	if pc, ok := newPollConn(c); ok && !plainReads {
+	if pc, ok := newPollConn(c); ok {
 		rc = pc
 	}
 	fr := NewFrameReader(rc, s.cfg.MaxFrameSize)
@@ -239,14 +300,6 @@ func (s *Server) serve(c net.Conn) {
 		if s.cfg.IdleTimeout > 0 {
 			rc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		}
-	}
-	deadline()
-	sc, err := s.handshake(c, fr, remote)
-	if err != nil {
-		if !errors.Is(err, net.ErrClosed) { // else Close
-			s.log.Error("refused a worker connection", "remote", remote, "err", err)
-		}
-		return
 	}
 	peer := sc.peer
 	defer func() {
@@ -276,34 +329,61 @@ func (s *Server) serve(c net.Conn) {
 		switch kind {
 		case FrameClose:
 			return
-		case FrameHello:
-			s.log.Error("closed a worker connection", "peer", peer.Worker, "remote", remote,
-				"err", "a second hello on the connection")
+		case FrameHello, FrameRefuse:
+			why := "a second hello on the connection"
+			if kind == FrameRefuse {
+				why = "a refuse frame from the dialer: only a listener refuses, at the hello"
+			}
+			s.closeLog.Log(s.log, slog.LevelError, "closed a worker connection", "peer", peer.Worker, "remote", remote, "err", why)
 			return
 		}
 		s.cfg.Handler(sc, kind, payload)
 	}
 }
 
-// handshake reads the dialer's hello and answers with this worker's,
-// returning the connection for its later frames. The connection joins
-// s.conns as handshaken before the answer goes out, and the answer holds
-// its write lock, so that a Close from then on sends its close frame after
-// the hello: a dialer that has read the hello always gets one.
-func (s *Server) handshake(c net.Conn, fr *FrameReader, remote string) (*ServerConn, error) {
-	kind, payload, err := fr.Read()
-	if err != nil {
+// handshake reads the dialer's hello, within HandshakeTimeout and
+// MaxHelloFrame, and answers with this worker's, returning the connection
+// for its later frames; a hello it refuses gets a refusal frame saying
+// why. The connection joins s.conns as handshaken before the answer goes
+// out, and the answer holds its write lock, so that a Close from then on
+// sends its close frame after the hello: a dialer that has read the hello
+// always gets one.
+func (s *Server) handshake(c net.Conn, remote string) (*ServerConn, error) {
+	defer s.handshakes.Add(-1)
+	c.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	kind, payload, err := readFirstFrame(c, &s.handshakeBytes)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		err = fmt.Errorf("no hello within %s: the peer is not a Gale worker, or too slow to reach", s.cfg.HandshakeTimeout)
+		s.refuse(c, false, err.Error())
+		return nil, err
+	case err != nil:
+		var fe *FrameError
+		if errors.As(err, &fe) {
+			s.refuse(c, true, fe.Reason)
+		}
 		return nil, fmt.Errorf("reading the hello: %w", err)
 	}
+	c.SetReadDeadline(time.Time{})
 	s.bytesReceived.Add(frameHeader + int64(len(payload)))
 	if kind != FrameHello {
-		return nil, fmt.Errorf("%w: the first frame is %s, not hello", ErrBadHello, kind)
-	}
-	peer, err := ParseHello(payload)
-	if err != nil {
+		err := &helloError{reason: fmt.Sprintf("the first frame is %s, not hello", kind)}
+		s.refuse(c, true, err.reason)
 		return nil, err
 	}
-	if err := s.cfg.Hello.Accept(peer); err != nil {
+	peer, err := ParseHello(payload)
+	if err == nil {
+		err = s.cfg.Hello.Accept(peer)
+	}
+	if err != nil {
+		var he *helloError
+		if errors.As(err, &he) {
+			// A hello that does not parse comes from another version, or
+			// from something that is not a Gale worker: retrying cannot
+			// help either.
+			s.refuse(c, true, he.reason)
+		}
 		return nil, err
 	}
 	sc := &ServerConn{c: c, fw: NewFrameWriter(c, s.cfg.MaxFrameSize), wlock: make(chan struct{}, 1),
@@ -331,6 +411,22 @@ func (s *Server) handshake(c net.Conn, fr *FrameReader, remote string) (*ServerC
 	return sc, nil
 }
 
+// refuseTimeout bounds how long a refusal may take to send: a few
+// kilobytes to a new connection go out at once unless the peer holds its
+// receive window shut.
+const refuseTimeout = time.Second
+
+// refuse sends the dialer a refusal, best effort, within refuseTimeout:
+// its dialer, if a Gale worker, reports the reason and, if permanent,
+// stops retrying.
+func (s *Server) refuse(c net.Conn, permanent bool, reason string) {
+	f := appendRefusal(make([]byte, frameHeader, frameHeader+64+len(reason)), permanent, reason)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	f[4] = byte(FrameRefuse)
+	c.SetWriteDeadline(time.Now().Add(min(refuseTimeout, s.cfg.WriteTimeout)))
+	c.Write(f)
+}
+
 func (s *Server) readError(peer Hello, remote string, err error) {
 	var ne net.Error
 	switch {
@@ -339,12 +435,12 @@ func (s *Server) readError(peer Hello, remote string, err error) {
 	case s.closing():
 		return // the dialer may hang up on the close frame before Close closes c
 	case errors.Is(err, io.EOF):
-		s.log.Info("worker connection ended without a close frame", "peer", peer.Worker, "remote", remote)
+		s.closeLog.Log(s.log, slog.LevelInfo, "worker connection ended without a close frame", "peer", peer.Worker, "remote", remote)
 	case errors.As(err, &ne) && ne.Timeout():
-		s.log.Error("closed an idle worker connection", "peer", peer.Worker, "remote", remote,
+		s.closeLog.Log(s.log, slog.LevelError, "closed an idle worker connection", "peer", peer.Worker, "remote", remote,
 			"err", fmt.Sprintf("no frame for %s: the peer's heartbeats stopped", s.cfg.IdleTimeout))
 	default:
-		s.log.Error("closed a worker connection", "peer", peer.Worker, "remote", remote, "err", err)
+		s.closeLog.Log(s.log, slog.LevelError, "closed a worker connection", "peer", peer.Worker, "remote", remote, "err", err)
 	}
 }
 
@@ -494,6 +590,14 @@ type SenderConfig struct {
 	// queued frame is written on the new connection. Nothing drains the
 	// queue until it returns, so it must not wait on Send.
 	OnConnect func()
+	// OnRefused, if set, is called once, from the sender's goroutine, with
+	// the *RefusedError that made the sender stop connecting: a hello
+	// refused, by either side, for a reason retrying cannot help
+	// (ErrMismatch). The sender has logged it; its owner decides what to
+	// do (a worker stops, so that it is restarted with the right
+	// topology). Send keeps queuing until the queue is full, then blocks;
+	// Close works as ever.
+	OnRefused func(err error)
 	// Handler, if set, gets every backpressure frame the listener sends,
 	// from the connection's reader goroutine; payload is valid until it
 	// returns. Without it they are dropped. It must not block for long (in
@@ -522,6 +626,9 @@ type Sender struct {
 
 	connected             atomic.Bool
 	bytesSent, framesSent atomic.Int64
+	// endLog rate-limits the lines on connections' ends, which the peer
+	// can cause as fast as the sender reconnects.
+	endLog *ratelog.Limiter
 }
 
 // NewSender starts connecting to cfg.Addr.
@@ -539,7 +646,7 @@ func NewSender(cfg SenderConfig) *Sender {
 		cfg.QuietAfterClose = defaultQuietAfterClose
 	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan Frame, cfg.QueueLen),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{}), done: make(chan struct{}), endLog: ratelog.New(0, 0, nil)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -598,6 +705,7 @@ func (s *Sender) FramesSent() int64 { return s.framesSent.Load() }
 
 func (s *Sender) run() {
 	defer close(s.done)
+	defer s.endLog.Flush(s.log, slog.LevelWarn, "lost more connections to a peer worker than were logged", "addr", s.cfg.Addr)
 	backoff := s.cfg.MinBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -608,6 +716,14 @@ func (s *Sender) run() {
 	var closedAt time.Time
 	for {
 		c, fr, fw, err := s.connect()
+		if errors.Is(err, ErrMismatch) {
+			s.log.Error("cannot connect to a peer worker; not retrying, since retrying cannot help", "addr", s.cfg.Addr, "err", err)
+			if s.cfg.OnRefused != nil {
+				s.cfg.OnRefused(err)
+			}
+			<-s.quit
+			return
+		}
 		if err != nil {
 			closedAt = s.connectFailed(err, backoff, closedAt)
 		} else {
@@ -618,17 +734,17 @@ func (s *Sender) run() {
 			}
 			switch {
 			case errors.Is(end, errPeerClosed):
-				s.log.Info("peer worker closed the connection: it is shutting down", "addr", s.cfg.Addr)
+				s.endLog.Log(s.log, slog.LevelInfo, "peer worker closed the connection: it is shutting down", "addr", s.cfg.Addr)
 				closedAt = time.Now()
 				backoff = s.cfg.MinBackoff
 				continue // it may be restarting: try it again at once
 			case errors.Is(end, errListenerFrame) || errors.Is(end, ErrMalformedFrame):
 				// A peer that breaks the protocol: back off, as for one
 				// that refuses the connection, rather than spin.
-				s.log.Error("broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelError, "broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
 			default:
 				// A peer that went away: try it again at once.
-				s.log.Warn("lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelWarn, "lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
 				backoff = s.cfg.MinBackoff
 				continue
 			}
@@ -672,7 +788,6 @@ func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	fr := NewFrameReader(c, s.cfg.MaxFrameSize)
 	fw := NewFrameWriter(c, s.cfg.MaxFrameSize)
 	hello := AppendHello(nil, s.cfg.Hello)
 	if err = fw.Write(FrameHello, hello); err == nil {
@@ -682,26 +797,41 @@ func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 		s.bytesSent.Add(frameHeader + int64(len(hello)))
 		s.framesSent.Add(1)
 		c.SetReadDeadline(time.Now().Add(s.cfg.MaxBackoff))
-		var kind FrameKind
-		var payload []byte
-		kind, payload, err = fr.Read()
-		if err == nil && kind != FrameHello {
-			err = fmt.Errorf("%w: the peer answered with a %s frame", ErrBadHello, kind)
-		}
-		var peer Hello
-		if err == nil {
-			peer, err = ParseHello(payload)
-		}
-		if err == nil {
-			err = s.cfg.Hello.Accept(peer)
-		}
+		err = s.checkAnswer(c)
 		c.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
 		c.Close()
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return nil, nil, nil, err // it names the address
+		}
 		return nil, nil, nil, fmt.Errorf("handshake with %s: %w", s.cfg.Addr, err)
 	}
-	return c, fr, fw, nil
+	return c, NewFrameReader(c, s.cfg.MaxFrameSize), fw, nil
+}
+
+// checkAnswer reads the listener's answer to the hello: its own hello,
+// which must match this worker's, or a refusal (a *RefusedError).
+func (s *Sender) checkAnswer(c net.Conn) error {
+	kind, payload, err := readFirstFrame(c, nil)
+	switch {
+	case err != nil:
+		return err
+	case kind == FrameRefuse:
+		return parseRefusal(s.cfg.Addr, payload)
+	case kind != FrameHello:
+		return &helloError{reason: fmt.Sprintf("the peer answered with a %s frame", kind)}
+	}
+	peer, err := ParseHello(payload)
+	if err == nil {
+		err = s.cfg.Hello.Accept(peer)
+	}
+	var he *helloError
+	if errors.As(err, &he) && he.mismatch {
+		return &RefusedError{Addr: s.cfg.Addr, Reason: he.reason, Permanent: true}
+	}
+	return err
 }
 
 // errListenerFrame is wrapped by the error for a frame a listener may not
@@ -796,10 +926,6 @@ func (s *Sender) read(c net.Conn, fr *FrameReader) error {
 		}
 	}
 }
-
-// plainReads makes servers read their connections directly rather than
-// through pollConn: for tests of that path.
-var plainReads = false
 
 // coalesceBytes is how much a lingering sender gathers before it writes.
 const coalesceBytes = 32 << 10

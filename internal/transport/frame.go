@@ -3,7 +3,7 @@
 // This file is the framing: every message on a connection is a frame,
 //
 //	length  uint32, big endian: the bytes that follow (kind and payload)
-//	kind    uint8: FrameHello, FrameData, FrameHeartbeat, FrameBackpressure, FrameClose
+//	kind    uint8: FrameHello, FrameData, FrameHeartbeat, FrameBackpressure, FrameClose, FrameRefuse
 //	payload length-1 bytes
 //
 // A reader enforces a maximum frame size and rejects empty frames and
@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 )
 
 // FrameKind says what a frame carries.
@@ -31,6 +32,7 @@ const (
 	FrameHeartbeat                         // liveness, when there is nothing else to send
 	FrameBackpressure                      // credits, listener to dialer: see Credit
 	FrameClose                             // orderly close: nothing follows
+	FrameRefuse                            // listener to dialer, in place of its hello: why it refused the dialer's
 	frameKindEnd
 )
 
@@ -46,6 +48,8 @@ func (k FrameKind) String() string {
 		return "backpressure"
 	case FrameClose:
 		return "close"
+	case FrameRefuse:
+		return "refuse"
 	}
 	return fmt.Sprintf("FrameKind(%d)", uint8(k))
 }
@@ -136,6 +140,40 @@ func (fr *FrameReader) Read() (FrameKind, []byte, error) {
 		}
 	}
 	return kind, fr.buf, nil
+}
+
+// readFirstFrame reads a connection's first frame, a hello or a refusal,
+// of at most MaxHelloFrame bytes. It reads no byte past the frame, so the
+// FrameReader that takes the connection on after the handshake starts at
+// the next one, and allocates the payload only once the header has said
+// how long it is; held, if set, counts the bytes it holds meanwhile.
+func readFirstFrame(r io.Reader, held *atomic.Int64) (FrameKind, []byte, error) {
+	var hdr [frameHeader]byte
+	if n, err := io.ReadFull(r, hdr[:]); err != nil {
+		if n > 0 {
+			err = unexpected(err)
+		}
+		return 0, nil, err
+	}
+	size := binary.BigEndian.Uint32(hdr[:4])
+	switch kind := FrameKind(hdr[4]); {
+	case size == 0:
+		return 0, nil, &FrameError{0, "empty frame (length 0, no kind byte)"}
+	case size > MaxHelloFrame:
+		return 0, nil, &FrameError{0, fmt.Sprintf("first frame of %d bytes is over the %d-byte bound of a hello", size, MaxHelloFrame)}
+	case kind == 0 || kind >= frameKindEnd:
+		return 0, nil, &FrameError{0, fmt.Sprintf("unknown frame kind %d", hdr[4])}
+	default:
+		payload := make([]byte, size-1)
+		if held != nil {
+			held.Add(int64(len(payload)))
+			defer held.Add(-int64(len(payload)))
+		}
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return 0, nil, unexpected(err)
+		}
+		return kind, payload, nil
+	}
 }
 
 func unexpected(err error) error {

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // ProtocolVersion is the version of the worker-to-worker protocol this
 // build speaks. A peer with another version is refused at the hello.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // helloMagic opens every hello payload, so that a connection from
 // something that is not a Gale worker is told apart from a Gale worker of
@@ -17,7 +19,7 @@ const ProtocolVersion = 1
 var helloMagic = []byte("GALE")
 
 // Hello is the payload of a connection's first frame: who is speaking,
-// for which topology, with which registered types.
+// for which topology, with which registered types and assignment.
 type Hello struct {
 	Version  uint8
 	Topology string // the topology id both workers run
@@ -26,10 +28,22 @@ type Hello struct {
 	// order: workers that disagree would decode each other's values as
 	// the wrong types, so they are refused at the hello instead.
 	Types uint64
+	// Assignment fingerprints the assignment the worker was started with
+	// (which worker runs which executor): workers that disagree would
+	// send each other tuples for executors the other does not run. Empty
+	// matches only empty.
+	Assignment string
 }
 
-// maxHelloString bounds the topology and worker ids in a hello.
+// maxHelloString bounds the topology, worker and assignment ids in a hello.
 const maxHelloString = 1024
+
+// MaxHelloFrame bounds the first frame each side of a connection reads (a
+// hello or a refusal, kind byte included): the largest hello, three ids
+// of maxHelloString bytes with their lengths, the magic, the version and
+// the type fingerprint. Until the handshake has succeeded a peer can make
+// a worker hold no more than this per connection.
+const MaxHelloFrame = 1 + 4 + 1 + 3*(binary.MaxVarintLen16+maxHelloString) + 8
 
 // AppendHello appends h's encoding to dst.
 func AppendHello(dst []byte, h Hello) []byte {
@@ -39,17 +53,47 @@ func AppendHello(dst []byte, h Hello) []byte {
 	dst = append(dst, h.Topology...)
 	dst = binary.AppendUvarint(dst, uint64(len(h.Worker)))
 	dst = append(dst, h.Worker...)
-	return binary.BigEndian.AppendUint64(dst, h.Types)
+	dst = binary.BigEndian.AppendUint64(dst, h.Types)
+	dst = binary.AppendUvarint(dst, uint64(len(h.Assignment)))
+	return append(dst, h.Assignment...)
 }
 
 // ErrBadHello is wrapped by every error about a hello that cannot be
 // parsed or is refused.
 var ErrBadHello = errors.New("bad hello")
 
-// ParseHello decodes a hello payload.
+// ErrMismatch is wrapped, with ErrBadHello, by the error for a hello from
+// a Gale worker that cannot work with this one: another protocol version,
+// topology, set of registered types or assignment. Retrying cannot help:
+// one of the two workers must be started again, the same as the other.
+var ErrMismatch = errors.New("the workers do not match")
+
+// helloError is a hello that does not parse or is refused.
+type helloError struct {
+	reason   string
+	mismatch bool // a Gale worker that cannot work with this one
+}
+
+func (e *helloError) Error() string {
+	if e.mismatch {
+		return fmt.Sprintf("transport: %v: %v: %s", ErrBadHello, ErrMismatch, e.reason)
+	}
+	return fmt.Sprintf("transport: %v: %s", ErrBadHello, e.reason)
+}
+
+// Unwrap gives ErrBadHello, and ErrMismatch for a mismatch.
+func (e *helloError) Unwrap() []error {
+	if e.mismatch {
+		return []error{ErrBadHello, ErrMismatch}
+	}
+	return []error{ErrBadHello}
+}
+
+// ParseHello decodes a hello payload. A hello of another protocol
+// version is an error wrapping ErrMismatch: its layout is that version's.
 func ParseHello(p []byte) (Hello, error) {
 	bad := func(format string, args ...any) (Hello, error) {
-		return Hello{}, fmt.Errorf("transport: %w: %s", ErrBadHello, fmt.Sprintf(format, args...))
+		return Hello{}, &helloError{reason: fmt.Sprintf(format, args...)}
 	}
 	if !bytes.HasPrefix(p, helloMagic) {
 		return bad("the connection did not start with a Gale hello: is a Gale worker of this topology on the other side?")
@@ -59,6 +103,10 @@ func ParseHello(p []byte) (Hello, error) {
 		return bad("truncated before the version")
 	}
 	h := Hello{Version: p[0]}
+	if h.Version != ProtocolVersion {
+		return Hello{}, &helloError{mismatch: true, reason: fmt.Sprintf(
+			"a hello of protocol version %d met a worker of version %d: run the same Gale version on every worker", h.Version, ProtocolVersion)}
+	}
 	p = p[1:]
 	str := func() (string, bool) {
 		n, k := binary.Uvarint(p)
@@ -76,26 +124,103 @@ func ParseHello(p []byte) (Hello, error) {
 	if h.Worker, ok = str(); !ok {
 		return bad("bad worker id")
 	}
-	if len(p) != 8 {
-		return bad("%d bytes where the 8-byte type fingerprint should end it", len(p))
+	if len(p) < 8 {
+		return bad("truncated in the type fingerprint")
 	}
 	h.Types = binary.BigEndian.Uint64(p)
+	p = p[8:]
+	if h.Assignment, ok = str(); !ok {
+		return bad("bad assignment id")
+	}
+	if len(p) != 0 {
+		return bad("%d bytes after the assignment id", len(p))
+	}
 	return h, nil
 }
 
 // Accept checks a peer's hello against this worker's own: same protocol
-// version, same topology, same registered types.
+// version, topology, registered types and assignment. A refusal wraps
+// ErrBadHello and ErrMismatch, and reads the same in either worker's log.
 func (h Hello) Accept(peer Hello) error {
+	mismatch := func(format string, args ...any) error {
+		return &helloError{mismatch: true, reason: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case peer.Version != h.Version:
-		return fmt.Errorf("transport: %w: worker %q speaks protocol version %d, this worker %d: run the same Gale version on every worker",
-			ErrBadHello, peer.Worker, peer.Version, h.Version)
+		return mismatch("worker %q speaks protocol version %d, worker %q version %d: run the same Gale version on every worker",
+			peer.Worker, peer.Version, h.Worker, h.Version)
 	case peer.Topology != h.Topology:
-		return fmt.Errorf("transport: %w: worker %q runs topology %q, this worker %q: a stale worker, or a port reused across topologies",
-			ErrBadHello, peer.Worker, peer.Topology, h.Topology)
+		return mismatch("worker %q runs topology %q, worker %q runs %q: a stale worker, or a port reused across topologies",
+			peer.Worker, peer.Topology, h.Worker, h.Topology)
 	case peer.Types != h.Types:
-		return fmt.Errorf("transport: %w: worker %q registered other user types (fingerprint %016x, here %016x): build every worker from the same topology binary",
-			ErrBadHello, peer.Worker, peer.Types, h.Types)
+		return mismatch("worker %q registered other user types than worker %q (fingerprints %016x and %016x): build every worker from the same topology binary",
+			peer.Worker, h.Worker, peer.Types, h.Types)
+	case peer.Assignment != h.Assignment:
+		return mismatch("worker %q holds assignment %q, worker %q holds %q: the two workers hold different assignments; start both with the same one",
+			peer.Worker, peer.Assignment, h.Worker, h.Assignment)
 	}
 	return nil
+}
+
+// A refusal is the listener's answer to a hello it does not accept, in
+// place of its own hello, after which it closes the connection: a flags
+// byte (refusePermanent: retrying cannot help) and the reason, UTF-8.
+const refusePermanent = 1
+
+// maxRefusalReason bounds the reason a refusal carries.
+const maxRefusalReason = MaxHelloFrame - 2
+
+// appendRefusal appends a refusal's payload to dst.
+func appendRefusal(dst []byte, permanent bool, reason string) []byte {
+	var flags byte
+	if permanent {
+		flags |= refusePermanent
+	}
+	if len(reason) > maxRefusalReason {
+		reason = strings.ToValidUTF8(reason[:maxRefusalReason], "")
+	}
+	return append(append(dst, flags), reason...)
+}
+
+// RefusedError is a Sender's error for a hello that the listener refused
+// with a refusal frame, or that the Sender refused in the listener's
+// answer. If Permanent, retrying cannot help, and it wraps ErrMismatch.
+type RefusedError struct {
+	Addr      string // the listener's
+	Reason    string // as the refusing side gave it
+	Permanent bool
+	// ByPeer is true if the listener refused this worker's hello, false
+	// if this worker refused the listener's.
+	ByPeer bool
+}
+
+func (e *RefusedError) Error() string {
+	if e.ByPeer {
+		return fmt.Sprintf("transport: the peer worker at %s refused this worker's hello: %s", e.Addr, e.Reason)
+	}
+	return fmt.Sprintf("transport: refused the hello of the peer worker at %s: %s", e.Addr, e.Reason)
+}
+
+// Unwrap gives ErrBadHello, and ErrMismatch for a permanent refusal.
+func (e *RefusedError) Unwrap() []error {
+	if e.Permanent {
+		return []error{ErrBadHello, ErrMismatch}
+	}
+	return []error{ErrBadHello}
+}
+
+// parseRefusal decodes a refusal from the listener at addr. The reason is
+// the peer's text: it is made valid UTF-8 and stripped of control
+// characters before anyone logs it.
+func parseRefusal(addr string, p []byte) *RefusedError {
+	if len(p) == 0 {
+		return &RefusedError{Addr: addr, Reason: "(no reason given)", ByPeer: true}
+	}
+	reason := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(string(p[1:]), "?"))
+	return &RefusedError{Addr: addr, Reason: reason, Permanent: p[0]&refusePermanent != 0, ByPeer: true}
 }

@@ -40,24 +40,55 @@ func busy(t *testing.T) (stop func()) {
 // Frames of every size arrive whole and in order while the reading process
 // is busy, when the server's bounded parks on an empty socket end on their
 // timers rather than on the netpoller, and while it is idle; and the same
-// through plain reads (plainReads, the path off Unix).
+// through plain reads (the path off Unix, taken for a connection that is
+// not a socket).
 func TestPollConnReadsWhileBusy(t *testing.T) {
 	t.Run("busy", func(t *testing.T) {
 		busy(t)
-		checkFramesIntact(t)
+		checkFramesIntact(t, false)
 	})
-	t.Run("idle", checkFramesIntact)
+	t.Run("idle", func(t *testing.T) { checkFramesIntact(t, false) })
 	t.Run("plain reads", func(t *testing.T) {
-		plainReads = true
-		defer func() { plainReads = false }()
 		busy(t)
-		checkFramesIntact(t)
+		checkFramesIntact(t, true)
 	})
 }
 
-func checkFramesIntact(t *testing.T) {
+// notSocket hides a connection's syscall.Conn, so that a Server reads it
+// plainly, not through pollConn.
+type notSocket struct{ net.Conn }
+
+// plainListener accepts connections as notSockets.
+type plainListener struct{ net.Listener }
+
+func (l plainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return notSocket{c}, nil
+}
+
+func checkFramesIntact(t *testing.T, plain bool) {
 	rec, lg := newReceived(), newLogs()
-	srv := listen(t, "127.0.0.1:0", ServerConfig{Hello: hello("b"), Handler: rec.handle, Logger: lg.logger(), IdleTimeout: 10 * time.Second})
+	cfg := ServerConfig{Hello: hello("b"), Handler: rec.handle, Logger: lg.logger(), IdleTimeout: 10 * time.Second}
+	var srv *Server
+	if plain {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if srv, err = Serve(plainListener{ln}, cfg); err != nil {
+			ln.Close()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		if _, ok := newPollConn(notSocket{}); ok {
+			t.Fatal("a notSocket is read through pollConn")
+		}
+	} else {
+		srv = listen(t, "127.0.0.1:0", cfg)
+	}
 	snd := NewSender(SenderConfig{Hello: hello("a"), Addr: srv.Addr(), Logger: lg.logger()})
 	defer snd.Close()
 	const n = 2000
