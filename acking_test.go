@@ -11,6 +11,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
 )
 
 var errBoom = errors.New("boom")
@@ -526,7 +527,7 @@ func TestTickTuples(t *testing.T) {
 	want := func(s int) map[int]int {
 		m := map[int]int{}
 		for comp, f := range freqs {
-			for _, task := range lt.TaskIDs(comp) {
+			for _, task := range bridge.LocalOf(lt).TaskIDs(comp) {
 				if f > 0 {
 					m[task] = s / f
 				} else {

@@ -55,17 +55,14 @@ func (lt *LocalTopology) Errors() ([]ComponentError, int64) {
 // Pending is the number of spout tuple trees in flight.
 func (lt *LocalTopology) Pending() int { return int(lt.rt.pending()) }
 
-// TaskIDs returns the task ids of a component.
-func (lt *LocalTopology) TaskIDs(component string) []int {
+// taskIDs returns the task ids of a component (bridge.Local).
+func (lt *LocalTopology) taskIDs(component string) []int {
 	return (&TopologyContext{rt: lt.rt}).ComponentTasks(component)
 }
 
-// WaitQuiet waits until the topology has nothing left to do by itself: no
-// tuple or acker message in flight and every spout either idle (its last
-// rounds of NextTuple emitted nothing) or at max pending. It returns the
-// number of trees still pending (they wait for an ack that will not come,
-// or for their timeout).
-func (lt *LocalTopology) WaitQuiet(ctx context.Context) (int, error) {
+// waitQuiet waits until the topology has nothing left to do by itself
+// (bridge.Local).
+func (lt *LocalTopology) waitQuiet(ctx context.Context) (int, error) {
 	rt := lt.rt
 	poll := time.NewTicker(200 * time.Microsecond)
 	defer poll.Stop()
@@ -119,9 +116,9 @@ func (rt *runtime) spoutsQuiet() bool {
 	return true
 }
 
-// TimeoutTick is the interval at which spouts check for timed-out trees:
+// timeoutTick is the interval at which spouts check for timed-out trees:
 // topology.message.timeout.secs / 10.
-func (lt *LocalTopology) TimeoutTick() time.Duration {
+func (lt *LocalTopology) timeoutTick() time.Duration {
 	return lt.rt.timeout / (pendingBuckets - 1)
 }
 
@@ -147,10 +144,10 @@ func RunLocal(ctx context.Context, name string, conf Config, topo *Topology, opt
 	return nil
 }
 
-// ReplaceSpout returns a copy of the topology whose spout id is made by
+// replaceSpout returns a copy of the topology whose spout id is made by
 // factory instead; the new spout must declare the same streams. galetest
-// uses it to feed fixed inputs.
-func (t *Topology) ReplaceSpout(id string, factory func() Spout) (*Topology, error) {
+// uses it (bridge.ReplaceSpout) to feed fixed inputs.
+func (t *Topology) replaceSpout(id string, factory func() Spout) (*Topology, error) {
 	if _, ok := t.spouts[id]; !ok {
 		return nil, fmt.Errorf("%w: no spout %q to replace", ErrInvalidTopology, id)
 	}

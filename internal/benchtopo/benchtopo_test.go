@@ -13,6 +13,8 @@ import (
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchtopo"
+	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // testLogger routes the runtime's logs to t.Log.
@@ -340,9 +342,9 @@ func TestPacingStartsAtActivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := gale.StartWorker("bench-wordcount", conf, topo,
-		gale.Assignment{Worker: 0, Workers: []string{ln.Addr().String()}},
-		gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t)}, Listener: ln})
+	w, err := bridge.StartWorker("bench-wordcount", conf, topo,
+		worker.Assignment{Worker: 0, Workers: []string{ln.Addr().String()}},
+		worker.Options{Logger: testLogger(t), Listener: ln}, bridge.Hooks{})
 	if err != nil {
 		t.Fatalf("StartWorker: %v", err)
 	}

@@ -38,7 +38,9 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/procstat"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // Spec is what a worker process is started with.
@@ -179,14 +181,14 @@ type Message struct {
 	Cmd     string   `json:"cmd,omitempty"`
 	Workers []string `json:"workers,omitempty"` // start
 
-	Event  string             `json:"event,omitempty"`
-	Addr   string             `json:"addr,omitempty"` // listening
-	PID    int                `json:"pid,omitempty"`
-	Error  string             `json:"error,omitempty"` // failed
-	Time   time.Time          `json:"time,omitzero"`
-	Status *gale.WorkerStatus `json:"status,omitempty"` // heartbeat, stopped
-	RSS    int64              `json:"rss,omitempty"`
-	Stats  json.RawMessage    `json:"stats,omitempty"`
+	Event  string          `json:"event,omitempty"`
+	Addr   string          `json:"addr,omitempty"` // listening
+	PID    int             `json:"pid,omitempty"`
+	Error  string          `json:"error,omitempty"` // failed
+	Time   time.Time       `json:"time,omitzero"`
+	Status *worker.Status  `json:"status,omitempty"` // heartbeat, stopped
+	RSS    int64           `json:"rss,omitempty"`
+	Stats  json.RawMessage `json:"stats,omitempty"`
 }
 
 // Commands and events.
@@ -269,7 +271,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
 	}
-	defer ln.Close() // StartWorker owns it once it succeeds; closing again is harmless
+	defer ln.Close() // the worker owns it once it starts; closing again is harmless
 	if err := out.send(Message{Event: EventListening, Addr: ln.Addr().String(), PID: os.Getpid()}); err != nil {
 		return err
 	}
@@ -299,9 +301,9 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 			return nil
 		}
 	}
-	w, err := gale.StartWorker(spec.Topology, conf, built.Topology,
-		gale.Assignment{Worker: spec.Worker, Workers: peers},
-		gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log}, Listener: ln})
+	w, err := bridge.StartWorker(spec.Topology, conf, built.Topology,
+		worker.Assignment{Worker: spec.Worker, Workers: peers},
+		worker.Options{Logger: log, Listener: ln}, bridge.Hooks{})
 	if err != nil {
 		return err
 	}
