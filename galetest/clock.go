@@ -83,20 +83,21 @@ func (c *Clock) Advance(d time.Duration) {
 // tuple executed and its emits flushed), or, for a ticker that no runtime
 // reads, once it has been taken from the channel.
 func (c *Clock) WaitHandled(ctx context.Context) error {
-	var poll *time.Ticker
+	poll := time.NewTimer(time.Hour)
+	poll.Stop()
+	defer poll.Stop()
+	backoff := 10 * time.Microsecond
 	for {
 		ok, untaken := c.handled()
 		if ok {
-			break
+			return nil
 		}
 		var polled <-chan time.Time
 		if untaken {
 			// Nothing tells the clock when a reader that is not a
 			// runtime takes a tick: look again shortly.
-			if poll == nil {
-				poll = time.NewTicker(50 * time.Microsecond)
-				defer poll.Stop()
-			}
+			poll.Reset(backoff)
+			backoff = min(2*backoff, time.Millisecond)
 			polled = poll.C
 		}
 		select {
@@ -105,8 +106,8 @@ func (c *Clock) WaitHandled(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		poll.Stop()
 	}
-	return nil
 }
 
 // handled reports whether every ticker has delivered what it owes and,
