@@ -93,10 +93,6 @@ func TestBoltFailReachesSpout(t *testing.T) {
 // topology.max.spout.pending trees in flight, and NextTuple is not called
 // while it is at the cap. The bolt holds each spout task's tuples until it
 // has maxPending of them, so the cap is reached on every batch.
-//
-// It runs with StartLocal rather than galetest.Complete, whose WaitQuiet
-// can return early for a capped spout (see TestCompleteCappedSpout in
-// galetest).
 func TestMaxSpoutPending(t *testing.T) {
 	const perTask, maxPending = 15, 3
 	type obs struct {

@@ -67,6 +67,7 @@ type spoutExec struct {
 	rounds       atomic.Int64
 	idleRounds   atomic.Int64 // consecutive rounds without an emit
 	capped       atomic.Bool  // every task is at max pending
+	wakes        atomic.Int64 // unquiet calls: a pending slot freed or the limit raised
 	stopped      atomic.Bool  // saw the deactivation and published since
 
 	timeoutTk, tuneTk Ticker // made by start, so their phase is fixed before any executor runs
@@ -213,9 +214,7 @@ func (x *spoutExec) run() {
 		for ; expired > 0; expired-- {
 			tickDone(tk)
 		}
-		x.capped.Store(x.active && capped)
-		x.publish(emitted)
-		x.stopped.Store(!x.active)
+		x.endRound(emitted, capped)
 		if emitted {
 			if busyRounds++; busyRounds%busyYieldEvery == 0 {
 				goruntime.Gosched() // see busyYieldEvery
@@ -281,6 +280,15 @@ func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 	return emitted, false
 }
 
+// endRound publishes what a round did once its emits are flushed: the
+// pending count first, so that whoever sees capped set sees the count it
+// was set with (waitQuiet reads them in the other order).
+func (x *spoutExec) endRound(emitted, capped bool) {
+	x.publish(emitted)
+	x.capped.Store(x.active && capped)
+	x.stopped.Store(!x.active)
+}
+
 func (x *spoutExec) publish(emitted bool) {
 	var n int
 	for _, t := range x.tasks {
@@ -331,8 +339,11 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 	x.publish(false)
 }
 
-// unquiet marks the spout as having work to do.
+// unquiet marks the spout as having work to do. Counting it lets
+// waitQuiet tell a spout that stayed capped from one that was freed and
+// capped again while it looked.
 func (x *spoutExec) unquiet() {
+	x.wakes.Add(1)
 	x.capped.Store(false)
 	x.idleRounds.Store(0)
 }

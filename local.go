@@ -62,6 +62,15 @@ func (lt *LocalTopology) taskIDs(component string) []int {
 
 // waitQuiet waits until the topology has nothing left to do by itself
 // (bridge.Local).
+//
+// It reads the in-flight count and each spout's flags one after the
+// other while the executors run, so a spout freed by an ack and capped
+// again by its next emits between two reads would look capped with
+// nothing in flight, and its pending count could read 0 from between the
+// two. A spout counts its wakes (unquiet) for that: a look is only
+// believed if no spout woke while it was taken. A spout that stays capped
+// cannot emit, and one that stays idle has had two more rounds emit
+// nothing, so with nothing in flight the topology is quiet.
 func (lt *LocalTopology) waitQuiet(ctx context.Context) (int, error) {
 	rt := lt.rt
 	poll := time.NewTicker(200 * time.Microsecond)
@@ -76,6 +85,7 @@ func (lt *LocalTopology) waitQuiet(ctx context.Context) (int, error) {
 	}
 	type snap struct{ rounds, idle int64 }
 	for {
+		wakes := rt.spoutWakes()
 		if rt.inflight.Load() == 0 && rt.spoutsQuiet() {
 			// Confirm over two more rounds of every spout that nothing
 			// was emitted meanwhile.
@@ -98,7 +108,10 @@ func (lt *LocalTopology) waitQuiet(ctx context.Context) (int, error) {
 				}
 			}
 			if ok && rt.inflight.Load() == 0 && rt.spoutsQuiet() {
-				return int(rt.pending()), nil
+				pending := rt.pending()
+				if rt.spoutWakes() == wakes {
+					return int(pending), nil
+				}
 			}
 		}
 		if err := wait(); err != nil {
@@ -114,6 +127,15 @@ func (rt *runtime) spoutsQuiet() bool {
 		}
 	}
 	return true
+}
+
+// spoutWakes sums the spouts' wakes (spoutExec.unquiet).
+func (rt *runtime) spoutWakes() int64 {
+	var n int64
+	for _, x := range rt.spoutExecs {
+		n += x.wakes.Load()
+	}
+	return n
 }
 
 // timeoutTick is the interval at which spouts check for timed-out trees:
