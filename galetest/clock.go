@@ -17,12 +17,11 @@ import (
 // slow reader misses, a ticker of this clock owes one tick for every
 // period that Advance passes and delivers them one at a time, in order,
 // each as soon as the reader has taken the one before (its channel holds
-// at most one). A tick carries the time it was due. Each ticker has a
-// goroutine while it owes ticks or holds one the reader has not taken;
-// Stop ends it, drops the ticks still owed and waits for it, as the
-// runtime does for every ticker it makes.
+// at most one). A tick carries the time it was due. A ticker runs a
+// goroutine while it owes ticks; Stop drops the ticks still owed and
+// waits for it (the runtime stops every ticker it makes).
 //
-// WaitHandled waits until the topology has handled every tick sent.
+// WaitHandled waits until the topology has handled every tick owed.
 type Clock struct {
 	mu      sync.Mutex
 	now     time.Time

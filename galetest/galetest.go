@@ -1,8 +1,8 @@
 // Package galetest runs Gale topologies to completion in tests, as Storm's
 // completeTopology does: feed fixed inputs, run until every spout is
 // exhausted and every tuple tree has completed, failed or timed out, and
-// look at every tuple each component emitted and every message each spout
-// saw acked or failed.
+// look at every tuple each component emitted, every message each spout
+// task saw acked or failed, and every error the components reported.
 //
 // Time is simulated: the topology runs on a manual Clock that Complete
 // advances whenever the topology is idle with trees still pending, so a
