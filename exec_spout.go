@@ -331,7 +331,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 	if freed {
 		// A slot is free: the spout is neither capped nor idle until it
 		// has had its rounds. Clear both before putAckBatch releases the
-		// in-flight count, so WaitQuiet never sees nothing in flight with
+		// in-flight count, so waitQuiet never sees nothing in flight with
 		// stale flags.
 		x.unquiet()
 	}
