@@ -11,6 +11,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
 )
 
 var errBoom = errors.New("boom")
@@ -92,10 +93,6 @@ func TestBoltFailReachesSpout(t *testing.T) {
 // topology.max.spout.pending trees in flight, and NextTuple is not called
 // while it is at the cap. The bolt holds each spout task's tuples until it
 // has maxPending of them, so the cap is reached on every batch.
-//
-// It runs with StartLocal rather than galetest.Complete, whose WaitQuiet
-// can return early for a capped spout (see TestCompleteCappedSpout in
-// galetest).
 func TestMaxSpoutPending(t *testing.T) {
 	const perTask, maxPending = 15, 3
 	type obs struct {
@@ -526,7 +523,7 @@ func TestTickTuples(t *testing.T) {
 	want := func(s int) map[int]int {
 		m := map[int]int{}
 		for comp, f := range freqs {
-			for _, task := range lt.TaskIDs(comp) {
+			for _, task := range bridge.LocalOf(lt).TaskIDs(comp) {
 				if f > 0 {
 					m[task] = s / f
 				} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // DefaultStream is the id of the stream every component has.
@@ -204,6 +205,12 @@ func (tc *TopologyContext) Config() *Effective { return tc.config }
 
 // Logger is a logger with the topology, component and task as attributes.
 func (tc *TopologyContext) Logger() *slog.Logger { return tc.log }
+
+// Now is the topology's time: the system clock's, or under galetest the
+// simulated clock's. A task that reads the time (windows, expiry,
+// timestamps) should read it here rather than from time.Now, so that its
+// tests run on simulated time. Safe for concurrent use.
+func (tc *TopologyContext) Now() time.Time { return tc.rt.clock.Now() }
 
 // ComponentTasks returns the task ids of a component, in order.
 func (tc *TopologyContext) ComponentTasks(component string) []int {

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // TestRootsFollowTheAssignment: a spout's new roots pick an acker in its
@@ -30,7 +32,7 @@ func TestRootsFollowTheAssignment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for w := range 2 {
-				asg := &Assignment{Worker: w, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}, Executors: tc.execs}
+				asg := &worker.Assignment{Worker: w, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}, Executors: tc.execs}
 				rt, err := newRuntimeWith("roots", topo, Config{TopologyAckerExecutors: 3}, RunOptions{}, asg)
 				if err != nil {
 					t.Fatal(err)

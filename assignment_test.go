@@ -13,12 +13,14 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // startAssigned starts len(execs) workers of topo in this process, worker
 // i with the executor map execs[i] (nil: none given) and its own
 // observer obs(i).
-func startAssigned(t *testing.T, topo *gale.Topology, conf gale.Config, execs [][]int, obs func(i int) *gale.Observer, log *slog.Logger) *workers {
+func startAssigned(t *testing.T, topo *gale.Topology, conf gale.Config, execs [][]int, obs func(i int) *bridge.Observer, log *slog.Logger) *workers {
 	t.Helper()
 	n := len(execs)
 	lns := make([]net.Listener, n)
@@ -37,8 +39,8 @@ func startAssigned(t *testing.T, topo *gale.Topology, conf gale.Config, execs []
 	w := &workers{t: t}
 	t.Cleanup(w.stop)
 	for i := range n {
-		wk, err := gale.StartWorker("test", conf, topo, gale.Assignment{Worker: i, Workers: addrs, Executors: execs[i]},
-			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log.With("worker", i), Observer: obs(i)}, Listener: lns[i]})
+		wk, err := bridge.StartWorker("test", conf, topo, worker.Assignment{Worker: i, Workers: addrs, Executors: execs[i]},
+			worker.Options{Logger: log.With("worker", i), Listener: lns[i]}, bridge.Hooks{Observer: obs(i)})
 		if err != nil {
 			for _, ln := range lns[i:] {
 				ln.Close()
@@ -76,8 +78,8 @@ func TestWorkersGivenAssignment(t *testing.T) {
 			var misplaced atomic.Int64
 			var mu sync.Mutex
 			var firstMisplaced string
-			obs := func(w int) *gale.Observer {
-				return &gale.Observer{
+			obs := func(w int) *bridge.Observer {
+				return &bridge.Observer{
 					Ack:  all.Ack,
 					Fail: all.Fail,
 					Emit: func(component, _ string, task int, _ []any) {
@@ -139,8 +141,8 @@ func TestStartWorkerBadExecutorMap(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := gale.StartWorker("test", gale.Config{}, topo, gale.Assignment{Worker: 0, Workers: addrs, Executors: tc.execs}, gale.WorkerOptions{})
-			if !errors.Is(err, gale.ErrInvalidAssignment) {
+			_, err := bridge.StartWorker("test", gale.Config{}, topo, worker.Assignment{Worker: 0, Workers: addrs, Executors: tc.execs}, worker.Options{}, bridge.Hooks{})
+			if !errors.Is(err, worker.ErrInvalidAssignment) {
 				t.Fatalf("got %v, want ErrInvalidAssignment", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
@@ -170,7 +172,7 @@ func TestWorkersDifferentAssignmentsRefused(t *testing.T) {
 	var errs []string
 	log := slog.New(captureLogs{testLogger(t).Handler(), &mu, &errs})
 	// Executors: a, b, then two ackers.
-	w := startAssigned(t, topo, gale.Config{}, [][]int{{0, 1, 0, 1}, {1, 0, 0, 1}}, func(int) *gale.Observer { return nil }, log)
+	w := startAssigned(t, topo, gale.Config{}, [][]int{{0, 1, 0, 1}, {1, 0, 0, 1}}, func(int) *bridge.Observer { return nil }, log)
 	var refusal string
 	waitFor(t, "a refused hello", func() bool {
 		mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
 )
 
 // spoutsTopology is a spout with parallelism n feeding a sink.
@@ -74,7 +75,7 @@ func TestAutoPendingSharedByWorker(t *testing.T) {
 	lt, _, _ := startLocal(t, build(t, b), gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20e9)
 	defer cancel()
-	if _, err := lt.WaitQuiet(ctx); err != nil {
+	if _, err := bridge.LocalOf(lt).WaitQuiet(ctx); err != nil {
 		t.Fatalf("WaitQuiet: %v (pending %d)", err, lt.Pending())
 	}
 	if p := lt.Pending(); p != 100 {

@@ -28,9 +28,20 @@ type sysTicker struct{ t *time.Ticker }
 func (s sysTicker) C() <-chan time.Time { return s.t.C }
 func (s sysTicker) Stop()               { s.t.Stop() }
 
+// newTicker makes a ticker of the runtime's clock and tells it, if it
+// wants to know, that the runtime reports each tick handled (tickDone).
+// galetest's manual Clock uses both to wait until the topology has caught
+// up with the time it was moved to.
+func (rt *runtime) newTicker(d time.Duration) Ticker {
+	t := rt.clock.NewTicker(d)
+	if tr, ok := t.(interface{ TrackDone() }); ok {
+		tr.TrackDone()
+	}
+	return t
+}
+
 // tickDone tells t, if it wants to know, that the tick it sent has been
-// handled and what it caused flushed. galetest's manual Clock uses it to
-// move time only once the topology has caught up.
+// handled and what it caused flushed.
 func tickDone(t Ticker) {
 	if d, ok := t.(interface{ TickDone() }); ok {
 		d.TickDone()

@@ -67,7 +67,7 @@ const (
 	// tuple stays valid. It cut the bench's allocation per sentence from
 	// 800 to 217 bytes (docs/performance.md). galetest checks the promise:
 	// there the tuples are poisoned instead of reused, so a bolt that
-	// breaks it panics (RunOptions.CheckTupleReuse).
+	// breaks it panics (galetest.Options.RecycleTuples turns that off).
 	TopologyTupleReuse = "topology.tuple.reuse"
 	// TopologyTestingAlwaysTrySerialize makes every emit encode and decode
 	// its values as a send to another worker would, so that a value of a

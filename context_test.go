@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/runstats"
 )
 
@@ -185,14 +186,14 @@ func TestSpoutStats(t *testing.T) {
 	}
 	var got []runstats.Spout
 	waitFor(t, "every tree resolved", func() bool {
-		got = runstats.Of(lt)
+		got = bridge.SpoutStats(lt)
 		return len(got) == 2 && got[0].Acked+got[0].Failed == 4*perTask && got[0].Pending == 0
 	})
 	if !slicesEqual(got, want) {
 		t.Errorf("running: got %+v, want %+v", got, want)
 	}
 	lt.Stop()
-	if got := runstats.Of(lt); !slicesEqual(got, want) {
+	if got := bridge.SpoutStats(lt); !slicesEqual(got, want) {
 		t.Errorf("after Stop: got %+v, want %+v", got, want)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // hopSpout always has data: every NextTuple starts a tree whose tuple
@@ -155,7 +157,7 @@ func TestBlockedSpoutTimesOut(t *testing.T) {
 	// Move time one timeout tick per poll until the trees have failed (the
 	// manual clock drops a tick the spout has not taken yet, so a tick per
 	// poll rather than 1.1 timeouts at once).
-	step := lt.TimeoutTick()
+	step := bridge.LocalOf(lt).TimeoutTick()
 	waitWithin(t, "the blocked spout to fail its trees", 10*time.Second, time.Millisecond, func() bool {
 		if len(rec.Failed("src")) >= pending {
 			return true
@@ -184,7 +186,7 @@ func TestWorkersCycleCompletes(t *testing.T) {
 	b.SetBolt("ping", hopBolt(1), 2).ShuffleGrouping("src").ShuffleGrouping("pong")
 	b.SetBolt("pong", hopBolt(1), 2).ShuffleGrouping("ping")
 	var acked, failed atomic.Int64
-	obs := &gale.Observer{
+	obs := &bridge.Observer{
 		Ack:  func(string, int, any) { acked.Add(1) },
 		Fail: func(string, int, any, error) { failed.Add(1) },
 	}
@@ -252,7 +254,7 @@ func TestWorkersBlockedSpoutTimesOut(t *testing.T) {
 		}
 		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
 	}
-	var ws []*gale.Worker
+	var ws []worker.Handle
 	defer func() {
 		close(release)
 		for _, w := range ws {
@@ -260,8 +262,9 @@ func TestWorkersBlockedSpoutTimesOut(t *testing.T) {
 		}
 	}()
 	for i := range 2 {
-		w, err := gale.StartWorker("test", conf, topo, gale.Assignment{Worker: i, Workers: addrs}, gale.WorkerOptions{
-			RunOptions: gale.RunOptions{Logger: testLogger(t).With("worker", i), Clock: clk, Observer: rec.observer()}, Listener: lns[i]})
+		w, err := bridge.StartWorker("test", conf, topo, worker.Assignment{Worker: i, Workers: addrs},
+			worker.Options{Logger: testLogger(t).With("worker", i), Listener: lns[i]},
+			bridge.Hooks{Observer: rec.observer(), Clock: clk})
 		if err != nil {
 			lns[1].Close()
 			t.Fatalf("StartWorker %d: %v", i, err)

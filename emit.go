@@ -37,7 +37,7 @@ type emitter struct {
 	logged  map[string]bool
 	log     *slog.Logger
 	debug   bool         // topology.debug: log every emit
-	poison  *tuplePoison // set when acked inputs must be poisoned (RunOptions.CheckTupleReuse)
+	poison  *tuplePoison // set when acked inputs must be poisoned (bridge.Hooks.CheckTupleReuse)
 	// trySerialize (topology.testing.always.try.serialize) encodes and
 	// decodes every emit's values, into wire.
 	trySerialize bool

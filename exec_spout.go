@@ -69,6 +69,7 @@ type spoutExec struct {
 	rounds       atomic.Int64
 	idleRounds   atomic.Int64 // consecutive rounds without an emit
 	capped       atomic.Bool  // every task is at max pending
+	wakes        atomic.Int64 // unquiet calls: a pending slot freed or the limit raised
 	stopped      atomic.Bool  // saw the deactivation and published since
 	blockedTicks int          // timeout ticks handled while a send waited, not yet tickDone
 
@@ -227,9 +228,7 @@ func (x *spoutExec) run() {
 		for ; expired > 0; expired-- {
 			tickDone(tk)
 		}
-		x.capped.Store(x.active && capped)
-		x.publish(emitted)
-		x.stopped.Store(!x.active)
+		x.endRound(emitted, capped)
 		if emitted {
 			if busyRounds++; busyRounds%busyYieldEvery == 0 {
 				goruntime.Gosched() // see busyYieldEvery
@@ -298,6 +297,15 @@ func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 	return emitted, false
 }
 
+// endRound publishes what a round did once its emits are flushed: the
+// pending count first, so that whoever sees capped set sees the count it
+// was set with (waitQuiet reads them in the other order).
+func (x *spoutExec) endRound(emitted, capped bool) {
+	x.publish(emitted)
+	x.capped.Store(x.active && capped)
+	x.stopped.Store(!x.active)
+}
+
 func (x *spoutExec) publish(emitted bool) {
 	var n, emits int
 	for _, t := range x.tasks {
@@ -343,7 +351,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 	if freed {
 		// A slot is free: the spout is neither capped nor idle until it
 		// has had its rounds. Clear both before putAckBatch releases the
-		// in-flight count, so WaitQuiet never sees nothing in flight with
+		// in-flight count, so waitQuiet never sees nothing in flight with
 		// stale flags.
 		x.unquiet()
 	}
@@ -351,8 +359,11 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 	x.publish(false)
 }
 
-// unquiet marks the spout as having work to do.
+// unquiet marks the spout as having work to do. Counting it lets
+// waitQuiet tell a spout that stayed capped from one that was freed and
+// capped again while it looked.
 func (x *spoutExec) unquiet() {
+	x.wakes.Add(1)
 	x.capped.Store(false)
 	x.idleRounds.Store(0)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
 )
 
 // lifecycle counts each task's lifecycle calls and notes calls out of
@@ -137,7 +138,7 @@ func TestLifecycleOnce(t *testing.T) {
 		t.Error(e)
 	}
 	check := func(component string, call string, want int) {
-		for _, task := range lt.TaskIDs(component) {
+		for _, task := range bridge.LocalOf(lt).TaskIDs(component) {
 			if got := lc.calls[fmt.Sprintf("%s/%d/%s", component, task, call)]; got != want {
 				t.Errorf("%s task %d: %s called %d times, want %d", component, task, call, got, want)
 			}
@@ -151,18 +152,18 @@ func TestLifecycleOnce(t *testing.T) {
 	check("b", "cleanup", 1)
 	check("basic", "prepare", 1)
 	check("basic", "cleanup", 1)
-	if got := len(lt.TaskIDs("src")) + len(lt.TaskIDs("b")) + len(lt.TaskIDs("basic")); got != 9 {
+	if got := len(bridge.LocalOf(lt).TaskIDs("src")) + len(bridge.LocalOf(lt).TaskIDs("b")) + len(bridge.LocalOf(lt).TaskIDs("basic")); got != 9 {
 		t.Errorf("got %d tasks, want 9", got)
 	}
 	// Each spout task saw exactly its own ids acked (n%3 != 0) or failed.
-	for _, task := range lt.TaskIDs("src") {
+	for _, task := range bridge.LocalOf(lt).TaskIDs("src") {
 		for n := range perTask {
 			id := fmt.Sprintf("%d/%d", task, n)
 			want := "ack " + id
 			if n%3 == 0 {
 				want = "fail " + id
 			}
-			for _, other := range lt.TaskIDs("src") {
+			for _, other := range bridge.LocalOf(lt).TaskIDs("src") {
 				got := lc.calls[fmt.Sprintf("src/%d/%s", other, want)]
 				if other == task && got != 1 {
 					t.Errorf("task %d: %q called %d times, want once", task, want, got)
@@ -416,12 +417,13 @@ func TestErrorsAreKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err = topo.ReplaceSpout("s", func() gale.Spout {
+	replaced, err := bridge.ReplaceSpout(topo, "s", func() gale.Spout {
 		return &galetest.FixedSpout{Fields: []string{"x"}, Values: []gale.Values{{1}}}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	topo = replaced.(*gale.Topology)
 	lt, err := gale.StartLocal("errs", nil, topo, gale.RunOptions{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -55,17 +55,23 @@ func (lt *LocalTopology) Errors() ([]ComponentError, int64) {
 // Pending is the number of spout tuple trees in flight.
 func (lt *LocalTopology) Pending() int { return int(lt.rt.pending()) }
 
-// TaskIDs returns the task ids of a component.
-func (lt *LocalTopology) TaskIDs(component string) []int {
+// taskIDs returns the task ids of a component (bridge.Local).
+func (lt *LocalTopology) taskIDs(component string) []int {
 	return (&TopologyContext{rt: lt.rt}).ComponentTasks(component)
 }
 
-// WaitQuiet waits until the topology has nothing left to do by itself: no
-// tuple or acker message in flight and every spout either idle (its last
-// rounds of NextTuple emitted nothing) or at max pending. It returns the
-// number of trees still pending (they wait for an ack that will not come,
-// or for their timeout).
-func (lt *LocalTopology) WaitQuiet(ctx context.Context) (int, error) {
+// waitQuiet waits until the topology has nothing left to do by itself
+// (bridge.Local).
+//
+// It reads the in-flight count and each spout's flags one after the
+// other while the executors run, so a spout freed by an ack and capped
+// again by its next emits between two reads would look capped with
+// nothing in flight, and its pending count could read 0 from between the
+// two. A spout counts its wakes (unquiet) for that: a look is only
+// believed if no spout woke while it was taken. A spout that stays capped
+// cannot emit, and one that stays idle has had two more rounds emit
+// nothing, so with nothing in flight the topology is quiet.
+func (lt *LocalTopology) waitQuiet(ctx context.Context) (int, error) {
 	rt := lt.rt
 	poll := time.NewTicker(200 * time.Microsecond)
 	defer poll.Stop()
@@ -79,6 +85,7 @@ func (lt *LocalTopology) WaitQuiet(ctx context.Context) (int, error) {
 	}
 	type snap struct{ rounds, idle int64 }
 	for {
+		wakes := rt.spoutWakes()
 		if rt.inflight.Load() == 0 && rt.spoutsQuiet() {
 			// Confirm over two more rounds of every spout that nothing
 			// was emitted meanwhile.
@@ -101,7 +108,10 @@ func (lt *LocalTopology) WaitQuiet(ctx context.Context) (int, error) {
 				}
 			}
 			if ok && rt.inflight.Load() == 0 && rt.spoutsQuiet() {
-				return int(rt.pending()), nil
+				pending := rt.pending()
+				if rt.spoutWakes() == wakes {
+					return int(pending), nil
+				}
 			}
 		}
 		if err := wait(); err != nil {
@@ -119,9 +129,18 @@ func (rt *runtime) spoutsQuiet() bool {
 	return true
 }
 
-// TimeoutTick is the interval at which spouts check for timed-out trees:
+// spoutWakes sums the spouts' wakes (spoutExec.unquiet).
+func (rt *runtime) spoutWakes() int64 {
+	var n int64
+	for _, x := range rt.spoutExecs {
+		n += x.wakes.Load()
+	}
+	return n
+}
+
+// timeoutTick is the interval at which spouts check for timed-out trees:
 // topology.message.timeout.secs / 10.
-func (lt *LocalTopology) TimeoutTick() time.Duration {
+func (lt *LocalTopology) timeoutTick() time.Duration {
 	return lt.rt.timeout / (pendingBuckets - 1)
 }
 
@@ -156,10 +175,10 @@ func RunLocal(ctx context.Context, name string, conf Config, topo *Topology, opt
 	return nil
 }
 
-// ReplaceSpout returns a copy of the topology whose spout id is made by
+// replaceSpout returns a copy of the topology whose spout id is made by
 // factory instead; the new spout must declare the same streams. galetest
-// uses it to feed fixed inputs.
-func (t *Topology) ReplaceSpout(id string, factory func() Spout) (*Topology, error) {
+// uses it (bridge.ReplaceSpout) to feed fixed inputs.
+func (t *Topology) replaceSpout(id string, factory func() Spout) (*Topology, error) {
 	if _, ok := t.spouts[id]; !ok {
 		return nil, fmt.Errorf("%w: no spout %q to replace", ErrInvalidTopology, id)
 	}

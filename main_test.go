@@ -14,6 +14,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
 )
 
 // TestMain is the root package's only TestMain; it covers the in-package
@@ -300,8 +301,8 @@ func newRecorder(clock gale.Clock) *recorder {
 	return &recorder{clock: clock, acked: map[string][]any{}, ackAt: map[string][]time.Time{}, failed: map[string][]failure{}}
 }
 
-func (r *recorder) observer() *gale.Observer {
-	return &gale.Observer{
+func (r *recorder) observer() *bridge.Observer {
+	return &bridge.Observer{
 		Ack: func(spout string, _ int, id any) {
 			r.mu.Lock()
 			r.acked[spout] = append(r.acked[spout], id)
@@ -338,7 +339,9 @@ func startLocal(t *testing.T, topo *gale.Topology, conf gale.Config, clk *galete
 		clk = galetest.NewClock(testEpoch)
 	}
 	rec := newRecorder(clk)
-	lt, err := gale.StartLocal("test", conf, topo, gale.RunOptions{Logger: testLogger(t), Clock: clk, Observer: rec.observer()})
+	opts := gale.RunOptions{Logger: testLogger(t), Clock: clk}
+	bridge.SetHooks(&opts, bridge.Hooks{Observer: rec.observer()})
+	lt, err := gale.StartLocal("test", conf, topo, opts)
 	if err != nil {
 		t.Fatalf("StartLocal: %v", err)
 	}

@@ -99,7 +99,7 @@ func TestTupleReuse(t *testing.T) {
 }
 
 // TestTupleReuseCheck: under galetest, a bolt with topology.tuple.reuse
-// that uses a tuple after acking it is caught (gale.RunOptions.
+// that uses a tuple after acking it is caught (bridge.Hooks.
 // CheckTupleReuse): reading the tuple or anchoring on it panics naming the
 // bolt, and a kept Values slice shows placeholders. The same bolt without
 // reuse runs clean.

@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/transport"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // compInfo is the runtime's view of one component.
@@ -95,7 +97,7 @@ type runtime struct {
 	lastErrs []ComponentError
 
 	capture func(component, stream string, task int, vals []any)
-	obs     Observer
+	obs     bridge.Observer
 
 	batchPool sync.Pool
 	// freeTuples carries tuples recycled by bolts with TopologyTupleReuse
@@ -104,7 +106,7 @@ type runtime struct {
 	// emptyChunks carries the chunks of freeTuples back, emptied, so that
 	// recycling allocates nothing.
 	emptyChunks chan []*Tuple
-	checkReuse  bool // RunOptions.CheckTupleReuse
+	checkReuse  bool // bridge.Hooks.CheckTupleReuse
 	// wireStreams holds every declared stream by its number in the plan,
 	// the same in every worker of the topology (see wire.go).
 	wireStreams []wireStream
@@ -118,7 +120,7 @@ type runtime struct {
 
 	// Several workers (worker.go); asg is nil when this process runs every
 	// executor.
-	asg            *Assignment
+	asg            *worker.Assignment
 	execWorker     []int  // executor index → worker: asg.Executors, or the even placement
 	asgFingerprint string // of the assignment, for the hello
 	peers          []*peer
@@ -195,6 +197,10 @@ func (rt *runtime) ackerExec(root uint64) int {
 // rejected emit): counted, and the last few kept for LocalTopology.Errors
 // (and the UI later). Safe for concurrent use.
 func (rt *runtime) reportError(component string, task int, err error) {
+	now := rt.clock.Now()
+	if rt.obs.Error != nil {
+		rt.obs.Error(component, task, now, err)
+	}
 	rt.errCount.Add(1)
 	rt.errMu.Lock()
 	defer rt.errMu.Unlock()
@@ -202,7 +208,7 @@ func (rt *runtime) reportError(component string, task int, err error) {
 		copy(rt.lastErrs, rt.lastErrs[1:])
 		rt.lastErrs = rt.lastErrs[:maxKeptErrors-1]
 	}
-	rt.lastErrs = append(rt.lastErrs, ComponentError{Component: component, Task: task, Time: rt.clock.Now(), Err: err})
+	rt.lastErrs = append(rt.lastErrs, ComponentError{Component: component, Task: task, Time: now, Err: err})
 }
 
 const maxKeptErrors = 64
@@ -241,25 +247,8 @@ type RunOptions struct {
 	Clock Clock
 	// FileConfig is the gale.yaml layer; nil means none.
 	FileConfig Config
-
-	// Observer, if set, sees every emit, ack and fail (tests, tracing).
-	Observer *Observer
-	// CheckTupleReuse catches bolts that break the promise of
-	// topology.tuple.reuse: the tuples they ack or fail are poisoned
-	// instead of reused, so that reading one later, or anchoring on it,
-	// panics naming the bolt (handled by the panic policy), and a kept
-	// Values slice shows placeholder values. galetest sets it.
-	CheckTupleReuse bool
-}
-
-// Observer is told about a running topology's events. Its functions are
-// called from executor goroutines, concurrently, and must not block; any of
-// them may be nil. Values passed to Emit must not be modified or retained
-// after Emit returns (copy them).
-type Observer struct {
-	Emit func(component, stream string, task int, values []any)
-	Ack  func(spout string, task int, msgID any)
-	Fail func(spout string, task int, msgID any, reason error)
+	// hooks are the test-only settings (bridge.SetHooks).
+	hooks bridge.Hooks
 }
 
 func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*runtime, error) {
@@ -268,7 +257,7 @@ func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*run
 
 // newRuntimeWith makes the runtime of one worker of several when asg is
 // set (worker.go), of the whole topology otherwise.
-func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, asg *Assignment) (*runtime, error) {
+func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, asg *worker.Assignment) (*runtime, error) {
 	if topo == nil {
 		return nil, errors.New("gale: nil topology")
 	}
@@ -294,10 +283,10 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 		wantActive: true,
 	}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
-	rt.checkReuse = opts.CheckTupleReuse
+	rt.checkReuse = opts.hooks.CheckTupleReuse
 	rt.spins = spinsFor(goruntime.GOMAXPROCS(0))
-	if opts.Observer != nil {
-		rt.obs = *opts.Observer
+	if opts.hooks.Observer != nil {
+		rt.obs = *opts.hooks.Observer
 		rt.capture = rt.obs.Emit
 	}
 	if rt.clock == nil {
@@ -508,21 +497,21 @@ func (rt *runtime) start() error {
 	// Tickers are made here, before any executor runs, so that on a manual
 	// clock their phase does not depend on goroutine scheduling.
 	for _, x := range rt.ackerExecs {
-		x.tk = rt.clock.NewTicker(rt.timeout)
+		x.tk = rt.newTicker(rt.timeout)
 	}
 	for _, x := range rt.boltExecs {
 		x.tk = nilTicker{}
 		if x.tick > 0 {
-			x.tk = rt.clock.NewTicker(x.tick)
+			x.tk = rt.newTicker(x.tick)
 		}
 	}
 	for _, x := range rt.spoutExecs {
 		x.timeoutTk, x.tuneTk = nilTicker{}, nilTicker{}
 		if rt.numAckers > 0 {
-			x.timeoutTk = rt.clock.NewTicker(rt.timeout / (pendingBuckets - 1))
+			x.timeoutTk = rt.newTicker(rt.timeout / (pendingBuckets - 1))
 		}
 		if x.autoLimit > 0 {
-			x.tuneTk = rt.clock.NewTicker(autoTuneInterval(rt.timeout))
+			x.tuneTk = rt.newTicker(autoTuneInterval(rt.timeout))
 		}
 	}
 	for _, x := range rt.ackerExecs {

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/runstats"
 )
 
 func init() {
-	runstats.Of = func(running any) []runstats.Spout {
+	bridge.SpoutStats = func(running any) []runstats.Spout {
 		switch r := running.(type) {
 		case *LocalTopology:
 			return r.rt.spoutStats()
-		case *Worker:
+		case *workerShare:
 			return r.rt.spoutStats()
 		}
 		panic(fmt.Sprintf("runstats: %T is not a running topology", running))

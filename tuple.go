@@ -67,7 +67,7 @@ type tupleExt struct {
 	vals []any // all values, when there are more than len(inl)
 	more []anchorPair
 	// reusedBy, if set, marks a tuple poisoned under
-	// RunOptions.CheckTupleReuse: the bolt it names acked or failed it
+	// bridge.Hooks.CheckTupleReuse: the bolt it names acked or failed it
 	// with topology.tuple.reuse on, and any later use panics.
 	reusedBy string
 }
@@ -367,7 +367,7 @@ func newTupleRecycler(rt *runtime) *tupleRecycler {
 }
 
 // tuplePoison marks the tuples a bolt with topology.tuple.reuse is done
-// with, under RunOptions.CheckTupleReuse, so that any later use shows.
+// with, under bridge.Hooks.CheckTupleReuse, so that any later use shows.
 type tuplePoison struct {
 	ext  *tupleExt
 	vals [2]any

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 type wirePoint struct{ X, Y int }
@@ -317,7 +319,7 @@ func TestRootsPickLocalAckers(t *testing.T) {
 	}
 	for _, ackers := range []int{2, 3, 5} {
 		for w := range 2 {
-			asg := &Assignment{Worker: w, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}}
+			asg := &worker.Assignment{Worker: w, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}}
 			rt, err := newRuntimeWith("roots", topo, Config{TopologyAckerExecutors: ackers}, RunOptions{}, asg)
 			if err != nil {
 				t.Fatal(err)

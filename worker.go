@@ -2,7 +2,6 @@ package gale
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -16,11 +15,12 @@ import (
 	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/scheduler"
 	"github.com/gale-stream/gale/internal/transport"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // A topology can run in several worker processes. Every worker builds the
 // same topology and computes the same plan (internal/plan: task ids,
-// executors, stream ids); an Assignment says which worker this is, where
+// executors, stream ids); a worker.Assignment says which worker this is, where
 // the others listen and which worker runs each executor (by default the
 // even scheduler's placement, internal/scheduler), and the workers route
 // by it. A worker sends to another over one TCP connection
@@ -38,48 +38,6 @@ import (
 // slow executor. Acker messages to spouts need no credit: a spout drains
 // its completions even while it waits to send.
 
-// Assignment tells a worker process its place in a multi-worker topology.
-type Assignment struct {
-	// Worker is this worker's index in Workers.
-	Worker int `json:"worker"`
-	// Workers holds every worker's address (host:port), the one its peers
-	// dial, in worker order. Every worker of the topology must be given
-	// the same list.
-	Workers []string `json:"workers"`
-	// Executors maps each executor of the topology's plan (internal/plan)
-	// to the index in Workers of the worker that runs it; every worker
-	// must be given the same map. Nil means the even scheduler's
-	// placement (internal/scheduler.Even).
-	Executors []int `json:"executors,omitempty"`
-}
-
-func (a Assignment) validate() error {
-	if len(a.Workers) == 0 {
-		return fmt.Errorf("%w: the assignment lists no workers", ErrInvalidAssignment)
-	}
-	if a.Worker < 0 || a.Worker >= len(a.Workers) {
-		return fmt.Errorf("%w: worker %d is not one of the %d workers listed", ErrInvalidAssignment, a.Worker, len(a.Workers))
-	}
-	for i, addr := range a.Workers {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return fmt.Errorf("%w: worker %d's address %q: %v (want host:port)", ErrInvalidAssignment, i, addr, err)
-		}
-	}
-	return nil
-}
-
-// ErrInvalidAssignment is wrapped by the errors StartWorker returns for a
-// bad Assignment.
-var ErrInvalidAssignment = errors.New("gale: invalid worker assignment")
-
-// WorkerOptions are the options of StartWorker.
-type WorkerOptions struct {
-	RunOptions
-	// Listener is where this worker accepts its peers' connections. If
-	// nil, StartWorker listens on Workers[Worker] itself.
-	Listener net.Listener
-}
-
 // creditBatches is how many batches a sending worker may have on their way
 // to one remote executor.
 func (rt *runtime) creditBatches() int { return rt.queueCap * creditMul }
@@ -91,35 +49,33 @@ func (rt *runtime) creditBatches() int { return rt.queueCap * creditMul }
 // sentences/s with 4×, docs/performance.md).
 const creditMul = 4
 
-// Worker is one worker process's share of a topology, started with
-// StartWorker. Its methods are safe for concurrent use.
-type Worker struct {
+// workerShare is one worker process's share of a topology, started with
+// startWorker (internal/bridge's StartWorker). Its methods are safe for
+// concurrent use; it implements worker.Handle, whose doc comments are its
+// methods'.
+type workerShare struct {
 	rt       *runtime
 	server   *transport.Server
 	stopOnce sync.Once
 }
 
-// StartWorker starts this process's share of a topology run by
-// len(asg.Workers) worker processes, each of which must be started with
-// the same topology, config and worker list. It returns once this worker's
-// spouts are open and bolts prepared and it accepts its peers'
-// connections; tuples flow to a peer once it is up too (until then the
-// senders wait, as on a full queue).
+// startWorker starts this process's share of a topology run by
+// len(asg.Workers) worker processes (see bridge.StartWorker). If ln is
+// nil it listens on asg.Workers[asg.Worker].
 //
 // asg.Executors says which worker runs each executor; without it they are
-// placed round-robin in task order, ackers likewise. With
-// topology.acker.executors unset the topology has one acker per worker. A
-// worker that runs no acker still acks: its spouts' trees go to ackers
-// elsewhere.
-func StartWorker(name string, conf Config, topo *Topology, asg Assignment, opts WorkerOptions) (*Worker, error) {
-	if err := asg.validate(); err != nil {
+// placed by the even scheduler: round-robin in task order, ackers
+// likewise. With topology.acker.executors unset the topology has one
+// acker per worker. A worker that runs no acker still acks: its spouts'
+// trees go to ackers elsewhere.
+func startWorker(name string, conf Config, topo *Topology, asg worker.Assignment, opts RunOptions, ln net.Listener) (*workerShare, error) {
+	if err := asg.Validate(); err != nil {
 		return nil, err
 	}
-	rt, err := newRuntimeWith(name, topo, conf, opts.RunOptions, &asg)
+	rt, err := newRuntimeWith(name, topo, conf, opts, &asg)
 	if err != nil {
 		return nil, err
 	}
-	ln := opts.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", asg.Workers[asg.Worker])
 		if err != nil {
@@ -145,7 +101,7 @@ func StartWorker(name string, conf Config, topo *Topology, asg Assignment, opts 
 		ln.Close()
 		return nil, err
 	}
-	w := &Worker{rt: rt}
+	w := &workerShare{rt: rt}
 	w.server, err = transport.Serve(ln, transport.ServerConfig{
 		Hello:       rt.hello,
 		IdleTimeout: peerIdleTimeout,
@@ -170,17 +126,12 @@ const (
 	peerIdleTimeout = 10 * time.Second
 )
 
-// Addr is the address this worker accepts its peers on.
-func (w *Worker) Addr() string { return w.server.Addr() }
+func (w *workerShare) Addr() string { return w.server.Addr() }
 
-// Failed yields at most one error: the one that should stop the worker (a
-// component panic under the kill-worker policy). Call Stop after it.
-func (w *Worker) Failed() <-chan error { return w.rt.fatal }
+func (w *workerShare) Failed() <-chan error { return w.rt.fatal }
 
-// Activate and Deactivate turn this worker's spouts on and off. A worker
-// starts active, but its spouts wait until it has connected to every peer.
-func (w *Worker) Activate()   { w.rt.setActive(true) }
-func (w *Worker) Deactivate() { w.rt.setActive(false) }
+func (w *workerShare) Activate()   { w.rt.setActive(true) }
+func (w *workerShare) Deactivate() { w.rt.setActive(false) }
 
 func (rt *runtime) setActive(on bool) {
 	rt.activeMu.Lock()
@@ -198,13 +149,7 @@ func (rt *runtime) peerUp() {
 	rt.active.Store(rt.wantActive && rt.peersUp == len(rt.asg.Workers)-1)
 }
 
-// Stop shuts the worker down in order: its spouts are deactivated, its
-// in-flight trees get up to topology.shutdown.drain.timeout.secs (its
-// peers still running), then every local task is closed or cleaned up
-// exactly once, and the connections are closed. To stop a whole topology
-// without failing trees, deactivate every worker first and wait for
-// Status().Pending to reach 0 everywhere.
-func (w *Worker) Stop() {
+func (w *workerShare) Stop() {
 	w.stopOnce.Do(func() {
 		secs, _ := w.rt.conf.Int(TopologyShutdownDrainTimeoutSecs)
 		if w.rt.died.Load() {
@@ -220,38 +165,18 @@ func (w *Worker) Stop() {
 	})
 }
 
-// Errors returns the most recent errors this worker's components reported
-// or caused, oldest first, and how many there were in all.
-func (w *Worker) Errors() ([]ComponentError, int64) {
-	return (&LocalTopology{rt: w.rt}).Errors()
+func (w *workerShare) Errors() ([]worker.ComponentError, int64) {
+	errs, n := (&LocalTopology{rt: w.rt}).Errors()
+	out := make([]worker.ComponentError, len(errs))
+	for i, e := range errs {
+		out[i] = worker.ComponentError(e)
+	}
+	return out, n
 }
 
-// WorkerStatus is a worker's state at one moment.
-type WorkerStatus struct {
-	// Pending is the number of trees this worker's spouts have in flight.
-	Pending int `json:"pending"`
-	// Inflight is the number of tuples and acker messages queued in this
-	// worker and not yet processed.
-	Inflight int64 `json:"inflight"`
-	// WireBytesSent counts bytes written to peers, frame headers included;
-	// WireTuplesSent the tuples sent to them; WireBytesReceived the bytes
-	// read from them.
-	WireBytesSent     int64 `json:"wire_bytes_sent"`
-	WireTuplesSent    int64 `json:"wire_tuples_sent"`
-	WireBytesReceived int64 `json:"wire_bytes_received"`
-	// Stopped reports that the worker is deactivated and every spout
-	// executor has seen it: no new trees start here.
-	Stopped bool `json:"stopped"`
-	// PeersConnected is how many peers this worker has a connection to.
-	PeersConnected int `json:"peers_connected"`
-	// Errors counts the errors components reported or caused.
-	Errors int64 `json:"errors"`
-}
-
-// Status reports the worker's state.
-func (w *Worker) Status() WorkerStatus {
+func (w *workerShare) Status() worker.Status {
 	rt := w.rt
-	s := WorkerStatus{
+	s := worker.Status{
 		Pending:           int(rt.pending()),
 		Inflight:          rt.inflight.Load(),
 		WireTuplesSent:    rt.wireTuples.Load(),
@@ -281,11 +206,11 @@ func (rt *runtime) assign() error {
 	if sa.Executors == nil {
 		even, err := scheduler.Even(rt.plan, sa.Slots)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidAssignment, err)
+			return fmt.Errorf("%w: %w", worker.ErrInvalidAssignment, err)
 		}
 		sa = even
 	} else if err := sa.Validate(rt.plan); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidAssignment, err)
+		return fmt.Errorf("%w: %w", worker.ErrInvalidAssignment, err)
 	}
 	sa.Executors = slices.Clone(sa.Executors)
 	rt.execWorker = sa.Executors
@@ -313,7 +238,7 @@ func (rt *runtime) defFingerprint() string {
 func (rt *runtime) setupPeers() {
 	rt.peerLog = ratelog.New(0, 0, rt.clock.Now)
 	rt.hello = transport.Hello{
-		Version:  transport.ProtocolVersion,
+		Version:    transport.ProtocolVersion,
 		Topology:   rt.name + "@" + rt.defFingerprint(),
 		Worker:     strconv.Itoa(rt.asg.Worker),
 		Types:      rt.topo.types.Fingerprint(),

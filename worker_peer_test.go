@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/transport"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // twoComponents is a spout on worker 0 and a bolt with parallelism n
@@ -40,10 +42,10 @@ func TestWorkersFailWhenRefused(t *testing.T) {
 		lns[i] = ln
 		addrs = append(addrs, ln.Addr().String())
 	}
-	var ws []*gale.Worker
+	var ws []worker.Handle
 	for i, topo := range []*gale.Topology{twoComponents(t, 1), twoComponents(t, 2)} {
-		w, err := gale.StartWorker("test", gale.Config{}, topo, gale.Assignment{Worker: i, Workers: addrs},
-			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t).With("worker", i)}, Listener: lns[i]})
+		w, err := bridge.StartWorker("test", gale.Config{}, topo, worker.Assignment{Worker: i, Workers: addrs},
+			worker.Options{Logger: testLogger(t).With("worker", i), Listener: lns[i]}, bridge.Hooks{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,9 +151,9 @@ func TestWorkerClosesOnMalformedCredit(t *testing.T) {
 				t.Fatal(err)
 			}
 			log, errs := errorLines(t)
-			w, err := gale.StartWorker("test", gale.Config{}, twoComponents(t, 1),
-				gale.Assignment{Worker: 0, Workers: []string{ln.Addr().String(), fake.ln.Addr().String()}},
-				gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log}, Listener: ln})
+			w, err := bridge.StartWorker("test", gale.Config{}, twoComponents(t, 1),
+				worker.Assignment{Worker: 0, Workers: []string{ln.Addr().String(), fake.ln.Addr().String()}},
+				worker.Options{Logger: log, Listener: ln}, bridge.Hooks{})
 			if err != nil {
 				t.Fatal(err)
 			}

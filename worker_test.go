@@ -16,19 +16,21 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/transport"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // workers runs a topology in several Workers of this process, each with
 // its own runtime, talking over TCP on 127.0.0.1 as worker processes do.
 type workers struct {
 	t  *testing.T
-	ws []*gale.Worker
+	ws []worker.Handle
 }
 
 // startWorkers starts n workers of topo. listen, if set, wraps worker i's
 // listener address into the address its peers dial (a proxy).
-func startWorkers(t *testing.T, n int, topo *gale.Topology, conf gale.Config, obs *gale.Observer, dial func(i int, addr string) string) *workers {
+func startWorkers(t *testing.T, n int, topo *gale.Topology, conf gale.Config, obs *bridge.Observer, dial func(i int, addr string) string) *workers {
 	t.Helper()
 	lns := make([]net.Listener, n)
 	addrs := make([]string, n)
@@ -45,8 +47,8 @@ func startWorkers(t *testing.T, n int, topo *gale.Topology, conf gale.Config, ob
 	}
 	w := &workers{t: t}
 	for i := range n {
-		wk, err := gale.StartWorker("test", conf, topo, gale.Assignment{Worker: i, Workers: addrs},
-			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t).With("worker", i), Observer: obs}, Listener: lns[i]})
+		wk, err := bridge.StartWorker("test", conf, topo, worker.Assignment{Worker: i, Workers: addrs},
+			worker.Options{Logger: testLogger(t).With("worker", i), Listener: lns[i]}, bridge.Hooks{Observer: obs})
 		if err != nil {
 			for _, ln := range lns[i:] {
 				ln.Close()
@@ -73,8 +75,8 @@ func (w *workers) stop() {
 	w.ws = nil
 }
 
-func (w *workers) status() []gale.WorkerStatus {
-	var out []gale.WorkerStatus
+func (w *workers) status() []worker.Status {
+	var out []worker.Status
 	for _, wk := range w.ws {
 		out = append(out, wk.Status())
 	}
@@ -412,13 +414,13 @@ func waitForLong(t *testing.T, what string, cond func() bool) {
 
 func TestStartWorkerBadAssignment(t *testing.T) {
 	topo := (&wordCount{n: 1}).topology(t, 1, 1, 1)
-	for _, asg := range []gale.Assignment{
+	for _, asg := range []worker.Assignment{
 		{Worker: 0},
 		{Worker: 2, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}},
 		{Worker: 0, Workers: []string{"127.0.0.1:1", "no-port"}},
 	} {
-		_, err := gale.StartWorker("test", gale.Config{}, topo, asg, gale.WorkerOptions{})
-		if !errors.Is(err, gale.ErrInvalidAssignment) {
+		_, err := bridge.StartWorker("test", gale.Config{}, topo, asg, worker.Options{}, bridge.Hooks{})
+		if !errors.Is(err, worker.ErrInvalidAssignment) {
 			t.Errorf("%+v: got %v, want ErrInvalidAssignment", asg, err)
 		}
 	}
@@ -486,9 +488,9 @@ func TestWorkerSpoutsWaitForPeers(t *testing.T) {
 		lns[i] = ln
 		addrs = append(addrs, ln.Addr().String())
 	}
-	start := func(i int) *gale.Worker {
-		w, err := gale.StartWorker("test", gale.Config{}, topo, gale.Assignment{Worker: i, Workers: addrs},
-			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t).With("worker", i)}, Listener: lns[i]})
+	start := func(i int) worker.Handle {
+		w, err := bridge.StartWorker("test", gale.Config{}, topo, worker.Assignment{Worker: i, Workers: addrs},
+			worker.Options{Logger: testLogger(t).With("worker", i), Listener: lns[i]}, bridge.Hooks{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -624,9 +626,9 @@ func TestWorkersGarbageFromPeer(t *testing.T) {
 	}
 	w := &workers{t: t}
 	for i := range lns {
-		wk, err := gale.StartWorker("test", gale.Config{gale.TopologyMessageTimeoutSecs: 2}, topo,
-			gale.Assignment{Worker: i, Workers: addrs},
-			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log.With("worker", i), Observer: rec.observer()}, Listener: lns[i]})
+		wk, err := bridge.StartWorker("test", gale.Config{gale.TopologyMessageTimeoutSecs: 2}, topo,
+			worker.Assignment{Worker: i, Workers: addrs},
+			worker.Options{Logger: log.With("worker", i), Listener: lns[i]}, bridge.Hooks{Observer: rec.observer()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,8 @@
 // Package galetest runs Gale topologies to completion in tests, as Storm's
 // completeTopology does: feed fixed inputs, run until every spout is
 // exhausted and every tuple tree has completed, failed or timed out, and
-// look at every tuple each component emitted and every message each spout
-// saw acked or failed.
+// look at every tuple each component emitted, every message each spout
+// task saw acked or failed, and every error the components reported.
 //
 // Time is simulated: the topology runs on a manual Clock that Complete
 // advances whenever the topology is idle with trees still pending, so a
@@ -19,12 +19,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bridge"
 )
 
 // Options configure Complete.
@@ -47,23 +47,34 @@ type Options struct {
 	Logger *slog.Logger
 	// RecycleTuples runs bolts that set topology.tuple.reuse as a worker
 	// does, reusing the tuples they are done with. By default Complete
-	// poisons those tuples instead (gale.RunOptions.CheckTupleReuse), so a
-	// bolt that uses a tuple after acking it panics and the test sees it.
+	// poisons those tuples instead, so a bolt that uses a tuple after
+	// acking it panics and the test sees it.
 	RecycleTuples bool
+}
+
+// Ack is a spout message that was acked: its tree completed.
+type Ack struct {
+	MsgID any
+	// Task is the spout task that emitted the message and saw the ack.
+	Task int
 }
 
 // Failure is a spout message that failed.
 type Failure struct {
-	MsgID  any
+	MsgID any
+	// Task is the spout task that emitted the message and saw the fail.
+	Task   int
 	Reason error
 }
 
-// Result is what a completed run saw.
+// Result is what a completed run saw. Its methods are safe for concurrent
+// use.
 type Result struct {
 	mu      sync.Mutex
 	emitted map[string]map[string][]gale.Values
-	acked   map[string][]any
+	acked   map[string][]Ack
 	failed  map[string][]Failure
+	errs    []gale.ComponentError
 	// Elapsed is how far the simulated clock moved.
 	Elapsed time.Duration
 }
@@ -80,18 +91,42 @@ func (r *Result) Emitted(component string, stream ...string) []gale.Values {
 	return slices.Clone(r.emitted[component][s])
 }
 
-// Acked returns the message ids the spout saw acked, in order.
+// Acked returns the message ids the spout saw acked, in order (each
+// task's in the order it saw them). Acks says which task saw each.
 func (r *Result) Acked(spout string) []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]any, len(r.acked[spout]))
+	for i, a := range r.acked[spout] {
+		ids[i] = a.MsgID
+	}
+	return ids
+}
+
+// Acks returns the messages the spout saw acked, with the task that saw
+// each, in the order of Acked.
+func (r *Result) Acks(spout string) []Ack {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.acked[spout])
 }
 
-// Failed returns the messages the spout saw failed, with reasons, in order.
+// Failed returns the messages the spout saw failed, with the task and the
+// reason, in order (each task's in the order it saw them).
 func (r *Result) Failed(spout string) []Failure {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.failed[spout])
+}
+
+// Errors returns every error the components reported (ReportError) or
+// caused (panics, rejected emits) during the run, in the order they were
+// reported, with the simulated time of each. Complete does not fail on
+// them: a test that expects none checks that Errors is empty.
+func (r *Result) Errors() []gale.ComponentError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.errs)
 }
 
 // FixedSpout emits fixed values on its default stream, one per NextTuple,
@@ -147,17 +182,18 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 		}
 		fields := st.Fields
 		var err error
-		topo, err = topo.ReplaceSpout(id, func() gale.Spout { return &FixedSpout{Fields: fields, Values: vals} })
+		replaced, err := bridge.ReplaceSpout(topo, id, func() gale.Spout { return &FixedSpout{Fields: fields, Values: vals} })
 		if err != nil {
 			return nil, err
 		}
+		topo = replaced.(*gale.Topology)
 	}
 	res := &Result{
 		emitted: map[string]map[string][]gale.Values{},
-		acked:   map[string][]any{},
+		acked:   map[string][]Ack{},
 		failed:  map[string][]Failure{},
 	}
-	obs := &gale.Observer{
+	obs := &bridge.Observer{
 		Emit: func(component, stream string, _ int, values []any) {
 			v := slices.Clone(values)
 			res.mu.Lock()
@@ -169,14 +205,19 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			m[stream] = append(m[stream], v)
 			res.mu.Unlock()
 		},
-		Ack: func(spout string, _ int, msgID any) {
+		Ack: func(spout string, task int, msgID any) {
 			res.mu.Lock()
-			res.acked[spout] = append(res.acked[spout], msgID)
+			res.acked[spout] = append(res.acked[spout], Ack{MsgID: msgID, Task: task})
 			res.mu.Unlock()
 		},
-		Fail: func(spout string, _ int, msgID any, reason error) {
+		Fail: func(spout string, task int, msgID any, reason error) {
 			res.mu.Lock()
-			res.failed[spout] = append(res.failed[spout], Failure{MsgID: msgID, Reason: reason})
+			res.failed[spout] = append(res.failed[spout], Failure{MsgID: msgID, Task: task, Reason: reason})
+			res.mu.Unlock()
+		},
+		Error: func(component string, task int, at time.Time, err error) {
+			res.mu.Lock()
+			res.errs = append(res.errs, gale.ComponentError{Component: component, Task: task, Time: at, Err: err})
 			res.mu.Unlock()
 		},
 	}
@@ -190,10 +231,13 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 		}
 		conf[gale.TopologyTestingAlwaysTrySerialize] = true
 	}
-	lt, err := gale.StartLocal(opts.Name, conf, topo, gale.RunOptions{Logger: opts.Logger, Clock: opts.Clock, Observer: obs, CheckTupleReuse: !opts.RecycleTuples})
+	ro := gale.RunOptions{Logger: opts.Logger, Clock: opts.Clock}
+	bridge.SetHooks(&ro, bridge.Hooks{Observer: obs, CheckTupleReuse: !opts.RecycleTuples})
+	lt, err := gale.StartLocal(opts.Name, conf, topo, ro)
 	if err != nil {
 		return nil, err
 	}
+	hooks := bridge.LocalOf(lt)
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	start := opts.Clock.Now()
@@ -204,7 +248,7 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 				return err
 			default:
 			}
-			pending, err := lt.WaitQuiet(ctx)
+			pending, err := hooks.WaitQuiet(ctx)
 			// A kill-worker panic during the wait ends the run.
 			select {
 			case ferr := <-lt.Failed():
@@ -219,14 +263,11 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			}
 			// Idle with trees pending: let simulated time pass so they
 			// time out (or a tick tuple moves things along).
-			opts.Clock.Advance(lt.TimeoutTick())
+			opts.Clock.Advance(hooks.TimeoutTick())
 			// Wait until the topology has handled the ticks (timeouts,
 			// tick tuples) before looking for quiet again.
-			for !opts.Clock.settled() {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("galetest: topology did not handle its ticks within %s: %w", opts.Timeout, err)
-				}
-				runtime.Gosched()
+			if err := opts.Clock.WaitHandled(ctx); err != nil {
+				return fmt.Errorf("galetest: topology did not handle its ticks within %s: %w", opts.Timeout, err)
 			}
 		}
 	}()

@@ -113,20 +113,41 @@ type Workers struct {
 	stopCalled atomic.Bool // by the test, not only by the cleanup
 }
 
+// WorkerStatus is a worker's state as of one heartbeat.
+type WorkerStatus struct {
+	// Pending is the number of trees this worker's spouts have in flight.
+	Pending int
+	// Inflight is the number of tuples and acker messages queued in this
+	// worker and not yet processed.
+	Inflight int64
+	// WireBytesSent counts bytes written to peers, frame headers included;
+	// WireTuplesSent the tuples sent to them; WireBytesReceived the bytes
+	// read from them.
+	WireBytesSent     int64
+	WireTuplesSent    int64
+	WireBytesReceived int64
+	// Stopped reports that the worker is deactivated and every spout
+	// executor has seen it: no new trees start there.
+	Stopped bool
+	// PeersConnected is how many peers this worker has a connection to.
+	PeersConnected int
+	// Errors counts the errors components reported or caused.
+	Errors int64
+}
+
 // workerState is what the latest message from one worker said.
 type workerState struct {
 	incarnation int
-	status      gale.WorkerStatus
+	status      WorkerStatus
 	stats       json.RawMessage
 }
 
 // StartWorkers launches n worker processes running the topology
 // registered under name (RegisterTopology), each a re-run of this test
 // binary, and returns once every one has started its share. Executors are
-// placed as gale.StartWorker places them: round-robin over the
-// components sorted by id, each component's executors in order, and
-// acker a on worker a mod n (one acker per worker unless
-// topology.acker.executors is set).
+// placed round-robin over the components sorted by id, each component's
+// executors in order, and acker a on worker a mod n (one acker per worker
+// unless topology.acker.executors is set).
 //
 // The workers' logs (stderr) go to the test log line by line. Stop is
 // registered with t.Cleanup, so the processes never outlive the test; a
@@ -222,7 +243,7 @@ func (w *Workers) take(worker, incarnation int, m workerproc.Message) {
 		w.mu.failures = append(w.mu.failures, fmt.Sprintf("worker %d (start %d) failed: %s", worker, incarnation+1, m.Error))
 	}
 	if m.Status != nil {
-		s.status = *m.Status
+		s.status = WorkerStatus(*m.Status)
 	}
 	if m.Stats != nil {
 		s.stats = m.Stats
@@ -261,7 +282,7 @@ func (w *Workers) Restarts() int { return w.c.Restarts() }
 
 // Status is worker i's status as of its latest heartbeat (the zero value
 // before the first).
-func (w *Workers) Status(i int) gale.WorkerStatus {
+func (w *Workers) Status(i int) WorkerStatus {
 	w.checkIndex(i)
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -86,29 +86,13 @@ func (f *finalCounts) onCleanup(task int, counts map[string]int64) {
 	}
 }
 
-// uncapped sets topology.max.spout.pending so high that no spout is ever
-// capped, unless the test set it. Workaround: galetest.Complete can return
-// early when a spout is capped (stale spoutExec.capped, see
-// TestCompleteCappedSpout in galetest), and the automatic in-flight limit
-// caps every spout (100 trees or more). Remove once that bug is fixed.
-func uncapped(c gale.Config) gale.Config {
-	if _, set := c[gale.TopologyMaxSpoutPending]; set {
-		return c
-	}
-	out := gale.Config{gale.TopologyMaxSpoutPending: 1 << 30}
-	for k, v := range c {
-		out[k] = v
-	}
-	return out
-}
-
 func complete(t *testing.T, topo *gale.Topology, conf ...gale.Config) *galetest.Result {
 	t.Helper()
 	c := gale.Config{}
 	for _, x := range conf {
 		maps.Copy(c, x)
 	}
-	res, err := galetest.Complete(context.Background(), topo, galetest.Options{Logger: testLogger(t), Timeout: 30 * time.Second, Config: uncapped(c)})
+	res, err := galetest.Complete(context.Background(), topo, galetest.Options{Logger: testLogger(t), Timeout: 30 * time.Second, Config: c})
 	if err != nil {
 		t.Fatalf("galetest.Complete: %v", err)
 	}

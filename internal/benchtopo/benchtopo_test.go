@@ -15,6 +15,8 @@ import (
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchtopo"
+	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/worker"
 	"github.com/gale-stream/gale/internal/workermem"
 )
 
@@ -376,9 +378,9 @@ func TestPacingStartsAtActivation(t *testing.T) {
 		// One worker with no peers: it activates at once, and its
 		// listener (which nobody dials) keeps the fake clock free to move.
 		ln := newIdleListener()
-		w, err := gale.StartWorker("bench-wordcount", conf, topo,
-			gale.Assignment{Worker: 0, Workers: []string{ln.Addr().String()}},
-			gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: testLogger(t)}, Listener: ln})
+		w, err := bridge.StartWorker("bench-wordcount", conf, topo,
+			worker.Assignment{Worker: 0, Workers: []string{ln.Addr().String()}},
+			worker.Options{Logger: testLogger(t), Listener: ln}, bridge.Hooks{})
 		if err != nil {
 			t.Fatalf("StartWorker: %v", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
@@ -338,7 +339,7 @@ func (l *local) active() <-chan struct{} {
 	return ch
 }
 
-func (l *local) stats() []runstats.Spout { return runstats.Of(l.lt) }
+func (l *local) stats() []runstats.Spout { return bridge.SpoutStats(l.lt) }
 func (l *local) errors() int64 {
 	_, n := l.lt.Errors()
 	return n

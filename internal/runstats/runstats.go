@@ -1,6 +1,6 @@
-// Package runstats carries a running topology's spout counters out of
-// package gale, whose runtime keeps them unexported, to the command line
-// (`run`'s live numbers and report) and to worker heartbeats.
+// Package runstats is a running topology's spout counters as the command
+// line (`run`'s live numbers and report) and worker heartbeats carry them;
+// bridge.SpoutStats reads them out of package gale.
 package runstats
 
 import (
@@ -23,13 +23,6 @@ type Spout struct {
 	Failed  int64 `json:"failed"`
 	Pending int64 `json:"pending"`
 }
-
-// Of returns the spout counters of a running topology, a
-// *gale.LocalTopology or a *gale.Worker, by component in id order. Package
-// gale sets it; it panics on any other type. Safe for concurrent use;
-// each counter is read once, so they may be from slightly different
-// instants.
-var Of func(running any) []Spout
 
 // Add sums b into a by component, keeping the result in component order.
 func Add(a, b []Spout) []Spout {

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // LaunchConfig describes the worker processes of one topology on this
@@ -516,7 +516,7 @@ func (c *Cluster) Broadcast(cmd string) error {
 // beat is a worker's last reported status and when it arrived.
 type beat struct {
 	at     time.Time
-	status gale.WorkerStatus
+	status worker.Status
 }
 
 // Drain deactivates every worker and waits, up to timeout, until each has

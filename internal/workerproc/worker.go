@@ -36,8 +36,10 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/worker"
 	"github.com/gale-stream/gale/internal/workermem"
 )
 
@@ -176,14 +178,14 @@ type Message struct {
 	// nil: the even scheduler's.
 	Executors []int `json:"executors,omitempty"`
 
-	Event  string             `json:"event,omitempty"`
-	Addr   string             `json:"addr,omitempty"` // listening
-	PID    int                `json:"pid,omitempty"`
-	Error  string             `json:"error,omitempty"` // failed
-	Time   time.Time          `json:"time,omitzero"`
-	Status *gale.WorkerStatus `json:"status,omitempty"` // heartbeat, stopped
-	RSS    int64              `json:"rss,omitempty"`
-	Stats  json.RawMessage    `json:"stats,omitempty"`
+	Event  string          `json:"event,omitempty"`
+	Addr   string          `json:"addr,omitempty"` // listening
+	PID    int             `json:"pid,omitempty"`
+	Error  string          `json:"error,omitempty"` // failed
+	Time   time.Time       `json:"time,omitzero"`
+	Status *worker.Status  `json:"status,omitempty"` // heartbeat, stopped
+	RSS    int64           `json:"rss,omitempty"`
+	Stats  json.RawMessage `json:"stats,omitempty"`
 	// Spouts are this worker's spout counters (heartbeat, stopped).
 	Spouts []runstats.Spout `json:"spouts,omitempty"`
 }
@@ -241,7 +243,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
 	}
-	defer ln.Close() // StartWorker owns it once it succeeds; closing again is harmless
+	defer ln.Close() // the worker owns it once it starts; closing again is harmless
 	if err := out.send(Message{Event: EventListening, Addr: ln.Addr().String(), PID: os.Getpid()}); err != nil {
 		return err
 	}
@@ -279,9 +281,9 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 			return nil
 		}
 	}
-	w, err := gale.StartWorker(spec.Topology, conf, built.Topology,
-		gale.Assignment{Worker: spec.Worker, Workers: peers, Executors: execs},
-		gale.WorkerOptions{RunOptions: gale.RunOptions{Logger: log}, Listener: ln})
+	w, err := bridge.StartWorker(spec.Topology, conf, built.Topology,
+		worker.Assignment{Worker: spec.Worker, Workers: peers, Executors: execs},
+		worker.Options{Logger: log, Listener: ln}, bridge.Hooks{})
 	if err != nil {
 		return err
 	}
@@ -291,7 +293,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	}
 	beat := func(event string) error {
 		st := w.Status()
-		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: runstats.Of(w)}
+		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w)}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {
