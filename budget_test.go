@@ -26,7 +26,7 @@ func spoutsTopology(t *testing.T, n int) *gale.Topology {
 // start, naming the component, its tasks, the budget and how many fit;
 // that many start.
 func TestParallelismBeyondBudgetRefused(t *testing.T) {
-	file := gale.Config{gale.WorkerHeapMemoryMB: 64}
+	file := gale.Config{"worker.heap.memory.mb": 64}
 	_, err := gale.StartLocal("big", nil, spoutsTopology(t, 5000), gale.RunOptions{Logger: testLogger(t), FileConfig: file})
 	if err == nil {
 		t.Fatal("StartLocal with 5000 spout tasks in a 64 MiB worker succeeded, want an error")

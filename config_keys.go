@@ -76,12 +76,6 @@ const (
 	// type even when the topology runs in one process (bool, default
 	// false, as in Storm). galetest turns it on unless the config sets it.
 	TopologyTestingAlwaysTrySerialize = "topology.testing.always.try.serialize"
-	// WorkerHeapMemoryMB is Storm's heap budget of one worker (int,
-	// default 768 as in Storm, ≥ 64; cluster config, gale.yaml). A Gale
-	// worker runs with it as its Go memory limit (GOMEMLIMIT): the
-	// collector works harder rather than let the heap exceed it, as a JVM
-	// worker's does at -Xmx.
-	WorkerHeapMemoryMB = "worker.heap.memory.mb"
 
 	// SupervisorSlotsPorts lists the worker slots of a supervisor, one port
 	// each (list of ints, default [6700, 6701, 6702, 6703]).
@@ -134,7 +128,7 @@ const (
 	// queues keep the live heap small, so Go's default of 100 collects
 	// every few megabytes; 400 cuts that fourfold, and workerGCFloorMB
 	// lets a small heap grow to 64 MiB first. Off, a worker collects only
-	// when its heap nears WorkerHeapMemoryMB: far fewer collections, but
+	// when its heap nears workerHeapMemoryMB: far fewer collections, but
 	// every allocation touches memory that is not in cache, which cost 30%
 	// more CPU per tuple in the bench (docs/performance.md). RunLocal does
 	// not change the GC of the process it runs in.
@@ -159,6 +153,22 @@ const (
 	// second anyway, and halved the first second's p99 complete latency of
 	// the bench in two workers (docs/performance.md, "The first second").
 	workerHeapPretouch = "worker.heap.pretouch"
+	// workerHeapMemoryMB is Storm's heap budget of one worker (int,
+	// default 768 as in Storm, ≥ 64). A Gale worker runs with it as its
+	// Go memory limit (GOMEMLIMIT): the collector works harder rather than
+	// let the heap exceed it, as a JVM worker's does at -Xmx. The
+	// automatic in-flight limit and the parallelism a worker accepts are
+	// derived from it (budget.go).
+	workerHeapMemoryMB = "worker.heap.memory.mb"
+	// workerCPUPinning has the launcher bind each of the N worker
+	// processes it starts on a machine to its own 1/N of the CPUs it may
+	// use, from the worker's first instruction, with GOMAXPROCS set to that
+	// share (bool, default false). Two workers that wake each other over
+	// loopback otherwise get put on one CPU by the kernel when their load
+	// rises, each at half speed for tens of milliseconds
+	// (docs/performance.md, "Pinning the workers"). Worth it where the
+	// workers own the machine; off where they share it with other work.
+	workerCPUPinning = "worker.cpu.pinning"
 )
 
 // renamedConfigKeys maps keys Gale no longer knows to the keys that took
@@ -289,8 +299,10 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"least heap in MiB a worker grows to before collecting (0 = none; above it worker.gogc governs)", intAtLeast(0)},
 	{workerHeapPretouch, configBool, true, ScopeCluster,
 		"write to the GC floor's worth of heap when a worker starts, so its first second under load takes no page faults (as the JVM's -XX:+AlwaysPreTouch)", nil},
-	{WorkerHeapMemoryMB, configInt, 768, ScopeCluster,
+	{workerHeapMemoryMB, configInt, 768, ScopeCluster,
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
+	{workerCPUPinning, configBool, false, ScopeCluster,
+		"bind each worker process a launcher starts to its own share of the machine's CPUs", nil},
 	{TopologyTestingAlwaysTrySerialize, configBool, false, ScopeTopology,
 		"encode and decode every emitted tuple as between workers, to find values that cannot cross in tests", nil},
 	{TopologyTupleReuse, configBool, false, ScopeComponent,

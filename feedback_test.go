@@ -61,7 +61,7 @@ func TestAutoLimitWithinBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := newRuntime("budget", topo, nil, RunOptions{FileConfig: Config{WorkerHeapMemoryMB: 64}})
+	rt, err := newRuntime("budget", topo, nil, RunOptions{FileConfig: Config{workerHeapMemoryMB: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,14 @@
-// Command readme is the topology shown in the README; it is built by the
-// tests so that the README's code keeps compiling.
+// Command readme is the program shown in the README (a test checks that
+// the README shows this file): a topology handed to Gale's command line,
+// so that `go run ./examples/readme run wordcount` runs it.
 package main
 
 import (
-	"context"
-	"os/signal"
+	"os"
 	"strings"
-	"syscall"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/galecli"
 )
 
 // Split is a bolt: it emits each word anchored on the sentence, then acks it.
@@ -59,19 +59,21 @@ func (s *Sentences) Fail(msgID any, reason error) {
 }
 
 func main() {
+	os.Exit(galecli.Main(galecli.Topology{
+		Name:  "wordcount",
+		Short: "sentences → split → count",
+		Build: build,
+	}))
+}
+
+// build makes the topology and its config; params come from run -p KEY=VALUE.
+func build(params map[string]string) (*gale.Topology, gale.Config, error) {
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("sentences", func() gale.Spout { return &Sentences{} }, 1)
 	b.SetBolt("split", func() gale.Bolt { return &Split{} }, 4).ShuffleGrouping("sentences")
 	b.SetBasicBolt("count", func() gale.BasicBolt { return &Count{counts: map[string]int{}} }, 4).
 		FieldsGrouping("split", "word")
 	topo, err := b.Build() // every error names the component, stream or field at fault
-	if err != nil {
-		panic(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	conf := gale.Config{gale.TopologyMessageTimeoutSecs: 30, gale.TopologyMaxSpoutPending: 5000}
-	if err := gale.RunLocal(ctx, "wordcount", conf, topo, gale.RunOptions{}); err != nil {
-		panic(err)
-	}
+	return topo, conf, err
 }

@@ -51,7 +51,7 @@ type Options struct {
 	// runs it in this process.
 	Workers int
 	// PinCPUs binds each worker process to its own share of the CPUs (with
-	// Workers > 1; workerproc.LaunchConfig.PinCPUs).
+	// Workers > 1; the cluster key worker.cpu.pinning).
 	PinCPUs bool
 }
 

@@ -57,13 +57,14 @@ func WorkerFactory(params json.RawMessage) (_ *workerproc.Built, err error) {
 
 // WorkerCluster is the cluster layer the bench's worker processes run
 // with: the memory settings of opts, as bench.Run applies them to a run
-// in one process.
+// in one process, and whether the launcher pins them to CPUs.
 func WorkerCluster(opts bench.Options) gale.Config {
 	return gale.Config{
 		workermem.KeyGOGC:         opts.GOGC,
 		workermem.KeyGCFloorMB:    opts.GCFloorMB,
 		workermem.KeyHeapPretouch: opts.HeapPretouch,
 		workermem.KeyHeapMemoryMB: opts.HeapMB,
+		workerproc.CPUPinningKey:  opts.PinCPUs,
 	}
 }
 
@@ -194,7 +195,6 @@ func ProcessRunner(cfg ProcessConfig) bench.Runner {
 			Stderr:    cfg.Logs,
 			OnMessage: f.take,
 			Restart:   true,
-			PinCPUs:   opts.PinCPUs,
 		})
 		if err != nil {
 			return err

@@ -70,7 +70,7 @@ in its "error", and gale exits with status 1.`,
 	f.IntVar(&opts.GCFloorMB, "gc-floor-mb", opts.GCFloorMB, "least heap in MiB before collecting, for both runners; 0 = none (a Gale worker's worker.gc.floor.mb)")
 	f.BoolVar(&opts.HeapPretouch, "heap-pretouch", opts.HeapPretouch, "fault in the GC floor's worth of heap before the run, for both runners, so that its first second takes no page faults (a Gale worker's worker.heap.pretouch)")
 	f.IntVar(&opts.Workers, "workers", opts.Workers, "worker processes to run the topology in, on 127.0.0.1 (1 = in this process)")
-	f.BoolVar(&opts.PinCPUs, "pin-cpus", opts.PinCPUs, "with --workers N, bind each worker process to its own 1/N of the CPUs (when there are at least N); =false lets the kernel place them")
+	f.BoolVar(&opts.PinCPUs, "pin-cpus", opts.PinCPUs, "with --workers N, bind each worker process to its own 1/N of the CPUs (when there are at least N); =false lets the kernel place them (a cluster's worker.cpu.pinning)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file` (with --workers, each worker's to file.worker-N too)")

@@ -36,7 +36,7 @@ const (
 	KeyHeapPretouch = "worker.heap.pretouch"
 	// KeyHeapMemoryMB is Storm's heap budget of a worker, its Go memory
 	// limit (int, default 768, ≥ 64).
-	KeyHeapMemoryMB = gale.WorkerHeapMemoryMB
+	KeyHeapMemoryMB = "worker.heap.memory.mb"
 )
 
 // GOGCOff is the value of KeyGOGC that turns proportional collection off,
@@ -113,12 +113,11 @@ func (m Settings) apply(onAdjust func(cycle, live uint64, percent int)) (restore
 //
 // What costs is the fault per 4 KiB page, not the write: on a virtual
 // machine a fault taken from user space costs about 15 µs, 0.3 s of CPU
-// for the default 80 MiB. On Linux (5.14 and later) each 1 MiB slice is
-// faulted in by the kernel with madvise(MADV_POPULATE_WRITE), which
-// takes the same faults in one call for about a ninth of that: Apply
-// took 32–37 ms of CPU against 310–330 ms with a write per page
-// (BenchmarkApply on a 2-core VM). Where that is not available it writes
-// a byte to every page.
+// for the default 80 MiB (BenchmarkApply). madvise(MADV_POPULATE_WRITE)
+// takes the same faults in the kernel for a ninth of that, but the first
+// second's p99 complete latency then stayed at 10–25 ms against 1.4–2.7 ms
+// with a write per page (in one process at 200k sentences/s), so the
+// pretouch writes.
 //
 // Collection is off while it allocates, so that the one collection at the
 // end is the only one, and the floor's GC percent is set after it, from
@@ -133,13 +132,10 @@ func pretouch(floor, limit int64) {
 	const chunk = 1 << 20
 	page := int64(os.Getpagesize())
 	chunks := make([][]byte, 0, n/chunk+1)
-	canPopulate := true
 	for done := int64(0); done < n; done += chunk {
 		b := make([]byte, chunk)
-		if canPopulate = canPopulate && populate(b); !canPopulate {
-			for i := int64(0); i < chunk; i += page {
-				b[i] = 1 // fresh pages come zeroed from the OS: the runtime does not write them
-			}
+		for i := int64(0); i < chunk; i += page {
+			b[i] = 1 // fresh pages come zeroed from the OS: the runtime does not write them
 		}
 		chunks = append(chunks, b)
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -57,16 +58,27 @@ type LaunchConfig struct {
 	Restart bool
 	// StartTimeout bounds each start handshake (default 30 s).
 	StartTimeout time.Duration
-	// PinCPUs binds each worker process, and every restart of it, to its
-	// own share of the CPUs this process may run on: worker i gets the
-	// i-th of N disjoint slices of about equal size, and GOMAXPROCS its
-	// size. Unpinned, the kernel puts two workers that wake each other
-	// over loopback on one CPU when their load rises from idle, and
-	// leaves them there for tens of milliseconds, each at half speed
-	// (docs/performance.md, "Pinning the workers"). Ignored with one
-	// worker, with fewer CPUs than workers, and off Linux: Cluster.CPUs
-	// tells what was done.
-	PinCPUs bool
+}
+
+// CPUPinningKey is the cluster key (gale.yaml) that has Launch bind each
+// worker process, and every restart of it, to its own share of the CPUs
+// this process may run on: worker i gets the i-th of N disjoint slices of
+// about equal size, and GOMAXPROCS its size. Unpinned, the kernel puts
+// two workers that wake each other over loopback on one CPU when their
+// load rises from idle, and leaves them there for tens of milliseconds,
+// each at half speed (docs/performance.md, "Pinning the workers").
+// Ignored with one worker, with fewer CPUs than workers, and off Linux:
+// Cluster.CPUs tells what was done.
+const CPUPinningKey = "worker.cpu.pinning"
+
+// pinCPUs reads CPUPinningKey from the cluster layer a launch hands its
+// workers, checked as the workers check it.
+func pinCPUs(cluster gale.Config) (bool, error) {
+	eff, err := gale.ResolveConfig(cluster, nil)
+	if err != nil {
+		return false, fmt.Errorf("workerproc: %w", err)
+	}
+	return eff.Bool(CPUPinningKey), nil
 }
 
 // Cluster is a running set of worker processes.
@@ -125,26 +137,31 @@ func Launch(cfg LaunchConfig) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, addrs: make([]string, cfg.N), procs: make([]*proc, cfg.N),
 		status: make([]beat, cfg.N), gone: make([]bool, cfg.N), changed: make(chan struct{}, 1)}
-	if cfg.PinCPUs && cfg.N > 1 {
+	pin, err := pinCPUs(cfg.Spec.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if pin && cfg.N > 1 {
 		if cpus, err := allowedCPUs(); err == nil && len(cpus) >= cfg.N {
 			c.cpus = shareCPUs(cpus, cfg.N)
 		}
 	}
-	// The workers start side by side: each takes a while before it
-	// listens (its heap pretouch alone costs about 0.3 s of CPU on a VM
-	// where page faults are dear), and one after another that added up.
-	if err := c.eachWorker(func(i int) error {
+	// The workers are spawned one after another: each pretouches its heap
+	// before it listens (about 0.3 s of CPU on a VM where page faults are
+	// dear), and workers that pretouched side by side started slower:
+	// two workers at 360k sentences/s had a first second's p99 of
+	// 8–19 ms against 3–5 ms spawned in turn, for 0.25 s less start-up
+	// (docs/performance.md, "The first second"). The start handshakes
+	// then run side by side.
+	for i := range cfg.N {
 		p, addr, err := c.spawn(i, 0, net.JoinHostPort(cfg.Host, "0"))
 		if err != nil {
-			return err
+			c.abort()
+			return nil, err
 		}
 		c.mu.Lock()
 		c.addrs[i], c.procs[i] = addr, p
 		c.mu.Unlock()
-		return nil
-	}); err != nil {
-		c.abort()
-		return nil, err
 	}
 	if err := c.eachWorker(func(i int) error { return c.startAndWait(c.procs[i]) }); err != nil {
 		c.abort()
@@ -172,7 +189,7 @@ func (c *Cluster) eachWorker(f func(i int) error) error {
 func (c *Cluster) Addrs() []string { return c.addrs }
 
 // CPUs are the CPUs each worker is bound to, by worker; nil if the
-// workers are not pinned (LaunchConfig.PinCPUs).
+// workers are not pinned (CPUPinningKey).
 func (c *Cluster) CPUs() [][]int { return c.cpus }
 
 // shareCPUs splits cpus into n contiguous slices whose sizes differ by at

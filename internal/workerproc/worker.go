@@ -239,6 +239,12 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
 	}
+	// The process's memory settings come from the cluster's worker
+	// settings (worker.gogc, worker.gc.floor.mb, worker.heap.pretouch,
+	// worker.heap.memory.mb), applied before the worker reports its
+	// address, so that its heap is pretouched before its launcher spawns
+	// the next worker and long before its spouts activate.
+	defer workermem.Of(eff).Apply()()
 	ln, err := net.Listen("tcp", spec.Listen)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
@@ -247,13 +253,6 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	if err := out.send(Message{Event: EventListening, Addr: ln.Addr().String(), PID: os.Getpid()}); err != nil {
 		return err
 	}
-	// The process's memory settings come from the cluster's worker
-	// settings (worker.gogc, worker.gc.floor.mb, worker.heap.pretouch,
-	// worker.heap.memory.mb). They are applied after the worker reports
-	// its address, so that a launcher starting several workers has them
-	// pretouch their heaps at the same time, and before the worker
-	// starts its share: a pretouched heap is ready when spouts activate.
-	defer workermem.Of(eff).Apply()()
 
 	cmds := make(chan Message)
 	readErr := make(chan error, 1)

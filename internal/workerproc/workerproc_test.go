@@ -253,7 +253,7 @@ func TestKillWorkerEveryMessageAcked(t *testing.T) {
 	t.Logf("killed worker 1 at %d acked; %d fails replayed; all %d acked", before.Acked, after.Failed, sentences)
 }
 
-// TestPinCPUs launches two workers with PinCPUs and checks that every
+// TestPinCPUs launches two workers with worker.cpu.pinning and checks that every
 // thread of each runs on its own share of the CPUs only, with GOMAXPROCS
 // to match, and that a worker started again after a SIGKILL is bound to
 // the same CPUs.
@@ -270,10 +270,11 @@ func TestPinCPUs(t *testing.T) {
 	listening := make(chan struct{}, 4)
 	raw, _ := json.Marshal(e2eParams{Sentences: 0, Rate: 1})
 	c, err := Launch(LaunchConfig{
-		Env:  []string{workerEnv + "=1"},
-		Spec: Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn"},
-		N:    2,
-		Dir:  t.TempDir(),
+		Env: []string{workerEnv + "=1"},
+		Spec: Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn",
+			Cluster: gale.Config{CPUPinningKey: true}},
+		N:   2,
+		Dir: t.TempDir(),
 		OnMessage: func(w, inc int, m Message) {
 			if m.Event == EventListening {
 				mu.Lock()
@@ -283,7 +284,6 @@ func TestPinCPUs(t *testing.T) {
 			}
 		},
 		Restart: true,
-		PinCPUs: true,
 	})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
