@@ -149,15 +149,18 @@ func (b *countBolt) Execute(t *gale.Tuple) {
 type progress struct {
 	mu      sync.Mutex
 	beats   int              // stats received, from any worker
-	stats   map[int]e2eStats // by worker
+	stats   map[int]e2eStats // by worker, from its latest incarnation
+	inc     map[int]int      // the incarnation stats holds, by worker
 	changed chan struct{}
 }
 
 func newProgress() *progress {
-	return &progress{stats: map[int]e2eStats{}, changed: make(chan struct{}, 1)}
+	return &progress{stats: map[int]e2eStats{}, inc: map[int]int{}, changed: make(chan struct{}, 1)}
 }
 
-func (p *progress) take(worker, _ int, m Message) {
+// take keeps each worker's latest stats. A killed incarnation's last lines
+// may be read after its successor's first: they are dropped.
+func (p *progress) take(worker, incarnation int, m Message) {
 	if m.Stats == nil {
 		return
 	}
@@ -166,7 +169,11 @@ func (p *progress) take(worker, _ int, m Message) {
 		return
 	}
 	p.mu.Lock()
-	p.stats[worker] = s
+	if incarnation < p.inc[worker] {
+		p.mu.Unlock()
+		return
+	}
+	p.stats[worker], p.inc[worker] = s, incarnation
 	p.beats++
 	p.mu.Unlock()
 	select {
@@ -522,6 +529,11 @@ func TestDrainDeactivatesRestartedWorker(t *testing.T) {
 		t.Fatalf("restarts %d, want 1", c.Restarts())
 	}
 	// Drained: the restarted spout is off and stays off.
+	prog.wait(t, "a heartbeat from the restarted worker", 10*time.Second, func() bool {
+		prog.mu.Lock()
+		defer prog.mu.Unlock()
+		return prog.inc[0] >= 1
+	})
 	at := prog.get(0).Emitted
 	c.mu.Lock()
 	st := c.status[0].status
