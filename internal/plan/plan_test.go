@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -295,8 +292,6 @@ func normalize(p Plan) Plan {
 	return p
 }
 
-// childEnv makes TestPlansInChild compute plans for a parent test.
-const childEnv = "GALE_PLAN_TEST_CHILD"
 
 // plansJSON is the plans of count random topologies drawn from seed.
 func plansJSON(t *testing.T, seed uint64, count int) []byte {
@@ -319,36 +314,12 @@ func plansJSON(t *testing.T, seed uint64, count int) []byte {
 // TestPlansInChild runs only in the child process TestSameInAnotherProcess
 // starts: it writes the plans to the file the parent names.
 func TestPlansInChild(t *testing.T) {
-	spec := os.Getenv(childEnv)
-	if spec == "" {
-		t.Skip("runs in the child process of TestSameInAnotherProcess")
-	}
-	seedStr, out, _ := strings.Cut(spec, ":")
-	seed, err := strconv.ParseUint(seedStr, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, plansJSON(t, seed, 200), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testseed.ComputeInChild(t, func(t *testing.T, seed uint64) []byte { return plansJSON(t, seed, 200) })
 }
 
 // TestSameInAnotherProcess: another process (this test binary run again,
 // with its own heap, map seeds and scheduling) computes the same plans,
 // byte for byte.
 func TestSameInAnotherProcess(t *testing.T) {
-	seed := testseed.Seed(t)
-	out := filepath.Join(t.TempDir(), "plans.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPlansInChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%s", childEnv, seed, out))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("child: %v\n%s", err, b)
-	}
-	theirs, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ours := plansJSON(t, seed, 200); string(ours) != string(theirs) {
-		t.Fatalf("the child computed other plans than this process:\nhere  %.300s\nchild %.300s", ours, theirs)
-	}
+	testseed.SameInAnotherProcess(t, "TestPlansInChild", func(t *testing.T, seed uint64) []byte { return plansJSON(t, seed, 200) })
 }

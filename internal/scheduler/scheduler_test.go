@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,8 +235,6 @@ func TestEvenRandom(t *testing.T) {
 	}
 }
 
-const childEnv = "GALE_SCHEDULER_TEST_CHILD"
-
 type result struct {
 	Assignment  Assignment `json:"assignment"`
 	Fingerprint string     `json:"fingerprint"`
@@ -268,45 +263,12 @@ func assignmentsJSON(t *testing.T, seed uint64, count int) []byte {
 // TestAssignmentsInChild runs only in the child process of
 // TestSameInAnotherProcess.
 func TestAssignmentsInChild(t *testing.T) {
-	spec := os.Getenv(childEnv)
-	if spec == "" {
-		t.Skip("runs in the child process of TestSameInAnotherProcess")
-	}
-	seedStr, out, _ := strings.Cut(spec, ":")
-	seed, err := strconv.ParseUint(seedStr, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, assignmentsJSON(t, seed, 200), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testseed.ComputeInChild(t, func(t *testing.T, seed uint64) []byte { return assignmentsJSON(t, seed, 200) })
 }
 
 // TestSameInAnotherProcess: this test binary, run again as another
 // process, computes the same assignments and fingerprints, and an
 // assignment read back from JSON has the fingerprint it was written with.
 func TestSameInAnotherProcess(t *testing.T) {
-	seed := testseed.Seed(t)
-	out := filepath.Join(t.TempDir(), "assignments.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAssignmentsInChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%s", childEnv, seed, out))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("child: %v\n%s", err, b)
-	}
-	theirs, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ours := assignmentsJSON(t, seed, 200); string(ours) != string(theirs) {
-		t.Fatalf("the child computed other assignments than this process:\nhere  %.300s\nchild %.300s", ours, theirs)
-	}
-	var rs []result
-	if err := json.Unmarshal(theirs, &rs); err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range rs {
-		if got := r.Assignment.Fingerprint(); got != r.Fingerprint {
-			t.Fatalf("assignment %d: fingerprint %s read back, %s written", i, got, r.Fingerprint)
-		}
-	}
+	testseed.SameInAnotherProcess(t, "TestAssignmentsInChild", func(t *testing.T, seed uint64) []byte { return assignmentsJSON(t, seed, 200) })
 }
