@@ -292,7 +292,6 @@ func normalize(p Plan) Plan {
 	return p
 }
 
-
 // plansJSON is the plans of count random topologies drawn from seed.
 func plansJSON(t *testing.T, seed uint64, count int) []byte {
 	r := rand.New(rand.NewPCG(seed, 2))
