@@ -139,7 +139,7 @@ func Run(ctx context.Context, opts Options, topo Runner, out, live io.Writer) (*
 	if startErr != nil {
 		errs = append(errs, fmt.Errorf("bench: %w", startErr))
 	}
-	if stats.Sentences.Load() == 0 {
+	if stats.Sentences.Load() == 0 && (m.Activated || runnerErr == nil) { // a runner that failed to start says why itself
 		why := "the spouts never became active"
 		if m.Activated {
 			why = fmt.Sprintf("the spouts were active for %v and emitted nothing: the topology may be stalled (see the log on stderr) or --duration too short for this machine", m.Window.Round(time.Millisecond))
