@@ -19,6 +19,8 @@ func TestRootPackageKeepsWorkerAndTestHooksInternal(t *testing.T) {
 		"StartWorker", "Worker", "Assignment", "WorkerOptions", "WorkerStatus", "ErrInvalidAssignment",
 		"Observer", "LocalTopology.WaitQuiet", "LocalTopology.TimeoutTick", "LocalTopology.TaskIDs",
 		"Topology.ReplaceSpout", "RunOptions.CheckTupleReuse", "RunOptions.Observer",
+		"WorkerMemory", "WorkerMemoryOf", "GOGCOff", "TopologyWorkerGOGC", "TopologyWorkerGCFloorMB",
+		"TopologyWorkerHeapPretouch", "WorkerHeapMemoryMB",
 	}
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
