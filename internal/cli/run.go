@@ -102,8 +102,8 @@ func (f runFlags) parse(cmd *cobra.Command, opts *Options, args []string) (Topol
 	default:
 		errs = append(errs, fmt.Errorf("%q takes one topology name, got %q", cmd.CommandPath(), args))
 	}
-	if f.workers < 1 {
-		errs = append(errs, fmt.Errorf("--workers must be ≥ 1, got %d", f.workers))
+	if f.workers < 1 || f.workers > maxRunWorkers {
+		errs = append(errs, fmt.Errorf("--workers must be between 1 and %d, got %d: run runs its workers on this machine", maxRunWorkers, f.workers))
 	}
 	if f.duration < 0 {
 		errs = append(errs, fmt.Errorf("--duration must be ≥ 0 (0 runs until Ctrl-C), got %s", f.duration))
@@ -364,6 +364,12 @@ type workers struct {
 	started []bool // the worker reported active spouts
 	waiting int    // workers not yet started
 }
+
+// maxRunWorkers bounds run --workers: every worker is a process on this
+// machine with its own heap budget (worker.heap.memory.mb, 768 MiB by
+// default) and pretouched GC floor, so a mistyped count would fork the
+// machine out of memory.
+const maxRunWorkers = 16
 
 // workerHeartbeat is how often run's workers report.
 const workerHeartbeat = 250 * time.Millisecond

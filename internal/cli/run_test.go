@@ -44,6 +44,7 @@ func TestRunUsage(t *testing.T) {
 		{name: "unknown name", args: []string{"run", "wordcont"}, code: exitUsage, stderr: []string{`unknown topology "wordcont"`, "gale has stuck, wordcount"}},
 		{name: "two names", args: []string{"run", "wordcount", "stuck"}, code: exitUsage, stderr: []string{"one topology name"}},
 		{name: "zero workers", args: []string{"run", "wordcount", "--workers", "0"}, code: exitUsage, stderr: []string{"--workers", "got 0"}},
+		{name: "more workers than a machine holds", args: []string{"run", "wordcount", "--workers", "100000"}, code: exitUsage, stderr: []string{"--workers must be between 1 and 16, got 100000"}},
 		{name: "negative duration", args: []string{"run", "wordcount", "--duration", "-1s"}, code: exitUsage, stderr: []string{"--duration"}},
 		{name: "param without value", args: []string{"run", "wordcount", "--param", "splitters"}, code: exitUsage, stderr: []string{"--param", `"splitters"`}},
 		{name: "param twice", args: []string{"run", "wordcount", "-p", "splitters=1", "-p", "splitters=2"}, code: exitUsage, stderr: []string{"--param splitters is given twice"}},
