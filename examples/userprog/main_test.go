@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/gale-stream/gale/internal/proctest"
 	"go.uber.org/goleak"
 )
 
@@ -57,86 +54,10 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
-// proc is the program running in its own process.
-type proc struct {
-	cmd    *exec.Cmd
-	stdout bytes.Buffer
-	lines  chan string // stderr, line by line
-	mu     sync.Mutex
-	stderr []string
-	done   chan struct{} // stderr ended
-}
-
-func start(t *testing.T, args ...string) *proc {
+// start runs the program with args in a process of its own.
+func start(t *testing.T, args ...string) *proctest.Proc {
 	t.Helper()
-	p := &proc{lines: make(chan string, 1024), done: make(chan struct{})}
-	p.cmd = exec.Command(binary(t), args...)
-	p.cmd.Stdout = &p.stdout
-	r, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr = append(p.stderr, sc.Text())
-			p.mu.Unlock()
-			select {
-			case p.lines <- sc.Text():
-			default:
-			}
-		}
-		io.Copy(io.Discard, r)
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-		p.cmd.Wait()
-		t.Logf("userprog %s stderr:\n%s", strings.Join(args, " "), p.stderrText())
-	})
-	return p
-}
-
-func (p *proc) stderrText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.stderr, "\n")
-}
-
-// waitLine waits for a stderr line that ok accepts.
-func (p *proc) waitLine(t *testing.T, what string, ok func(string) bool) {
-	t.Helper()
-	deadline := time.NewTimer(2 * time.Minute)
-	defer deadline.Stop()
-	for {
-		select {
-		case l := <-p.lines:
-			if ok(l) {
-				return
-			}
-		case <-p.done:
-			t.Fatalf("stderr ended before %s", what)
-		case <-deadline.C:
-			t.Fatalf("no %s on stderr within 2 minutes", what)
-		}
-	}
-}
-
-// exitCode waits for the process and returns its exit code.
-func (p *proc) exitCode(t *testing.T) int {
-	t.Helper()
-	<-p.done
-	err := p.cmd.Wait()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return p.cmd.ProcessState.ExitCode()
+	return proctest.Start(t, exec.Command(binary(t), args...))
 }
 
 // report is the part of `run --json` the test relies on.
@@ -165,12 +86,12 @@ func TestRun(t *testing.T) {
 				args = append(args, "--workers", "2")
 			}
 			p := start(t, args...)
-			if code := p.exitCode(t); code != 0 {
+			if code := p.Wait(t).ExitCode(); code != 0 {
 				t.Fatalf("exit code %d, want 0", code)
 			}
 			var r report
-			if err := json.Unmarshal(p.stdout.Bytes(), &r); err != nil {
-				t.Fatalf("stdout is not a JSON document: %v\n%s", err, p.stdout.String())
+			if err := json.Unmarshal(p.Stdout.Bytes(), &r); err != nil {
+				t.Fatalf("stdout is not a JSON document: %v\n%s", err, p.Stdout.String())
 			}
 			t.Logf("report: %+v", r)
 			if r.Topology != "sensors" || r.Workers != workers || r.StoppedBy != "duration" {
@@ -191,10 +112,10 @@ func TestRun(t *testing.T) {
 // that lists the names it has.
 func TestRunUnknownName(t *testing.T) {
 	p := start(t, "run", "sensor")
-	if code := p.exitCode(t); code != 2 {
+	if code := p.Wait(t).ExitCode(); code != 2 {
 		t.Errorf("exit code %d, want 2", code)
 	}
-	if s := p.stderrText(); !strings.Contains(s, `unknown topology "sensor": userprog has sensors`) {
+	if s := p.Stderr(); !strings.Contains(s, `unknown topology "sensor": userprog has sensors`) {
 		t.Errorf("stderr does not name the topologies there are:\n%s", s)
 	}
 }

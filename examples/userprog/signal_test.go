@@ -16,7 +16,7 @@ func TestRunInterrupt(t *testing.T) {
 	for _, workers := range []string{"1", "2"} {
 		t.Run("workers="+workers, func(t *testing.T) {
 			p := start(t, "run", "sensors", "--workers", workers)
-			p.waitLine(t, "a live line with acked readings", func(l string) bool {
+			p.WaitLine(t, "a live line with acked readings", func(l string) bool {
 				f := strings.Fields(l)
 				for i := 0; i+1 < len(f); i++ {
 					if f[i] == "acked" {
@@ -26,13 +26,13 @@ func TestRunInterrupt(t *testing.T) {
 				}
 				return false
 			})
-			if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
-			if code := p.exitCode(t); code != 0 {
+			if code := p.Wait(t).ExitCode(); code != 0 {
 				t.Fatalf("exit code %d, want 0", code)
 			}
-			out := p.stdout.String()
+			out := p.Stdout.String()
 			t.Logf("stdout:\n%s", out)
 			if !strings.Contains(out, "stopped by  signal") {
 				t.Errorf("the report does not say a signal stopped it")
