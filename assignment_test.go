@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -22,34 +21,7 @@ import (
 // observer obs(i).
 func startAssigned(t *testing.T, topo *gale.Topology, conf gale.Config, execs [][]int, obs func(i int) *bridge.Observer, log *slog.Logger) *workers {
 	t.Helper()
-	n := len(execs)
-	lns := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-		addrs[i] = ln.Addr().String()
-	}
-	if log == nil {
-		log = testLogger(t)
-	}
-	w := &workers{t: t}
-	t.Cleanup(w.stop)
-	for i := range n {
-		wk, err := bridge.StartWorker("test", conf, topo, worker.Assignment{Worker: i, Workers: addrs, Executors: execs[i]},
-			worker.Options{Logger: log.With("worker", i), Listener: lns[i]}, bridge.Hooks{Observer: obs(i)})
-		if err != nil {
-			for _, ln := range lns[i:] {
-				ln.Close()
-			}
-			t.Fatalf("StartWorker %d: %v", i, err)
-		}
-		w.ws = append(w.ws, wk)
-	}
-	return w
+	return startWorkersWith(t, len(execs), topo, conf, workerSetup{execs: execs, obs: obs, log: log})
 }
 
 // TestWorkersGivenAssignment: workers route by the executor map they are
@@ -101,18 +73,7 @@ func TestWorkersGivenAssignment(t *testing.T) {
 				defer mu.Unlock()
 				t.Fatalf("%d emits ran in a worker the assignment does not place them in; first: %s", n, firstMisplaced)
 			}
-			if got := ints(rec.Acked("sentences")); !equalInts(got, rangeInts(0, total)) {
-				t.Fatalf("acked %d ids, not each of 0…%d once", len(got), total-1)
-			}
-			if f := rec.Failed("sentences"); len(f) > 0 {
-				t.Fatalf("%d failed, first %v: %v", len(f), f[0].id, f[0].reason)
-			}
-			if got, want := wc.counts.snapshot(), expectedCounts(total); !equalMaps(got, want) {
-				t.Fatalf("counts differ: got %v, want %v", got, want)
-			}
-			if n := wc.misrout.Load(); n > 0 {
-				t.Fatalf("%d words reached a second count task", n)
-			}
+			checkExact(t, rec, wc, total)
 			for i, st := range w.status() {
 				if st.Pending != 0 {
 					t.Errorf("worker %d has %d trees pending after every ack", i, st.Pending)

@@ -28,9 +28,25 @@ type workers struct {
 	ws []worker.Handle
 }
 
-// startWorkers starts n workers of topo. listen, if set, wraps worker i's
+// startWorkers starts n workers of topo. dial, if set, wraps worker i's
 // listener address into the address its peers dial (a proxy).
 func startWorkers(t *testing.T, n int, topo *gale.Topology, conf gale.Config, obs *bridge.Observer, dial func(i int, addr string) string) *workers {
+	t.Helper()
+	return startWorkersWith(t, n, topo, conf, workerSetup{obs: func(int) *bridge.Observer { return obs }, dial: dial})
+}
+
+// workerSetup is how startWorkersWith starts each worker; every field may
+// be left out.
+type workerSetup struct {
+	execs [][]int                         // worker i's executor map (nil: none given)
+	obs   func(i int) *bridge.Observer    // worker i's observer
+	dial  func(i int, addr string) string // the address peers dial for worker i's listener
+	log   *slog.Logger                    // nil: the test's
+}
+
+// startWorkersWith starts n workers of topo in this process, each with its
+// own runtime and listener on 127.0.0.1, stopped at the end of the test.
+func startWorkersWith(t *testing.T, n int, topo *gale.Topology, conf gale.Config, s workerSetup) *workers {
 	t.Helper()
 	lns := make([]net.Listener, n)
 	addrs := make([]string, n)
@@ -41,14 +57,24 @@ func startWorkers(t *testing.T, n int, topo *gale.Topology, conf gale.Config, ob
 		}
 		lns[i] = ln
 		addrs[i] = ln.Addr().String()
-		if dial != nil {
-			addrs[i] = dial(i, addrs[i])
+		if s.dial != nil {
+			addrs[i] = s.dial(i, addrs[i])
 		}
+	}
+	if s.log == nil {
+		s.log = testLogger(t)
 	}
 	w := &workers{t: t}
 	for i := range n {
-		wk, err := bridge.StartWorker("test", conf, topo, worker.Assignment{Worker: i, Workers: addrs},
-			worker.Options{Logger: testLogger(t).With("worker", i), Listener: lns[i]}, bridge.Hooks{Observer: obs})
+		asg := worker.Assignment{Worker: i, Workers: addrs}
+		if s.execs != nil {
+			asg.Executors = s.execs[i]
+		}
+		var h bridge.Hooks
+		if s.obs != nil {
+			h.Observer = s.obs(i)
+		}
+		wk, err := bridge.StartWorker("test", conf, topo, asg, worker.Options{Logger: s.log.With("worker", i), Listener: lns[i]}, h)
 		if err != nil {
 			for _, ln := range lns[i:] {
 				ln.Close()
@@ -60,6 +86,25 @@ func startWorkers(t *testing.T, n int, topo *gale.Topology, conf gale.Config, ob
 	}
 	t.Cleanup(w.stop)
 	return w
+}
+
+// checkExact fails t unless the word count ran exactly: each of total
+// sentences acked once, none failed, every word counted once by the one
+// task its fields grouping picks.
+func checkExact(t *testing.T, rec *recorder, wc *wordCount, total int) {
+	t.Helper()
+	if got := ints(rec.Acked("sentences")); !equalInts(got, rangeInts(0, total)) {
+		t.Fatalf("acked %d ids, not each of 0…%d once", len(got), total-1)
+	}
+	if f := rec.Failed("sentences"); len(f) > 0 {
+		t.Fatalf("%d failed, first %v: %v", len(f), f[0].id, f[0].reason)
+	}
+	if got, want := wc.counts.snapshot(), expectedCounts(total); !equalMaps(got, want) {
+		t.Fatalf("counts differ: got %v, want %v", got, want)
+	}
+	if n := wc.misrout.Load(); n > 0 {
+		t.Fatalf("%d words reached a second count task: the fields grouping differs between workers", n)
+	}
 }
 
 // stop deactivates every worker, then stops them all at once.
@@ -163,18 +208,7 @@ func TestWorkersAckedWordCount(t *testing.T) {
 	w := startWorkers(t, 2, topo, gale.Config{}, rec.observer(), nil)
 	total := 2 * wc.n
 	waitFor(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
-	if got := ints(rec.Acked("sentences")); !equalInts(got, rangeInts(0, total)) {
-		t.Fatalf("acked %d ids, not each of 0…%d once", len(got), total-1)
-	}
-	if f := rec.Failed("sentences"); len(f) > 0 {
-		t.Fatalf("%d failed, first %v: %v", len(f), f[0].id, f[0].reason)
-	}
-	if got, want := wc.counts.snapshot(), expectedCounts(total); !equalMaps(got, want) {
-		t.Fatalf("counts differ: got %v, want %v", got, want)
-	}
-	if n := wc.misrout.Load(); n > 0 {
-		t.Fatalf("%d words reached a second count task: the fields grouping differs between workers", n)
-	}
+	checkExact(t, rec, wc, total)
 	for i, st := range w.status() {
 		if st.WireTuplesSent == 0 || st.WireBytesSent == 0 {
 			t.Errorf("worker %d sent nothing to its peer (%+v): the test does not cross processes", i, st)
