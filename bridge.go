@@ -3,9 +3,11 @@ package gale
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -31,6 +33,26 @@ func init() {
 			return nil, err // not a nil *workerShare in a non-nil Handle
 		}
 		return w, nil
+	}
+	bridge.PlanTopology = func(topo any, conf, file map[string]any, workers int) (plan.Topology, error) {
+		t, ok := topo.(*Topology)
+		if !ok {
+			return plan.Topology{}, fmt.Errorf("gale: PlanTopology wants a *gale.Topology, got %T", topo)
+		}
+		if workers < 1 {
+			return plan.Topology{}, fmt.Errorf("gale: PlanTopology: %d workers, want ≥ 1", workers)
+		}
+		addrs := make([]string, workers)
+		for i := range addrs {
+			addrs[i] = "127.0.0.1:" + strconv.Itoa(i+1)
+		}
+		rt, err := newRuntimeWith("plan", t, conf, RunOptions{FileConfig: file}, &worker.Assignment{Workers: addrs})
+		if err != nil {
+			return plan.Topology{}, err
+		}
+		defer rt.cancel()
+		pt, _, err := rt.planTopology()
+		return pt, err
 	}
 	bridge.SetHooks = func(opts any, h bridge.Hooks) { opts.(*RunOptions).hooks = h }
 	bridge.LocalOf = func(lt any) bridge.Local { return localHooks{lt.(*LocalTopology)} }

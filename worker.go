@@ -149,6 +149,11 @@ func (rt *runtime) peerUp() {
 	rt.active.Store(rt.wantActive && rt.peersUp == len(rt.asg.Workers)-1)
 }
 
+// Reassign is not yet supported: a moved peer means a restart.
+func (w *workerShare) Reassign(a worker.Assignment) error {
+	return fmt.Errorf("%w: moving a running worker's peers is not supported yet; restart the worker", worker.ErrInvalidAssignment)
+}
+
 func (w *workerShare) Stop() {
 	w.stopOnce.Do(func() {
 		secs, _ := w.rt.conf.Int(TopologyShutdownDrainTimeoutSecs)

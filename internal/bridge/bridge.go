@@ -16,6 +16,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/worker"
 )
@@ -51,6 +52,12 @@ var (
 	// component in id order. Safe for concurrent use; each counter is read
 	// once, so they may be from slightly different instants.
 	SpoutStats func(running any) []runstats.Spout
+
+	// PlanTopology returns the plan's input (internal/plan) of topo, a
+	// *gale.Topology, under its config layer conf and the cluster's layer
+	// file, as a cluster of workers would run it: what `submit` sends
+	// nimbus to schedule from. It starts nothing.
+	PlanTopology func(topo any, conf, file map[string]any, workers int) (plan.Topology, error)
 )
 
 // Hooks are the test-only settings of a run.

@@ -28,6 +28,14 @@ type Assignment struct {
 	// to the index in Workers of the worker that runs it. Nil means the
 	// even scheduler's placement (internal/scheduler.Even).
 	Executors []int `json:"executors,omitempty"`
+	// Parallelism overrides the number of executors of the components it
+	// names (a rebalance's -e component=N); each must be between 1 and the
+	// component's tasks.
+	Parallelism map[string]int `json:"parallelism,omitempty"`
+	// Secret is the topology's secret that nimbus hands out with the
+	// assignment. When set, every hello proves it, and a peer that cannot
+	// is refused.
+	Secret string `json:"secret,omitempty"`
 }
 
 // ErrInvalidAssignment is wrapped by the errors Validate returns.
@@ -79,6 +87,15 @@ type Handle interface {
 	// Errors returns the most recent errors this worker's components
 	// reported or caused, oldest first, and how many there were in all.
 	Errors() ([]ComponentError, int64)
+	// Reassign moves the worker to a new assignment that differs from its
+	// current one only in its peers' addresses (a peer worker moved to
+	// another slot): the executor map, the parallelism, this worker's
+	// index and the worker count must be the same. It reconnects to the
+	// peers that moved, and from then on it and its peers accept only
+	// hellos carrying the new assignment's fingerprint. Any other change
+	// is an error wrapping ErrInvalidAssignment: such a worker must be
+	// restarted.
+	Reassign(a Assignment) error
 	// Stop shuts the worker down in order: its spouts are deactivated,
 	// its in-flight trees get up to topology.shutdown.drain.timeout.secs
 	// (its peers still running), then every local task is closed or
