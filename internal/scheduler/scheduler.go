@@ -55,19 +55,23 @@ func Even(p plan.Plan, slots []Slot) (Assignment, error) {
 	if err := checkSlots(slots); err != nil {
 		return Assignment{}, err
 	}
-	a := Assignment{Slots: append([]Slot(nil), slots...), Executors: make([]int, len(p.Executors))}
-	n := len(slots)
+	return Assignment{Slots: append([]Slot(nil), slots...), Executors: evenExecutors(p, len(slots))}, nil
+}
+
+// evenExecutors is Even's executor → worker map for n ≥ 1 workers.
+func evenExecutors(p plan.Plan, n int) []int {
+	execs := make([]int, len(p.Executors))
 	var comp, acker int
 	for i, e := range p.Executors {
 		if e.Kind == plan.Acker {
-			a.Executors[i] = acker % n
+			execs[i] = acker % n
 			acker++
 			continue
 		}
-		a.Executors[i] = comp % n
+		execs[i] = comp % n
 		comp++
 	}
-	return a, nil
+	return execs
 }
 
 func checkSlots(slots []Slot) error {
