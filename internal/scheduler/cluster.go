@@ -114,9 +114,12 @@ func WorkerCount(p plan.Plan, workers int) int {
 // or not enough free machines for isolation) gets Result.Pending, which
 // says why with the numbers, and no new slot: it is never half-run.
 // Workers of its Current on live slots are still running, so their slots
-// stay reserved for it (no other topology is placed on them), and the
+// stay reserved for it (no other topology is placed on them) unless
+// their supervisor is now dedicated to an isolated topology, and the
 // supervisors a pending isolated topology runs on take no new worker of
-// any topology.
+// any topology (shared workers running there stay). Nimbus keeps a
+// pending topology's assignment in force less the workers on supervisors
+// now dedicated to others: those slots are another topology's.
 //
 // Bad input is tolerated, not trusted: of two supervisors with the same
 // id the first counts, a repeated port counts once, and ports outside
@@ -213,7 +216,6 @@ type machine struct {
 
 type job struct {
 	id       string
-	plan     plan.Plan
 	n        int
 	execs    []int
 	cur      []Placement // the Current's workers; nil without one
@@ -258,7 +260,7 @@ func newCluster(live []Supervisor, reqs []Request, current map[string]Current) *
 			continue
 		}
 		ids[r.Topology] = true
-		j := &job{id: r.Topology, plan: r.Plan, n: WorkerCount(r.Plan, r.Workers)}
+		j := &job{id: r.Topology, n: WorkerCount(r.Plan, r.Workers)}
 		j.execs = evenExecutors(r.Plan, j.n)
 		if r.Machines > 0 {
 			j.machines, j.asked = min(r.Machines, j.n), r.Machines

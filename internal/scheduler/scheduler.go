@@ -5,6 +5,11 @@
 // placement themselves, and its Fingerprint lets two workers check that
 // they hold the same one.
 //
+// Schedule (cluster.go) is the cluster scheduler nimbus runs: it places
+// whole topologies' workers on the live supervisors' slots, with Even's
+// executor map, isolation.scheduler.machines, a reason for every topology
+// it cannot place, and as little movement as it can.
+//
 // Everything here is a pure function of its arguments: no clock, no
 // randomness, no goroutines.
 package scheduler
