@@ -344,7 +344,8 @@ func (c *cluster) isolate(ji int) {
 		return
 	}
 	// Preference: its own machines (most of its workers first), then those
-	// with the fewest other workers to move off, the largest, the lowest id.
+	// with the fewest other workers to move off, the largest, the lowest id;
+	// each taken only if the machines chosen can still hold every worker.
 	slices.SortStableFunc(avail, func(a, b *machine) int {
 		return cmp.Or(
 			cmp.Compare(mine[b], mine[a]),
@@ -377,13 +378,13 @@ func (c *cluster) isolate(ji int) {
 		return
 	}
 	var ms []*machine
-	have := 0
+	slots := 0
 	for len(ms) < j.machines {
 		for _, m := range avail {
-			if !chosen[m] && have+len(m.ports)+largest(j.machines-len(ms)-1, m) >= j.n {
+			if !chosen[m] && slots+len(m.ports)+largest(j.machines-len(ms)-1, m) >= j.n {
 				chosen[m] = true
 				ms = append(ms, m)
-				have += len(m.ports)
+				slots += len(m.ports)
 				break
 			}
 		}
