@@ -141,6 +141,12 @@ func (m *Membership) establish(ctx context.Context) error {
 		ops = append(ops, clientv3.OpPut(holdsPrefix+m.nimbus+"/"+sha, "", clientv3.WithLease(g.ID)))
 	}
 	if _, err := m.s.c.Txn(ctx).Then(ops...).Commit(); err != nil {
+		// Keep the old lease to revoke once a new one takes.
+		m.mu.Lock()
+		if m.mu.lease == g.ID {
+			m.mu.lease = old
+		}
+		m.mu.Unlock()
 		m.revoke(g.ID)
 		return fmt.Errorf("coord: put %s: %w", m.key, err)
 	}
