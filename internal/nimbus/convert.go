@@ -3,6 +3,8 @@ package nimbus
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/gale-stream/gale/internal/coord"
@@ -156,16 +158,14 @@ func topologyInfo(t coord.Topology, a *coord.Assignment, s *nimbuspb.TopologySum
 	return info
 }
 
-// Fingerprint is the assignment's fingerprint (scheduler.Assignment's):
-// its slots, "supervisor:port" at host:port, and where each executor
-// runs.
+// Fingerprint is the assignment's fingerprint as its workers compute it
+// for their hellos and report it: scheduler.Assignment.Fingerprint of
+// the workers' host:port in order, with the worker indexes as slot ids,
+// and where each executor runs.
 func Fingerprint(a coord.Assignment) string {
 	sa := scheduler.Assignment{Executors: a.Executors}
-	for _, w := range a.Workers {
-		sa.Slots = append(sa.Slots, scheduler.Slot{
-			ID:   fmt.Sprintf("%s:%d", w.Supervisor, w.Port),
-			Addr: fmt.Sprintf("%s:%d", w.Host, w.Port),
-		})
+	for i, w := range a.Workers {
+		sa.Slots = append(sa.Slots, scheduler.Slot{ID: strconv.Itoa(i), Addr: net.JoinHostPort(w.Host, strconv.Itoa(w.Port))})
 	}
 	return sa.Fingerprint()
 }

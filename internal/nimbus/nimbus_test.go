@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/scheduler"
 )
 
 func wantCode(t *testing.T, err error, code codes.Code, says ...string) {
@@ -85,8 +87,14 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.GetAssignment().GetVersion() != 1 || len(info.GetAssignment().GetWorkers()) != 2 || info.GetAssignment().GetFingerprint() != Fingerprint(a) {
-		t.Errorf("Get: assignment %v", info.GetAssignment())
+	// The fingerprint is the one the workers compute: their addresses in
+	// order, by index, and the executor map.
+	sa := scheduler.Assignment{Executors: a.Executors}
+	for i, w := range a.Workers {
+		sa.Slots = append(sa.Slots, scheduler.Slot{ID: strconv.Itoa(i), Addr: "127.0.0.1:" + strconv.Itoa(w.Port)})
+	}
+	if info.GetAssignment().GetVersion() != 1 || len(info.GetAssignment().GetWorkers()) != 2 || info.GetAssignment().GetFingerprint() != sa.Fingerprint() {
+		t.Errorf("Get: assignment %v, want fingerprint %s", info.GetAssignment(), sa.Fingerprint())
 	}
 	ci, err := nd.api.ClusterInfo(ctxT(t), &nimbuspb.ClusterInfoRequest{})
 	if err != nil {
