@@ -28,6 +28,9 @@ import (
 // on Storm's nimbus.thrift.port.
 const DefaultListen = "127.0.0.1:6627"
 
+// joinTimeout bounds how long Run tries to reach etcd when it starts.
+const joinTimeout = 30 * time.Second
+
 // Config is what a nimbus is started with. The zero value of a field
 // takes the default its comment gives.
 type Config struct {
@@ -215,10 +218,15 @@ func (n *Nimbus) ID() string { return n.id }
 // Ready is closed once the API serves; Addr is then valid.
 func (n *Nimbus) Ready() <-chan struct{} { return n.ready }
 
-// Addr is the address the API is reached at, once Ready is closed.
+// Addr is the address the API is reached at once Ready is closed, ""
+// before.
 func (n *Nimbus) Addr() string {
-	<-n.ready
-	return n.addr
+	select {
+	case <-n.ready:
+		return n.addr
+	default:
+		return ""
+	}
 }
 
 // IsLeader reports whether this nimbus leads now.
@@ -256,13 +264,16 @@ func (n *Nimbus) Run(ctx context.Context) (err error) {
 	defer cli.Close()
 	n.store = coord.NewStore(cli)
 	defer n.store.Close()
-	member, err := n.store.JoinNimbus(ctx, coord.Nimbus{ID: n.id, Addr: n.addr, Started: time.Now()}, n.ttl)
+	// Fail fast, with the address, when etcd is not there.
+	jctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	member, err := n.store.JoinNimbus(jctx, coord.Nimbus{ID: n.id, Addr: n.addr, Started: time.Now()}, n.ttl)
 	if err != nil {
-		return fmt.Errorf("nimbus: join the members in etcd at %v: %w", n.cfg.Endpoints, err)
+		return fmt.Errorf("nimbus: join the members in etcd at %v (is etcd running there?): %w", n.cfg.Endpoints, err)
 	}
 	n.member = member
 	defer member.Close()
-	if err := n.holdStored(ctx); err != nil {
+	if err := n.holdStored(jctx); err != nil {
 		return err
 	}
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -55,6 +56,12 @@ func (a *api) Submit(stream nimbuspb.Nimbus_SubmitServer) error {
 		return err
 	}
 	sha := t.Artifact.SHA256
+	created := false
+	defer func() {
+		if !created {
+			n.dropUnused(sha)
+		}
+	}()
 	done := n.upload(sha)
 	defer done()
 	if err := n.blobs.Put(sha, t.Artifact.Size, &chunkReader{stream: stream}); err != nil {
@@ -85,6 +92,7 @@ func (a *api) Submit(stream nimbuspb.Nimbus_SubmitServer) error {
 		}
 		return storeError(err)
 	}
+	created = true
 	n.log.Info("topology submitted", "topology", t.Name, "id", t.ID, "sha256", sha, "workers", t.Workers)
 	if err := n.reconcileNow(ctx); err != nil {
 		n.log.Warn("schedule after a submission", "topology", t.Name, "err", err)
@@ -261,4 +269,20 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	k := copy(p, r.buf)
 	r.buf = r.buf[k:]
 	return k, nil
+}
+
+// dropUnused deletes the artifact of a submission that failed after it
+// was stored, unless a topology uses it or another submission is storing
+// it.
+func (n *Nimbus) dropUnused(sha string) {
+	if n.uploading(sha) || !n.blobs.Has(sha) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ts, err := n.store.Topologies(ctx)
+	if err != nil || slices.ContainsFunc(ts, func(t coord.Topology) bool { return t.Artifact.SHA256 == sha }) {
+		return
+	}
+	n.drop(ctx, sha)
 }
