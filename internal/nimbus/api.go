@@ -255,8 +255,13 @@ func (a *api) Download(req *nimbuspb.DownloadRequest, stream nimbuspb.Nimbus_Dow
 }
 
 // Report keeps a supervisor's summary of its workers in memory, for List
-// and Get. It never reaches etcd.
-func (a *api) Report(_ context.Context, req *nimbuspb.ReportRequest) (*nimbuspb.ReportResponse, error) {
+// and Get. It never reaches etcd. A standby refuses it as it refuses the
+// mutating calls, naming the leader, so that a supervisor still
+// reporting to a nimbus that stepped down finds the one that leads.
+func (a *api) Report(ctx context.Context, req *nimbuspb.ReportRequest) (*nimbuspb.ReportResponse, error) {
+	if err := a.n.mustLead(ctx); err != nil {
+		return nil, err
+	}
 	if req.GetSupervisor() == "" {
 		return nil, status.Error(codes.InvalidArgument, "nimbus: a report needs its supervisor's id")
 	}

@@ -380,6 +380,8 @@ func TestStandbyReplicatesRefusesMutationsAndTakesOver(t *testing.T) {
 	wantCode(t, err, codes.FailedPrecondition, "nimbus b is a standby; the leader is "+a.n.Addr())
 	_, err = b.submit(ctxT(t), newSubmission("other", 1, 2))
 	wantCode(t, err, codes.FailedPrecondition, "standby")
+	_, err = b.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1"})
+	wantCode(t, err, codes.FailedPrecondition, "the leader is "+a.n.Addr())
 	// Reads work on the standby.
 	if list, err := b.api.List(ctxT(t), &nimbuspb.ListRequest{}); err != nil || len(list.GetTopologies()) != 1 {
 		t.Errorf("List on the standby: %v, %v", list, err)
