@@ -151,8 +151,10 @@ func (n *Nimbus) reconcileNow(ctx context.Context) error {
 
 // reconcile brings etcd in line with the topologies' records: it finishes
 // the kills and rebalances whose wait is over, schedules every topology
-// not being killed over the live supervisors, and writes the assignments
-// that changed, each with its Version bumped. It returns the earliest
+// over the live supervisors in submission order, and writes the
+// assignments that changed, each with its Version bumped. A topology in
+// a kill's or a rebalance's wait keeps its workers where they are,
+// deactivated, and its slots stay its own. It returns the earliest
 // deadline still to come.
 func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 	n.reconcileMu.Lock()
@@ -191,14 +193,16 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 			delete(asgs, t.ID)
 			continue
 		case t.Status == coord.StatusRebalancing && due:
-			t, err = n.finishRebalance(t)
+			done, err := n.finishRebalance(t)
 			if err != nil {
+				// It stays as it is, deactivated, and says why.
 				n.log.Error("rebalance", "topology", t.Name, "err", err)
-				continue
+				break
 			}
-			if err := s.UpdateTopology(ctx, t); err != nil {
+			if err := s.UpdateTopology(ctx, done); err != nil {
 				return next, err
 			}
+			t = done
 			n.log.Info("rebalanced topology", "topology", t.Name, "workers", t.Workers, "parallelism", t.Parallelism, "status", t.Status)
 		case !t.Deadline.IsZero() && (next.IsZero() || t.Deadline.Before(next)):
 			next = t.Deadline
