@@ -586,3 +586,36 @@ func TestDownloadServesHeldArtifactsOnly(t *testing.T) {
 func metadataCtx(t *testing.T, authorization string) context.Context {
 	return metadata.AppendToOutgoingContext(ctxT(t), "authorization", authorization)
 }
+
+// A rebalance's wait is recorded too: the next leader applies it and
+// reactivates the topology.
+func TestRebalanceInProgressSurvivesTheLeader(t *testing.T) {
+	cl := newCluster(t)
+	cl.supervisor("s1", 6700, 6701, 6702)
+	a := cl.startNimbus("a", "", nil)
+	a.leads()
+	sub := newSubmission("wc", 1, 1)
+	id := a.mustSubmit(sub).GetId()
+	b := cl.startNimbus("b", "", nil)
+	eventually(t, "b replicates the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
+
+	if _, err := a.api.Rebalance(ctxT(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 1, NumWorkers: 3}); err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := cl.store.Topology(ctxT(t), id)
+	if tp.Status != coord.StatusRebalancing || tp.Rebalance == nil || tp.Rebalance.Workers != 3 || tp.Workers != 1 {
+		t.Fatalf("during the rebalance's wait: %+v, want REBALANCING to 3 workers, still 1", tp)
+	}
+	if asg, _ := cl.assignment(id); asg.Active || len(asg.Workers) != 1 {
+		t.Errorf("during the rebalance's wait: %s, want the one worker deactivated", describe(asg))
+	}
+	a.stop()
+	b.leads()
+	eventually(t, "the new leader finishes the rebalance", func() bool {
+		asg, _ := cl.assignment(id)
+		return asg.Active && len(asg.Workers) == 3
+	})
+	if tp, _ := cl.store.Topology(ctxT(t), id); tp.Status != coord.StatusActive || tp.Workers != 3 || tp.Rebalance != nil {
+		t.Errorf("after the rebalance: %+v", tp)
+	}
+}
