@@ -204,3 +204,49 @@ func TestNewRefusesHalfATLSConfig(t *testing.T) {
 		t.Errorf("New with a certificate and no key: got %v, want an error naming nimbus.tls.key", err)
 	}
 }
+
+// A nimbus restarted on its directory holds again the artifacts it
+// stored, deletes one corrupted meanwhile and one no topology uses (a
+// submission cut short), and fetches the corrupted one again.
+func TestRestartChecksTheArtifactsOnDisk(t *testing.T) {
+	cl := newCluster(t)
+	cl.supervisor("s1", 6700, 6701)
+	adir, bdir := t.TempDir(), t.TempDir()
+	a := cl.startNimbus("a", adir, nil)
+	a.leads()
+	sub := newSubmission("wc", 1, 1)
+	a.mustSubmit(sub)
+	sha := sub.header.Artifact.Sha256
+	b := cl.startNimbus("b", bdir, nil)
+	eventually(t, "b replicates the artifact", func() bool { return b.holds(sha) })
+	b.stop()
+	a.stop()
+
+	path := filepath.Join(bdir, "artifacts", sha)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[0] ^= 0xff
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orphan := newSubmission("never", 1, 7)
+	if err := os.WriteFile(filepath.Join(adir, "artifacts", orphan.header.Artifact.Sha256), orphan.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	a = cl.startNimbus("a", adir, nil)
+	a.leads()
+	eventually(t, "the new leader deletes the artifact no topology uses", func() bool {
+		return !a.holds(orphan.header.Artifact.Sha256)
+	})
+	b = cl.startNimbus("b", bdir, nil)
+	if !strings.Contains(b.logs.String(), "deleting a corrupted artifact") {
+		t.Error("b did not say it deleted the corrupted artifact")
+	}
+	eventually(t, "b fetches the artifact again", func() bool { return b.holds(sha) })
+	if got, _ := os.ReadFile(path); string(got) != string(sub.data) {
+		t.Error("b's copy is not the artifact")
+	}
+}

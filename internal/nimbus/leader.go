@@ -98,6 +98,7 @@ func (n *Nimbus) lead(ctx context.Context, l *coord.Leadership) (lost bool) {
 		n.mu.Unlock()
 	}()
 	n.log.Info("leading")
+	n.dropOrphans(ctx)
 
 	sups := n.store.Changes(ctx, coord.SupervisorsPrefix)
 	topos := n.store.Changes(ctx, coord.TopologiesPrefix)
@@ -346,4 +347,23 @@ func sameConfig(a, b map[string]any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// dropOrphans deletes the artifacts no topology uses and no submission is
+// storing: those of submissions a nimbus died in the middle of.
+func (n *Nimbus) dropOrphans(ctx context.Context) {
+	ts, err := n.store.Topologies(ctx)
+	if err != nil {
+		return // the next leader tries again
+	}
+	stored, err := n.blobs.List()
+	if err != nil {
+		n.log.Warn("list the artifacts", "err", err)
+		return
+	}
+	for _, sha := range stored {
+		if !slices.ContainsFunc(ts, func(t coord.Topology) bool { return t.Artifact.SHA256 == sha }) && !n.uploading(sha) {
+			n.drop(ctx, sha)
+		}
+	}
 }
