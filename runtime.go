@@ -317,7 +317,8 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 }
 
 // planTopology is the plan's input (internal/plan): the components with
-// their effective numbers, and the ackers.
+// their effective numbers, and the ackers. In a worker of several, the
+// assignment's Parallelism overrides the components' executor counts.
 func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) {
 	var defs []*ComponentDef
 	for i := range rt.topo.Def.Spouts {
@@ -349,6 +350,14 @@ func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) 
 			c.Inputs = append(c.Inputs, plan.Input{Component: in.Component, Stream: in.Stream})
 		}
 		pt.Components = append(pt.Components, c)
+	}
+	if rt.asg != nil && len(rt.asg.Parallelism) > 0 {
+		// A rebalance's executor counts (-e component=N) replace the
+		// definition's, within the component's tasks.
+		var err error
+		if pt, err = pt.WithParallelism(rt.asg.Parallelism); err != nil {
+			return plan.Topology{}, nil, fmt.Errorf("%w: %w", worker.ErrInvalidAssignment, err)
+		}
 	}
 	return pt, confs, nil
 }
