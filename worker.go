@@ -104,6 +104,7 @@ func startWorker(name string, conf Config, topo *Topology, asg worker.Assignment
 	w := &workerShare{rt: rt}
 	w.server, err = transport.Serve(ln, transport.ServerConfig{
 		Hello:       rt.hello,
+		Secret:      rt.secret(),
 		IdleTimeout: peerIdleTimeout,
 		Handler:     rt.handleFrame,
 		OnOpen:      rt.openInbound,
@@ -238,6 +239,14 @@ func (rt *runtime) defFingerprint() string {
 	return strconv.FormatUint(h.Sum64(), 16)
 }
 
+// secret is the topology's secret that every hello proves (nil: none).
+func (rt *runtime) secret() []byte {
+	if rt.asg.Secret == "" {
+		return nil
+	}
+	return []byte(rt.asg.Secret)
+}
+
 // setupPeers makes the peer connections and credit channels once the
 // layout is known.
 func (rt *runtime) setupPeers() {
@@ -294,6 +303,7 @@ type peer struct {
 func (p *peer) start() {
 	p.sender = transport.NewSender(transport.SenderConfig{
 		Hello:     p.rt.hello,
+		Secret:    p.rt.secret(),
 		Addr:      p.addr,
 		Heartbeat: peerHeartbeat,
 		QueueLen:  peerQueueLen,

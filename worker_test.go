@@ -44,6 +44,8 @@ type workerSetup struct {
 	log   *slog.Logger                    // nil: the test's
 	// parallelism is every worker's Assignment.Parallelism.
 	parallelism map[string]int
+	// secrets[i] is worker i's Assignment.Secret (nil: none).
+	secrets []string
 }
 
 // startWorkersWith starts n workers of topo in this process, each with its
@@ -71,6 +73,9 @@ func startWorkersWith(t *testing.T, n int, topo *gale.Topology, conf gale.Config
 		asg := worker.Assignment{Worker: i, Workers: addrs, Parallelism: s.parallelism}
 		if s.execs != nil {
 			asg.Executors = s.execs[i]
+		}
+		if s.secrets != nil {
+			asg.Secret = s.secrets[i]
 		}
 		var h bridge.Hooks
 		if s.obs != nil {
