@@ -709,6 +709,22 @@ type Sender struct {
 	quit chan struct{}
 	done chan struct{}
 	once sync.Once
+	// wake cuts a wait between connection attempts short: Redirect.
+	wake chan struct{}
+
+	// addr and hello are the target of the connection being made or up,
+	// owned by run's goroutine, which copies them from mu.
+	addr  string
+	hello Hello
+
+	mu struct {
+		sync.Mutex
+		addr  string
+		hello Hello
+		// gen counts the Redirects; conn is the connection up, if any.
+		gen  uint64
+		conn net.Conn
+	}
 
 	connected             atomic.Bool
 	bytesSent, framesSent atomic.Int64
@@ -732,7 +748,8 @@ func NewSender(cfg SenderConfig) *Sender {
 		cfg.QuietAfterClose = defaultQuietAfterClose
 	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan Frame, cfg.QueueLen),
-		quit: make(chan struct{}), done: make(chan struct{}), endLog: ratelog.New(0, 0, nil)}
+		quit: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), endLog: ratelog.New(0, 0, nil)}
+	s.mu.addr, s.mu.hello = cfg.Addr, cfg.Hello
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -778,6 +795,74 @@ func (s *Sender) Close() {
 	<-s.done
 }
 
+// Addr is the address the sender connects to: SenderConfig.Addr, or the
+// last Redirect's. Safe for concurrent use.
+func (s *Sender) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.addr
+}
+
+// SetHello makes h the hello of the sender's next handshakes; a
+// connection already up is left as it is. Safe for concurrent use.
+func (s *Sender) SetHello(h Hello) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.hello = h
+}
+
+// Redirect points the sender at addr, with hello h: the peer has moved.
+// The connection up, if any, is dropped, as is a wait between attempts,
+// and the sender connects to addr at once; a connection attempt under
+// way to the old address (at most MaxBackoff to dial and as long for the
+// answer) is abandoned when it ends, whatever its result, a refusal
+// included. Frames queued stay queued and go to addr; frames written to
+// the dropped connection are lost with it, as with any broken connection.
+// A sender that has stopped connecting after a refusal (OnRefused) stays
+// stopped. Safe for concurrent use.
+func (s *Sender) Redirect(addr string, h Hello) {
+	s.mu.Lock()
+	s.mu.addr, s.mu.hello = addr, h
+	s.mu.gen++
+	c := s.mu.conn
+	s.mu.Unlock()
+	if c != nil {
+		c.Close() // a write blocked on a peer that does not read ends too
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// target copies the address and hello to connect with for run's
+// goroutine, and returns their generation.
+func (s *Sender) target() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addr, s.hello = s.mu.addr, s.mu.hello
+	return s.mu.gen
+}
+
+// track records c as the connection up, unless a Redirect has come since
+// generation gen (c is then to the old address); nil clears it.
+func (s *Sender) track(c net.Conn, gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c != nil && s.mu.gen != gen {
+		return false
+	}
+	s.mu.conn = c
+	return true
+}
+
+// redirected reports whether a Redirect has come since generation gen.
+func (s *Sender) redirected(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.gen != gen
+}
+
 // Connected reports whether a handshaken connection is up.
 func (s *Sender) Connected() bool { return s.connected.Load() }
 
@@ -791,7 +876,9 @@ func (s *Sender) FramesSent() int64 { return s.framesSent.Load() }
 
 func (s *Sender) run() {
 	defer close(s.done)
-	defer s.endLog.Flush(s.log, slog.LevelWarn, "lost more connections to a peer worker than were logged", "addr", s.cfg.Addr)
+	defer func() {
+		s.endLog.Flush(s.log, slog.LevelWarn, "lost more connections to a peer worker than were logged", "addr", s.addr)
+	}()
 	backoff := s.cfg.MinBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -801,9 +888,19 @@ func (s *Sender) run() {
 	// period has not ended; zero otherwise.
 	var closedAt time.Time
 	for {
+		gen := s.target()
 		c, fr, fw, err := s.connect()
+		if s.redirected(gen) {
+			// The peer moved while this attempt was under way: whatever
+			// answered at the old address does not count.
+			if c != nil {
+				c.Close()
+			}
+			backoff, closedAt = s.cfg.MinBackoff, time.Time{}
+			continue
+		}
 		if errors.Is(err, ErrMismatch) {
-			s.log.Error("cannot connect to a peer worker; not retrying, since retrying cannot help", "addr", s.cfg.Addr, "err", err)
+			s.log.Error("cannot connect to a peer worker; not retrying, since retrying cannot help", "addr", s.addr, "err", err)
 			if s.cfg.OnRefused != nil {
 				s.cfg.OnRefused(err)
 			}
@@ -814,23 +911,33 @@ func (s *Sender) run() {
 			closedAt = s.connectFailed(err, backoff, closedAt)
 		} else {
 			closedAt = time.Time{}
+			if !s.track(c, gen) {
+				c.Close() // redirected since the attempt began
+				backoff = s.cfg.MinBackoff
+				continue
+			}
 			stop, end := s.session(c, fr, fw)
+			s.track(nil, gen)
 			if stop {
 				return
 			}
 			switch {
+			case s.redirected(gen):
+				s.endLog.Log(s.log, slog.LevelInfo, "peer worker moved; connecting to its new address", "from", s.addr, "to", s.Addr())
+				backoff = s.cfg.MinBackoff
+				continue
 			case errors.Is(end, errPeerClosed):
-				s.endLog.Log(s.log, slog.LevelInfo, "peer worker closed the connection: it is shutting down", "addr", s.cfg.Addr)
+				s.endLog.Log(s.log, slog.LevelInfo, "peer worker closed the connection: it is shutting down", "addr", s.addr)
 				closedAt = time.Now()
 				backoff = s.cfg.MinBackoff
 				continue // it may be restarting: try it again at once
 			case errors.Is(end, errListenerFrame) || errors.Is(end, ErrMalformedFrame):
 				// A peer that breaks the protocol: back off, as for one
 				// that refuses the connection, rather than spin.
-				s.endLog.Log(s.log, slog.LevelError, "broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelError, "broke the connection to a peer worker; reconnecting", "addr", s.addr, "err", end)
 			default:
 				// A peer that went away: try it again at once.
-				s.endLog.Log(s.log, slog.LevelWarn, "lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelWarn, "lost the connection to a peer worker; reconnecting", "addr", s.addr, "err", end)
 				backoff = s.cfg.MinBackoff
 				continue
 			}
@@ -838,6 +945,12 @@ func (s *Sender) run() {
 		timer.Reset(backoff/2 + rand.N(backoff/2+1))
 		select {
 		case <-timer.C:
+		case <-s.wake:
+			timer.Stop() // no stale tick after Stop since Go 1.23
+			if s.redirected(gen) {
+				backoff, closedAt = s.cfg.MinBackoff, time.Time{}
+				continue
+			}
 		case <-s.quit:
 			return
 		}
@@ -855,11 +968,11 @@ func (s *Sender) connectFailed(err error, backoff time.Duration, closedAt time.T
 	down := time.Since(closedAt)
 	switch {
 	case closedAt.IsZero() || errors.Is(err, ErrBadHello):
-		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
+		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", backoff)
 	case down < s.cfg.QuietAfterClose:
-		s.log.Debug("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
+		s.log.Debug("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", backoff)
 	default:
-		s.log.Warn("peer worker has been down since it closed the connection; retrying", "addr", s.cfg.Addr,
+		s.log.Warn("peer worker has been down since it closed the connection; retrying", "addr", s.addr,
 			"for", down.Round(time.Millisecond), "err", err, "in", backoff)
 		return time.Time{}
 	}
@@ -871,11 +984,11 @@ func (s *Sender) connectFailed(err error, backoff time.Duration, closedAt time.T
 // it.
 func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 	d := net.Dialer{Timeout: s.cfg.MaxBackoff}
-	c, err := d.Dial("tcp", s.cfg.Addr)
+	c, err := d.Dial("tcp", s.addr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	own := s.cfg.Hello
+	own := s.hello
 	if len(s.cfg.Secret) > 0 {
 		own.Nonce = newNonce()
 	}
@@ -901,7 +1014,7 @@ func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 		if errors.As(err, &re) {
 			return nil, nil, nil, err // it names the address
 		}
-		return nil, nil, nil, fmt.Errorf("handshake with %s: %w", s.cfg.Addr, err)
+		return nil, nil, nil, fmt.Errorf("handshake with %s: %w", s.addr, err)
 	}
 	return c, NewFrameReader(c, s.cfg.MaxFrameSize), fw, nil
 }
@@ -915,7 +1028,7 @@ func (s *Sender) checkAnswer(c net.Conn, own Hello) (Hello, error) {
 	case err != nil:
 		return Hello{}, err
 	case kind == FrameRefuse:
-		return Hello{}, parseRefusal(s.cfg.Addr, payload)
+		return Hello{}, parseRefusal(s.addr, payload)
 	case kind != FrameHello:
 		return Hello{}, &helloError{reason: fmt.Sprintf("the peer answered with a %s frame", kind)}
 	}
@@ -928,7 +1041,7 @@ func (s *Sender) checkAnswer(c net.Conn, own Hello) (Hello, error) {
 	}
 	var he *helloError
 	if errors.As(err, &he) && he.mismatch {
-		return Hello{}, &RefusedError{Addr: s.cfg.Addr, Reason: he.reason, Permanent: true}
+		return Hello{}, &RefusedError{Addr: s.addr, Reason: he.reason, Permanent: true}
 	}
 	return peer, err
 }
@@ -951,7 +1064,7 @@ func (s *Sender) prove(c net.Conn, fw *FrameWriter, own, peer Hello) error {
 	case err != nil:
 		return err
 	case kind == FrameRefuse:
-		return parseRefusal(s.cfg.Addr, payload)
+		return parseRefusal(s.addr, payload)
 	case kind != FrameProof || len(payload) != 0:
 		return &helloError{reason: fmt.Sprintf("the peer answered the proof with a %s frame of %d bytes, not an empty proof frame", kind, len(payload))}
 	}
@@ -1077,7 +1190,7 @@ func (s *Sender) pump(fw *FrameWriter, broken <-chan struct{}) (stop bool, err e
 			pendBytes += frameHeader + int64(len(payload))
 			pendFrames++
 		case errors.Is(err, ErrMalformedFrame):
-			s.log.Error("dropped a frame for a peer worker", "addr", s.cfg.Addr, "err", err)
+			s.log.Error("dropped a frame for a peer worker", "addr", s.addr, "err", err)
 			return nil // the connection is fine
 		}
 		return err
