@@ -122,16 +122,24 @@ type runtime struct {
 	// executor.
 	asg            *worker.Assignment
 	execWorker     []int  // executor index → worker: asg.Executors, or the even placement
-	asgFingerprint string // of the assignment, for the hello
-	peers          []*peer
-	peerLog        *ratelog.Limiter // rate-limits the lines peers can cause
-	hello          transport.Hello
-	inMu           sync.Mutex
-	inbound        map[*transport.ServerConn]*inbound
-	wireTuples     atomic.Int64 // tuples sent to peers
-	activeMu       sync.Mutex   // orders the two below with active
-	wantActive     bool         // Activate/Deactivate's last word (true at start)
-	peersUp        int          // peers connected at least once
+	asgFingerprint string // of the assignment at the start, for the hello
+	// moves is the assignment in force once Reassign has moved peers
+	// (reassign.go): rt.asg with the peers' current addresses.
+	moves struct {
+		sync.Mutex
+		asg   worker.Assignment
+		hello transport.Hello // the hello in force
+	}
+	peers      []*peer
+	peerLog    *ratelog.Limiter // rate-limits the lines peers can cause
+	hello      transport.Hello
+	inMu       sync.Mutex
+	inbound    map[*transport.ServerConn]*inbound
+	inStale    staleHellos  // under inMu: the hellos the last Reassign made stale
+	wireTuples atomic.Int64 // tuples sent to peers
+	activeMu   sync.Mutex   // orders the two below with active
+	wantActive bool         // Activate/Deactivate's last word (true at start)
+	peersUp    int          // peers connected at least once
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
