@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,14 +79,16 @@ func TestSenderRedirectAbandonsOldAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	accepted := make(chan net.Conn, 1)
-	go func() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Go(func() {
 		c, err := ln.Accept()
 		if err == nil {
 			accepted <- c
 		}
-	}()
+	})
 	rec := newReceived()
 	srv := listen(t, "127.0.0.1:0", ServerConfig{Hello: hello("b"), Handler: rec.handle, Logger: newLogs().logger()})
 	refused := make(chan error, 1)

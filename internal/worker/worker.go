@@ -89,12 +89,15 @@ type Handle interface {
 	Errors() ([]ComponentError, int64)
 	// Reassign moves the worker to a new assignment that differs from its
 	// current one only in its peers' addresses (a peer worker moved to
-	// another slot): the executor map, the parallelism, this worker's
-	// index and the worker count must be the same. It reconnects to the
-	// peers that moved, and from then on it and its peers accept only
-	// hellos carrying the new assignment's fingerprint. Any other change
-	// is an error wrapping ErrInvalidAssignment: such a worker must be
-	// restarted.
+	// another slot): the executor map, the parallelism, the secret, this
+	// worker's index and own address and the worker count must be the
+	// same. It reconnects to the peers that moved, and from then on it
+	// and its peers accept only hellos carrying the new assignment's
+	// fingerprint, so the old copy of a moved worker is refused and
+	// fails. Tuples on their way to a moved peer may be lost, and their
+	// trees replay after their timeout. Any other change is an error
+	// wrapping ErrInvalidAssignment, and the worker runs on as it was:
+	// such a worker must be restarted.
 	Reassign(a Assignment) error
 	// Stop shuts the worker down in order: its spouts are deactivated,
 	// its in-flight trees get up to topology.shutdown.drain.timeout.secs
