@@ -37,11 +37,14 @@ import (
 // credits, or until the worker stops: nothing blocks for good, and no
 // goroutine or connection of the old peer's is left.
 //
-// A peer that has not been reassigned yet still holds the old fingerprint:
-// if its connection to a reassigned worker breaks in that window, the
-// reconnection is refused as a mismatch and it fails, to be restarted with
-// the new assignment. A moved worker started with the new assignment is
-// likewise refused by the peers not yet reassigned: start it after them.
+// A moved worker started with the new assignment before its peers are
+// reassigned is refused by them until they are, and retries, when the new
+// assignment's Version is higher (nimbus's assignments are versioned);
+// with equal versions it is refused for good and fails, to be restarted.
+// A peer that has not been reassigned yet still holds the old assignment:
+// if its connection to a reassigned worker breaks in that window, its
+// reconnection is refused for good and it fails, to be restarted with the
+// new assignment, since it cannot be told from a stale copy.
 
 // Reassign implements worker.Handle.
 func (w *workerShare) Reassign(a worker.Assignment) error {
@@ -62,12 +65,26 @@ func (w *workerShare) Reassign(a worker.Assignment) error {
 		}
 	}
 	if len(moved) == 0 {
-		return nil // the same assignment
+		// The same assignment, at this version or a newer one: the
+		// fingerprint stays, and so does every connection.
+		if a.Version != cur.Version {
+			h := rt.moves.hello
+			h.AssignmentVersion = a.Version
+			w.server.SetHello(h)
+			for _, p := range rt.peers {
+				if p != nil {
+					p.sender.SetHello(h)
+				}
+			}
+			rt.moves.hello = h
+			rt.moves.asg.Version = a.Version
+		}
+		return nil
 	}
 	sa := scheduler.Assignment{Slots: slotsOf(a.Workers), Executors: rt.execWorker}
 	h := rt.moves.hello
 	old := h.Assignment
-	h.Assignment = sa.Fingerprint()
+	h.Assignment, h.AssignmentVersion = sa.Fingerprint(), a.Version
 
 	w.server.SetHello(h)
 	rt.inMu.Lock()
@@ -105,6 +122,8 @@ func (w *workerShare) Reassign(a worker.Assignment) error {
 func (rt *runtime) checkMove(cur, a worker.Assignment) error {
 	restart := "a worker takes a new assignment only when peers move; restart the workers with it"
 	switch {
+	case a.Version < cur.Version:
+		return fmt.Errorf("the new assignment's version %d is older than the %d in force", a.Version, cur.Version)
 	case a.Worker != cur.Worker:
 		return fmt.Errorf("the new assignment is worker %d's, this is worker %d: start a worker for it", a.Worker, cur.Worker)
 	case len(a.Workers) != len(cur.Workers):

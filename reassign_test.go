@@ -96,14 +96,17 @@ func (m *movingWordCount) missing(rec *recorder, lo, hi int) []int {
 // later with the old assignment fails too. The new worker 2 joins them,
 // and every sentence emitted after the move is acked; those caught in the
 // move, their tuples lost with the old worker 2, are replayed after their
-// timeout.
+// timeout. With versioned assignments, a new worker 2 started before its
+// peers are reassigned waits for them rather than fails.
 func TestWorkersReassignMovedPeer(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		crash bool // the old worker 2 stops, without draining, with trees in flight
+		early bool // the new worker 2 starts before the others are reassigned (versions 1, then 2)
 	}{
-		{"the old copy cut off but running", false},
-		{"the old copy crashed with trees in flight", true},
+		{"the old copy cut off but running", false, false},
+		{"the old copy crashed with trees in flight", true, false},
+		{"the new copy started before its peers are reassigned", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Executors in id order: count 0–2, sentences 3–5 (tasks 4–6),
@@ -124,10 +127,15 @@ func TestWorkersReassignMovedPeer(t *testing.T) {
 			}
 			addrs := []string{lns[0].Addr().String(), lns[1].Addr().String(), lns[2].Addr().String()}
 			moved := []string{addrs[0], addrs[1], lns[3].Addr().String()}
-			start := func(i int, addrs []string, ln net.Listener) worker.Handle {
+			var version int64 // of the assignment before the move; the moved one's is version+1
+			if tc.early {
+				version = 1
+			}
+			log, errs := errorLines(t)
+			start := func(i int, addrs []string, v int64, ln net.Listener) worker.Handle {
 				t.Helper()
-				w, err := bridge.StartWorker("test", conf, topo, worker.Assignment{Worker: i, Workers: addrs, Secret: testSecret},
-					worker.Options{Logger: testLogger(t).With("worker", i), Listener: ln}, bridge.Hooks{Observer: obs})
+				w, err := bridge.StartWorker("test", conf, topo, worker.Assignment{Worker: i, Workers: addrs, Secret: testSecret, Version: v},
+					worker.Options{Logger: log.With("worker", i), Listener: ln}, bridge.Hooks{Observer: obs})
 				if err != nil {
 					t.Fatalf("StartWorker %d: %v", i, err)
 				}
@@ -136,7 +144,7 @@ func TestWorkersReassignMovedPeer(t *testing.T) {
 			}
 			var ws []worker.Handle
 			for i := range 3 {
-				ws = append(ws, start(i, addrs, lns[i]))
+				ws = append(ws, start(i, addrs, version, lns[i]))
 			}
 			const before, after = 300, 900
 			m.limit.Store(before)
@@ -152,8 +160,21 @@ func TestWorkersReassignMovedPeer(t *testing.T) {
 				waitFor(t, "the old worker 2's spouts stopped", func() bool { return old.Status().Stopped })
 			}
 			m.epoch.Store(1)
+			newVersion := version
+			if tc.early {
+				newVersion++
+				ws[2] = start(2, moved, newVersion, lns[3])
+				waitFor(t, "the new worker 2 refused until its peers are reassigned", func() bool {
+					return slices.ContainsFunc(errs(), func(e string) bool { return strings.Contains(e, "newer than worker") })
+				})
+				select {
+				case err := <-ws[2].Failed():
+					t.Fatalf("the new worker 2 failed before its peers were reassigned: %v", err)
+				default:
+				}
+			}
 			for i := range 2 {
-				if err := ws[i].Reassign(worker.Assignment{Worker: i, Workers: moved, Secret: testSecret}); err != nil {
+				if err := ws[i].Reassign(worker.Assignment{Worker: i, Workers: moved, Secret: testSecret, Version: newVersion}); err != nil {
 					t.Fatalf("Reassign worker %d: %v", i, err)
 				}
 			}
@@ -167,7 +188,9 @@ func TestWorkersReassignMovedPeer(t *testing.T) {
 					t.Fatal("the old worker 2 did not fail in 30 s although its peers were reassigned")
 				}
 			}
-			ws[2] = start(2, moved, lns[3])
+			if !tc.early {
+				ws[2] = start(2, moved, newVersion, lns[3])
+			}
 			m.limit.Store(after)
 			waitForLong(t, "the sentences after the move acked", func() bool { return len(m.missing(rec, before, after)) == 0 })
 			for i, w := range ws {
@@ -184,7 +207,7 @@ func TestWorkersReassignMovedPeer(t *testing.T) {
 				t.Errorf("the old worker 2 is connected to %d peers after the move, want none", st.PeersConnected)
 			}
 			old.Stop()
-			late := start(2, addrs, lns[4])
+			late := start(2, addrs, version, lns[4])
 			select {
 			case err := <-late.Failed():
 				if !errors.Is(err, transport.ErrMismatch) || !strings.Contains(err.Error(), "hold different assignments") {
@@ -225,6 +248,7 @@ func TestReassignRefusesOtherChanges(t *testing.T) {
 		{"executor counts", worker.Assignment{Worker: 0, Workers: other, Secret: testSecret, Parallelism: map[string]int{"count": 4}}, "changes the executor counts"},
 		{"another secret", worker.Assignment{Worker: 0, Workers: other, Secret: "x"}, "another topology secret"},
 		{"no secret", worker.Assignment{Worker: 0, Workers: other}, "another topology secret"},
+		{"an older version", worker.Assignment{Worker: 0, Workers: other, Secret: testSecret, Version: -1}, "version -1 is older than the 0 in force"},
 		{"a bad address", worker.Assignment{Worker: 0, Workers: []string{addrs[0], "nowhere"}, Secret: testSecret}, `worker 1's address "nowhere"`},
 	}
 	for _, tc := range tests {

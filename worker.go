@@ -254,6 +254,10 @@ func (rt *runtime) setupPeers() {
 		Worker:     strconv.Itoa(rt.asg.Worker),
 		Types:      rt.topo.types.Fingerprint(),
 		Assignment: rt.asgFingerprint,
+		// The hello's AssignmentVersion orders assignments, so that a
+		// moved worker that starts before its peers are reassigned
+		// waits for them rather than fails (reassign.go).
+		AssignmentVersion: rt.asg.Version,
 	}
 	rt.moves.hello = rt.hello
 	rt.peers = make([]*peer, len(rt.asg.Workers))

@@ -411,8 +411,9 @@ func (s *Server) handshake(c net.Conn, remote string) (*ServerConn, error) {
 		if errors.As(err, &he) {
 			// A hello that does not parse comes from another version, or
 			// from something that is not a Gale worker: retrying cannot
-			// help either.
-			s.refuse(c, true, he.reason)
+			// help either. A peer with a newer assignment than this
+			// worker's retries until this worker is reassigned.
+			s.refuse(c, !he.behind, he.reason)
 		}
 		return nil, err
 	}

@@ -36,6 +36,12 @@ type Hello struct {
 	// send each other tuples for executors the other does not run. Empty
 	// matches only empty.
 	Assignment string
+	// AssignmentVersion orders assignments (nimbus bumps it with every
+	// change): a worker whose assignment is older than its peer's refuses
+	// that peer only until it is reassigned, the peer retrying, while a
+	// peer with an older one is refused for good. Equal versions (0 when
+	// unordered) with different assignments refuse each other for good.
+	AssignmentVersion int64
 	// Nonce is the challenge the other side's proof must answer: random
 	// bytes the worker makes for each handshake when it holds the
 	// topology's secret (ServerConfig.Secret, SenderConfig.Secret),
@@ -62,10 +68,11 @@ const (
 // MaxHelloFrame bounds the first frame each side of a connection reads (a
 // hello, a proof or a refusal, kind byte included): the largest hello,
 // three ids of maxHelloString bytes with their lengths, the magic, the
-// version, the type fingerprint and a nonce and a proof of maxHelloAuth
-// bytes with theirs. Until the handshake has succeeded a peer can make a
-// worker hold no more than this per connection.
-const MaxHelloFrame = 1 + 4 + 1 + 3*(binary.MaxVarintLen16+maxHelloString) + 8 + 2*(binary.MaxVarintLen16+maxHelloAuth)
+// version, the type fingerprint, the assignment version and a nonce and a
+// proof of maxHelloAuth bytes with theirs. Until the handshake has
+// succeeded a peer can make a worker hold no more than this per
+// connection.
+const MaxHelloFrame = 1 + 4 + 1 + 3*(binary.MaxVarintLen16+maxHelloString) + 8 + binary.MaxVarintLen64 + 2*(binary.MaxVarintLen16+maxHelloAuth)
 
 // AppendHello appends h's encoding to dst.
 func AppendHello(dst []byte, h Hello) []byte {
@@ -78,6 +85,7 @@ func AppendHello(dst []byte, h Hello) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, h.Types)
 	dst = binary.AppendUvarint(dst, uint64(len(h.Assignment)))
 	dst = append(dst, h.Assignment...)
+	dst = binary.AppendVarint(dst, h.AssignmentVersion)
 	dst = binary.AppendUvarint(dst, uint64(len(h.Nonce)))
 	dst = append(dst, h.Nonce...)
 	dst = binary.AppendUvarint(dst, uint64(len(h.Proof)))
@@ -98,6 +106,9 @@ var ErrMismatch = errors.New("the workers do not match")
 type helloError struct {
 	reason   string
 	mismatch bool // a Gale worker that cannot work with this one
+	// behind: this worker's assignment is older than the peer's, which
+	// may retry until this worker is reassigned.
+	behind bool
 }
 
 func (e *helloError) Error() string {
@@ -158,6 +169,11 @@ func ParseHello(p []byte) (Hello, error) {
 	if h.Assignment, ok = str(maxHelloString); !ok {
 		return bad("bad assignment id")
 	}
+	v, k := binary.Varint(p)
+	if k <= 0 {
+		return bad("bad assignment version")
+	}
+	h.AssignmentVersion, p = v, p[k:]
 	if h.Nonce, ok = str(maxHelloAuth); !ok {
 		return bad("bad nonce")
 	}
@@ -171,7 +187,9 @@ func ParseHello(p []byte) (Hello, error) {
 }
 
 // Accept checks a peer's hello against this worker's own: same protocol
-// version, topology, registered types and assignment, and a nonce on both
+// version, topology, registered types and assignment (a peer with a newer
+// assignment is refused until this worker is reassigned: the error is no
+// mismatch then, and the peer retries), and a nonce on both
 // or neither (both hold the topology's secret, or neither does; whether
 // they hold the same one the proofs show). A refusal wraps ErrBadHello and
 // ErrMismatch, and reads the same in either worker's log.
@@ -189,6 +207,10 @@ func (h Hello) Accept(peer Hello) error {
 	case peer.Types != h.Types:
 		return mismatch("worker %q registered other user types than worker %q (fingerprints %016x and %016x): build every worker from the same topology binary",
 			peer.Worker, h.Worker, peer.Types, h.Types)
+	case peer.Assignment != h.Assignment && peer.AssignmentVersion > h.AssignmentVersion:
+		return &helloError{behind: true, reason: fmt.Sprintf(
+			"worker %q holds assignment %q of version %d, newer than worker %q's %q of version %d: retry once worker %q has been reassigned",
+			peer.Worker, peer.Assignment, peer.AssignmentVersion, h.Worker, h.Assignment, h.AssignmentVersion, h.Worker)}
 	case peer.Assignment != h.Assignment:
 		return mismatch("worker %q holds assignment %q, worker %q holds %q: the two workers hold different assignments; start both with the same one",
 			peer.Worker, peer.Assignment, h.Worker, h.Assignment)

@@ -13,6 +13,8 @@ func TestHelloRoundTrip(t *testing.T) {
 		{Version: ProtocolVersion},
 		{Version: ProtocolVersion, Topology: strings.Repeat("t", maxHelloString), Worker: "ü", Assignment: strings.Repeat("a", maxHelloString)},
 		{Version: ProtocolVersion, Topology: "t", Worker: "1", Assignment: "a", Nonce: "\x00\x01nonce", Proof: strings.Repeat("\xff", 32)},
+		{Version: ProtocolVersion, Topology: "t", Assignment: "a", AssignmentVersion: 1 << 40},
+		{Version: ProtocolVersion, Topology: "t", Assignment: "a", AssignmentVersion: -1},
 	} {
 		p := AppendHello(nil, h)
 		got, err := ParseHello(p)
@@ -26,7 +28,7 @@ func TestHelloRoundTrip(t *testing.T) {
 	// The largest hello fits the first frame's bound exactly.
 	big := strings.Repeat("x", maxHelloString)
 	auth := strings.Repeat("x", maxHelloAuth)
-	if n := len(AppendHello(nil, Hello{Version: ProtocolVersion, Topology: big, Worker: big, Assignment: big, Nonce: auth, Proof: auth})) + 1; n > MaxHelloFrame {
+	if n := len(AppendHello(nil, Hello{Version: ProtocolVersion, Topology: big, Worker: big, Assignment: big, AssignmentVersion: -1 << 63, Nonce: auth, Proof: auth})) + 1; n > MaxHelloFrame {
 		t.Errorf("the largest hello is %d bytes, over MaxHelloFrame (%d)", n, MaxHelloFrame)
 	}
 }
@@ -42,8 +44,9 @@ func TestParseHelloRejects(t *testing.T) {
 		{"HTTP", []byte("GET / HTTP/1.1\r\n"), "did not start with a Gale hello"},
 		{"no version", []byte("GALE"), "truncated before the version"},
 		{"truncated topology", good[:6], "bad topology id"},
-		{"truncated fingerprint", good[:len(good)-6], "type fingerprint"},
-		{"truncated assignment", good[:len(good)-3], "bad assignment id"},
+		{"truncated fingerprint", good[:len(good)-7], "type fingerprint"},
+		{"truncated assignment", good[:len(good)-4], "bad assignment id"},
+		{"truncated assignment version", good[:len(good)-3], "bad assignment version"},
 		{"truncated nonce", good[:len(good)-2], "bad nonce"},
 		{"truncated proof", good[:len(good)-1], "bad proof"},
 		{"trailing bytes", append(append([]byte(nil), good...), 0), "1 bytes after the proof"},
@@ -85,6 +88,7 @@ func TestHelloAccept(t *testing.T) {
 		{"other assignment", peer(func(h *Hello) { h.Assignment = "as-2" }),
 			`worker "b:6701" holds assignment "as-2", worker "a:6700" holds "as-1": the two workers hold different assignments; start both with the same one`},
 		{"no assignment", peer(func(h *Hello) { h.Assignment = "" }), "different assignments"},
+		{"an older assignment", peer(func(h *Hello) { h.Assignment, h.AssignmentVersion = "as-0", -1 }), "the two workers hold different assignments"},
 		{"a secret where this worker holds none", peer(func(h *Hello) { h.Nonce = "n" }),
 			`worker "b:6701" proves a topology secret, and worker "a:6700" holds none: the two workers hold different assignments`},
 	}
@@ -98,6 +102,27 @@ func TestHelloAccept(t *testing.T) {
 				t.Errorf("Accept: %v, want ErrBadHello and ErrMismatch saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestHelloAcceptNewerAssignment: a peer whose assignment is newer than
+// this worker's is refused, but not as a mismatch: it retries until this
+// worker has been reassigned. The same assignment at another version is
+// accepted.
+func TestHelloAcceptNewerAssignment(t *testing.T) {
+	self := Hello{Version: ProtocolVersion, Topology: "wc-1", Worker: "0", Assignment: "as-1", AssignmentVersion: 7}
+	peer := Hello{Version: ProtocolVersion, Topology: "wc-1", Worker: "2", Assignment: "as-2", AssignmentVersion: 8}
+	err := self.Accept(peer)
+	const want = `worker "2" holds assignment "as-2" of version 8, newer than worker "0"'s "as-1" of version 7: retry once worker "0" has been reassigned`
+	if !errors.Is(err, ErrBadHello) || errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Accept: %v, want ErrBadHello, not ErrMismatch, saying %q", err, want)
+	}
+	if err := peer.Accept(self); !errors.Is(err, ErrMismatch) {
+		t.Errorf("the newer worker's Accept of the older: %v, want ErrMismatch", err)
+	}
+	peer.Assignment = self.Assignment
+	if err := self.Accept(peer); err != nil {
+		t.Errorf("the same assignment at another version: %v, want accepted", err)
 	}
 }
 

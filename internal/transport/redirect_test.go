@@ -141,3 +141,34 @@ func TestServerSetHello(t *testing.T) {
 		t.Error("the connection made before SetHello was dropped")
 	}
 }
+
+// A dialer with a newer assignment than the listener's is refused only
+// until the listener is reassigned: it retries, without OnRefused, and
+// connects once the listener holds the same assignment. One with an older
+// assignment is refused for good.
+func TestNewerAssignmentWaits(t *testing.T) {
+	lg := newLogs()
+	rec := newReceived()
+	srvHello := hello("b")
+	srvHello.Assignment, srvHello.AssignmentVersion = "as-1", 1
+	srv := listen(t, "127.0.0.1:0", ServerConfig{Hello: srvHello, Handler: rec.handle, Logger: lg.logger()})
+	newer := hello("a")
+	newer.Assignment, newer.AssignmentVersion = "as-2", 2
+	snd := NewSender(SenderConfig{Hello: newer, Addr: srv.Addr(), Logger: lg.logger(), MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+		OnRefused: func(err error) { t.Errorf("the newer dialer gave up: %v", err) }})
+	defer snd.Close()
+	sendData(t, snd, 0, 3)
+	lg.wait(t, "cannot connect to a peer worker; retrying", "newer than worker")
+	srvHello.Assignment, srvHello.AssignmentVersion = "as-2", 2
+	srv.SetHello(srvHello)
+	rec.waitFor(t, FrameData, 3)
+
+	refused := make(chan error, 1)
+	older := hello("c")
+	older.Assignment, older.AssignmentVersion = "as-1", 1
+	stale := NewSender(SenderConfig{Hello: older, Addr: srv.Addr(), Logger: newLogs().logger(), OnRefused: func(err error) { refused <- err }})
+	defer stale.Close()
+	if err := recv(t, refused, "the older dialer's refusal"); !errors.Is(err, ErrMismatch) {
+		t.Errorf("the older dialer: %v, want a mismatch", err)
+	}
+}

@@ -36,6 +36,12 @@ type Assignment struct {
 	// assignment. When set, every hello proves it, and a peer that cannot
 	// is refused.
 	Secret string `json:"secret,omitempty"`
+	// Version orders the assignments of a topology (coord.Assignment's,
+	// which nimbus bumps with every change). A worker refuses a peer
+	// holding another assignment; if the peer's is older, for good (it is
+	// stale, and fails), if newer, until Reassign brings this worker up
+	// to date (the peer retries). 0 on both: any difference is for good.
+	Version int64 `json:"version,omitempty"`
 }
 
 // ErrInvalidAssignment is wrapped by the errors Validate returns.
