@@ -228,9 +228,24 @@ func namespacePids(ns string) ([]int, error) {
 // none is left) and deletes it. A namespace that does not exist is no
 // error.
 func destroyNamespace(ns string) error {
-	if _, err := os.Stat(netnsDir + "/" + ns); errors.Is(err, os.ErrNotExist) {
+	if !namespaceExists(ns) {
 		return nil
 	}
+	err := killAndDelete(ns)
+	if err != nil && !namespaceExists(ns) {
+		return nil // another test binary's sweep took it first
+	}
+	return err
+}
+
+func namespaceExists(ns string) bool {
+	_, err := os.Stat(netnsDir + "/" + ns)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// killAndDelete is destroyNamespace's work, for a namespace that
+// existed a moment ago.
+func killAndDelete(ns string) error {
 	deadline := time.Now().Add(settle)
 	for {
 		pids, err := namespacePids(ns)
