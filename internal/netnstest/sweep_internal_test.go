@@ -27,10 +27,12 @@ func TestSweepRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := fmt.Sprintf("gale-%d-1-sweeptest", gone.ProcessState.Pid())
+	// Each name holds this process's pid, unique among test binaries
+	// running at once.
+	dead := fmt.Sprintf("gale-%d-1-sweeptest-%d", gone.ProcessState.Pid(), pid)
 	reused := fmt.Sprintf("gale-%d-%d-sweeptest", pid, start+1)
 	live := fmt.Sprintf("gale-%d-%d-sweeptest", pid, start)
-	foreign := "gale-sweeptest-notours"
+	foreign := fmt.Sprintf("gale-sweeptest-%d", pid)
 	for _, ns := range []string{dead, reused, live, foreign} {
 		if err := runIP(avail.ip, "netns", "add", ns); err != nil {
 			t.Fatal(err)
