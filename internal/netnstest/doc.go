@@ -11,6 +11,10 @@
 // and so on, joined to the main host and to the other hosts through one
 // switch (a bridge in a namespace of the Net's own). Nothing listening
 // only on 127.0.0.1 is reachable from another host, as on real machines.
+// A host is a network, not a machine: files, unix sockets on the
+// filesystem and process ids are shared with the rest of this machine,
+// so a supervisor's local control socket works as it would on its own
+// machine, and a cut does not touch it.
 //
 //	n := netnstest.New(t)           // skips, or fails under CI=true, without root and ip netns
 //	h := n.Host("sup1")
