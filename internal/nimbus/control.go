@@ -167,7 +167,7 @@ func (a *api) Rebalance(ctx context.Context, req *nimbuspb.RebalanceRequest) (*n
 			r.Parallelism[c] = int(e)
 		}
 	}
-	d, err := withParallelism(t.Definition, r.Parallelism)
+	d, err := t.Definition.WithParallelism(r.Parallelism)
 	if err == nil {
 		_, err = plan.New(d)
 	}

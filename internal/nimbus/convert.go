@@ -2,7 +2,6 @@ package nimbus
 
 import (
 	"encoding/json"
-	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -68,41 +67,7 @@ func artifactRecord(a *nimbuspb.Artifact) coord.Artifact {
 // effectiveDefinition is the definition a topology runs with now: its
 // submitted one with the rebalance overrides applied.
 func effectiveDefinition(t coord.Topology) (plan.Topology, error) {
-	return withParallelism(t.Definition, t.Parallelism)
-}
-
-// withParallelism returns d with the executors of the components p names
-// set to p's numbers, each between 1 and the component's tasks (Storm's
-// rule: the tasks are fixed at submit, the executors spread over them).
-func withParallelism(d plan.Topology, p map[string]int) (plan.Topology, error) {
-	if len(p) == 0 {
-		return d, nil
-	}
-	out := d
-	out.Components = append([]plan.Component(nil), d.Components...)
-	for _, id := range sortedKeys(p) {
-		n := p[id]
-		i := -1
-		for j, c := range out.Components {
-			if c.ID == id {
-				i = j
-			}
-		}
-		if i < 0 {
-			return plan.Topology{}, fmt.Errorf("%s=%d: the topology has no component %q", id, n, id)
-		}
-		c := &out.Components[i]
-		tasks := c.Tasks
-		if c.MaxTaskParallelism > 0 {
-			tasks = min(tasks, c.MaxTaskParallelism)
-		}
-		if n < 1 || n > tasks {
-			return plan.Topology{}, fmt.Errorf("%s=%d: component %q has %d tasks, so it runs 1 to %d executors (its tasks are fixed at submit)",
-				id, n, id, tasks, tasks)
-		}
-		c.Parallelism = n
-	}
-	return out, nil
+	return t.Definition.WithParallelism(t.Parallelism)
 }
 
 func summary(t coord.Topology, pending string, now time.Time, counts counters) *nimbuspb.TopologySummary {

@@ -305,7 +305,7 @@ func TestActivateDeactivateRebalance(t *testing.T) {
 		t.Errorf("after Rebalance: %+v", tp)
 	}
 	// topology.acker.executors is unset: one acker per worker, as at submit.
-	d, _ := withParallelism(topology(), map[string]int{"count": 4})
+	d, _ := topology().WithParallelism(map[string]int{"count": 4})
 	d.Ackers = 3
 	p, _ := plan.New(d)
 	a, _ = cl.assignment(id)
