@@ -250,3 +250,22 @@ func TestRestartChecksTheArtifactsOnDisk(t *testing.T) {
 		t.Error("b's copy is not the artifact")
 	}
 }
+
+func TestAdvertised(t *testing.T) {
+	host, _ := os.Hostname()
+	tests := []struct {
+		configured string
+		bound      *net.TCPAddr
+		want       string
+	}{
+		{"nimbus1:6627", &net.TCPAddr{IP: net.IPv4zero, Port: 6627}, "nimbus1:6627"},
+		{"", &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 6627}, "127.0.0.1:6627"},
+		{"", &net.TCPAddr{IP: net.IPv4zero, Port: 6627}, net.JoinHostPort(host, "6627")},
+		{"", &net.TCPAddr{IP: net.IPv6unspecified, Port: 7000}, net.JoinHostPort(host, "7000")},
+	}
+	for _, tt := range tests {
+		if got := advertised(tt.configured, tt.bound); got != tt.want {
+			t.Errorf("advertised(%q, %v): got %q, want %q", tt.configured, tt.bound, got, tt.want)
+		}
+	}
+}

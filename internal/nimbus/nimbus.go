@@ -44,7 +44,8 @@ type Config struct {
 	// DefaultListen. Port 0 picks a free port.
 	Listen string `yaml:"listen"`
 	// Advertise is the address other nimbuses, supervisors and clients
-	// reach this one at; empty means the address it listens on.
+	// reach this one at; empty means the address it listens on, with the
+	// host name for a wildcard address (0.0.0.0 or ::).
 	Advertise string `yaml:"advertise"`
 	// Endpoints are etcd's client URLs. Required.
 	Endpoints []string `yaml:"endpoints"`
@@ -253,10 +254,7 @@ func (n *Nimbus) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("nimbus: listen on %s: %w", n.cfg.Listen, err)
 	}
 	defer ln.Close()
-	n.addr = n.cfg.Advertise
-	if n.addr == "" {
-		n.addr = ln.Addr().String()
-	}
+	n.addr = advertised(n.cfg.Advertise, ln.Addr())
 	cli, err := coord.Dial(n.cfg.Endpoints)
 	if err != nil {
 		return fmt.Errorf("nimbus: %w", err)
@@ -308,6 +306,24 @@ func (n *Nimbus) Run(ctx context.Context) (err error) {
 	wg.Wait()  // the election loop resigns on its way out
 	n.log.Info("stopped")
 	return err
+}
+
+// advertised is the address others reach a nimbus at: the configured
+// one, or the bound one, with the host name for a wildcard address
+// (0.0.0.0 or ::), which no one can dial.
+func advertised(configured string, bound net.Addr) string {
+	if configured != "" {
+		return configured
+	}
+	tcp, ok := bound.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return bound.String()
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return bound.String()
+	}
+	return net.JoinHostPort(h, strconv.Itoa(tcp.Port))
 }
 
 // holdStored checks the artifacts on disk from an earlier run, deletes
