@@ -103,7 +103,7 @@ leaves the cluster.`,
 	fl.StringVar(&f.host, "host", "127.0.0.1", "the address to bind")
 	fl.IntVar(&f.port, "port", 6627, "the API's port (default nimbus.thrift.port)")
 	fl.StringVar(&f.etcd, "etcd", "", "etcd's client `URLs`, comma-separated (default gale.etcd.endpoints)")
-	fl.StringVar(&f.id, "id", "", "this nimbus's id (default: the host name and a random suffix)")
+	fl.StringVar(&f.id, "id", "", "this nimbus's id (default: the one kept in --dir, made from the host name and a random suffix on the first start)")
 	fl.StringVar(&f.advertise, "advertise", "", "the `host:port` others reach this nimbus at (default: the bound address)")
 	return cmd
 }

@@ -269,3 +269,23 @@ func TestAdvertised(t *testing.T) {
 		}
 	}
 }
+
+func TestIDIsKeptInTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, Endpoints: []string{"http://127.0.0.1:2379"}}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Dir: t.TempDir(), Endpoints: cfg.Endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID() == "" || a.ID() != b.ID() || c.ID() == a.ID() {
+		t.Errorf("ids: %q and %q in one directory, %q in another; want the first two equal, the third not", a.ID(), b.ID(), c.ID())
+	}
+}

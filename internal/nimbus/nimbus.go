@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +36,9 @@ const joinTimeout = 30 * time.Second
 // Config is what a nimbus is started with. The zero value of a field
 // takes the default its comment gives.
 type Config struct {
-	// ID names this nimbus among the members; empty means the host name
-	// with a random suffix.
+	// ID names this nimbus among the members; empty means the one kept
+	// in Dir, made from the host name and a random suffix on the first
+	// start.
 	ID string `yaml:"id"`
 	// Dir holds the nimbus's local state: its artifacts, under
 	// Dir/artifacts. Required.
@@ -147,11 +150,9 @@ func New(cfg Config) (*Nimbus, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.ID == "" {
-		h, _ := os.Hostname()
-		if h == "" {
-			h = "nimbus"
+		if cfg.ID, err = persistentID(cfg.Dir); err != nil {
+			return nil, err
 		}
-		cfg.ID = h + "-" + randomHex(4)
 	}
 	n := &Nimbus{
 		cfg:     cfg,
@@ -189,6 +190,32 @@ func New(cfg Config) (*Nimbus, error) {
 		return nil, fmt.Errorf("nimbus: %w", err)
 	}
 	return n, nil
+}
+
+// persistentID returns the id kept in dir, making one (the host name and
+// a random suffix) the first time, so that a nimbus restarted on its
+// directory is the same member.
+func persistentID(dir string) (string, error) {
+	path := filepath.Join(dir, "id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("nimbus: %w", err)
+	}
+	h, _ := os.Hostname()
+	if h == "" {
+		h = "nimbus"
+	}
+	id := h + "-" + randomHex(4)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("nimbus: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("nimbus: %w", err)
+	}
+	return id, nil
 }
 
 // intKey reads an integer key that has a default.
