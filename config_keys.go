@@ -105,6 +105,22 @@ const (
 	// NimbusMonitorFreqSecs is how often nimbus checks heartbeats and
 	// reassigns work (int, default 10, ≥ 1).
 	NimbusMonitorFreqSecs = "nimbus.monitor.freq.secs"
+	// NimbusAuthToken is Gale-specific: the bearer token every mutating
+	// nimbus call must carry when nimbus binds beyond loopback; the
+	// command line sends it as "authorization: Bearer TOKEN" (string,
+	// unset by default).
+	NimbusAuthToken = "nimbus.auth.token"
+	// NimbusAuthTokenFile is Gale-specific: a file holding the bearer token
+	// (surrounding whitespace ignored), for a token kept out of gale.yaml
+	// (string, unset by default). NimbusAuthToken wins when both are set.
+	NimbusAuthTokenFile = "nimbus.auth.token.file"
+	// NimbusTLSCert is Gale-specific: a PEM certificate file. Nimbus serves
+	// TLS with it (and NimbusTLSKey); the command line trusts it when it
+	// dials nimbus (string, unset by default: plain gRPC).
+	NimbusTLSCert = "nimbus.tls.cert"
+	// NimbusTLSKey is Gale-specific: the PEM private key of NimbusTLSCert
+	// (string, unset by default).
+	NimbusTLSKey = "nimbus.tls.key"
 
 	// WorkerHeartbeatFrequencySecs is how often a worker heartbeats (int,
 	// default 1, ≥ 1).
@@ -330,6 +346,14 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"seconds without a heartbeat before an executor is reassigned", intAtLeast(1)},
 	{NimbusMonitorFreqSecs, configInt, 10, ScopeCluster,
 		"seconds between nimbus's heartbeat checks", intAtLeast(1)},
+	{NimbusAuthToken, configString, nil, ScopeCluster,
+		"bearer token of mutating nimbus calls (unset = none)", nonEmptyString},
+	{NimbusAuthTokenFile, configString, nil, ScopeCluster,
+		"file holding the bearer token of mutating nimbus calls", nonEmptyString},
+	{NimbusTLSCert, configString, nil, ScopeCluster,
+		"PEM certificate nimbus serves TLS with, and clients trust (unset = no TLS)", nonEmptyString},
+	{NimbusTLSKey, configString, nil, ScopeCluster,
+		"PEM private key of nimbus.tls.cert", nonEmptyString},
 
 	{WorkerHeartbeatFrequencySecs, configInt, 1, ScopeCluster,
 		"seconds between worker heartbeats", intAtLeast(1)},
