@@ -34,7 +34,8 @@ type devFlags struct {
 	asJSON      bool
 }
 
-func (f *devFlags) bind(cmd *cobra.Command) {
+// bind binds the flags; withJSON adds --json.
+func (f *devFlags) bind(cmd *cobra.Command, withJSON bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", "", "the `directory` to keep the cluster's state in, kept on exit (default: a temporary directory, removed on exit)")
 	fl.IntVar(&f.supervisors, "supervisors", 2, "supervisor processes")
@@ -42,7 +43,9 @@ func (f *devFlags) bind(cmd *cobra.Command) {
 	fl.IntVar(&f.nimbusPort, "nimbus-port", 6627, "nimbus's API port")
 	fl.IntVar(&f.slotsPer, "slots-per", 4, "worker slots of each supervisor")
 	fl.IntVar(&f.slotBase, "slot-base", 6700, "the first slot's port: supervisor i has slot-base+i*slots-per and the next slots-per-1")
-	fl.BoolVar(&f.asJSON, "json", false, "print the cluster's addresses and pids as one JSON document")
+	if withJSON {
+		fl.BoolVar(&f.asJSON, "json", false, "print the cluster's addresses and pids as one JSON document")
+	}
 }
 
 func (f *devFlags) check() error {
@@ -110,7 +113,7 @@ default, 127.0.0.1, with the default --nimbus-port, names this nimbus).`,
 			return d.wait(cmd.Context())
 		},
 	}
-	f.bind(cmd)
+	f.bind(cmd, true)
 	return cmd
 }
 
@@ -264,6 +267,7 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 			return nil, err
 		}
 	}
+	fmt.Fprintf(d.log, "%s dev: the cluster is ready: nimbus at %s; Ctrl-C stops it\n", d.name, d.nimbusAddr)
 	return d, nil
 }
 

@@ -3,13 +3,20 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/proctest"
 )
 
 // TestDevChildDies: when a child of dev dies (here nimbus, whose port is
@@ -60,5 +67,102 @@ func TestDevFlags(t *testing.T) {
 	code, _, stderr = runGale(t, "dev", "--slot-base", "65530", "--supervisors", "2")
 	if code != exitUsage || !strings.Contains(stderr, "65537") {
 		t.Errorf("slots past 65535: exit %d, stderr %q; want %d and the last port named", code, stderr, exitUsage)
+	}
+}
+
+// fakeClusterEnv makes this test binary, run as gale, answer the
+// nimbus and supervisor commands with stand-ins, so that dev's own work is
+// tested whatever those commands do: a nimbus that listens, and a
+// supervisor that starts a worker in a session of its own and leaves it
+// running when stopped, as the real one does.
+const fakeClusterEnv = "GALE_CLI_TEST_FAKE_CLUSTER"
+
+func init() {
+	if os.Getenv(fakeClusterEnv) != "1" || len(os.Args) < 2 {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	flags := func(args []string) map[string]string {
+		m := make(map[string]string)
+		for i := 0; i+1 < len(args); i += 2 {
+			m[args[i]] = args[i+1]
+		}
+		return m
+	}
+	switch os.Args[1] {
+	case "nimbus":
+		f := flags(os.Args[2:])
+		ln, err := net.Listen("tcp", net.JoinHostPort(f["--host"], f["--port"]))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gale:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "gale nimbus: serving on %s (id fake)\n", ln.Addr())
+		<-ctx.Done()
+		ln.Close()
+		os.Exit(0)
+	case "supervisor":
+		f := flags(os.Args[2:])
+		w := exec.Command(os.Args[0], "fake-worker", "--spec", filepath.Join(f["--dir"], "worker.json"))
+		w.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := w.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "gale:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "gale supervisor: worker pid %d; slots %s\n", w.Process.Pid, f["--ports"])
+		<-ctx.Done()
+		os.Exit(0) // the worker keeps running
+	case "fake-worker":
+		<-ctx.Done()
+		os.Exit(0)
+	}
+}
+
+// TestDevStopsEverything: on SIGINT dev stops its supervisors, the
+// workers they left running, nimbus and etcd: no process is left.
+func TestDevStopsEverything(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "dev")
+	cmd := exec.Command(os.Args[0], "dev", "--json", "--dir", dir, "--etcd-port", "0",
+		"--nimbus-port", strconv.Itoa(closedPort(t)), "--supervisors", "2", "--slots-per", "1",
+		"--slot-base", strconv.Itoa(closedPort(t)))
+	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1")
+	p := proctest.Start(t, cmd)
+	p.WaitLineContaining(t, "the cluster is ready")
+	running, err := proclist.Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dev, etcd, nimbus, two supervisors and their two workers.
+	workers := 0
+	for _, r := range running {
+		if r.Args[1] == "fake-worker" {
+			workers++
+		}
+	}
+	if len(running) != 7 || workers != 2 {
+		t.Errorf("processes under %s: got %d with %d workers, want 7 with 2: %v", dir, len(running), workers, running)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Wait(t); st.ExitCode() != exitOK {
+		t.Errorf("exit: %v, want code 0", st)
+	}
+	var r devReport
+	decodeOne(t, p.Stdout.String(), &r)
+	if r.Dir != dir || r.Temporary || len(r.Supervisors) != 2 || r.Nimbus.PID == 0 || !strings.HasPrefix(r.Etcd.Addr, "http://127.0.0.1:") {
+		t.Errorf("report: %+v", r)
+	}
+	left, err := proclist.Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("processes left under %s: %v", dir, left)
+	}
+	if !strings.Contains(p.Stderr(), "[supervisor-1] gale supervisor: worker pid") {
+		t.Errorf("stderr has no supervisor output, prefixed")
 	}
 }

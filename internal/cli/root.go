@@ -127,7 +127,7 @@ func newRootCmd(opts *Options) *cobra.Command {
 		},
 	})
 	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
-	root.AddCommand(newSubmitCmd(opts), newListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newEtcdCmd(opts), newDevCmd(opts))
+	root.AddCommand(newSubmitCmd(opts), newListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newEtcdCmd(opts), newDevCmd(opts), newDemoCmd(opts))
 	return root
 }
 
