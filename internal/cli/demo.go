@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -35,11 +36,14 @@ so far, from the supervisors' reports to nimbus. Ctrl-C stops everything.`,
 			hurry, stopSignals := hurrySignal()
 			defer stopSignals()
 			ctx := cmd.Context()
+			// Live numbers each second need the supervisors' reports each
+			// second (an RPC to nimbus; nothing reaches etcd).
+			f.defaults = gale.Config{gale.SupervisorHeartbeatFrequencySecs: 1}
 			d, err := startDev(ctx, opts, f, cmd.ErrOrStderr(), hurry)
 			if err != nil {
 				return err
 			}
-			err = d.print(cmd.OutOrStdout(), false)
+			err = d.print(cmd.OutOrStdout(), false, false)
 			if err == nil {
 				err = demo(cmd, opts, d)
 			}
@@ -74,7 +78,7 @@ func demo(cmd *cobra.Command, opts *Options, d *devCluster) error {
 	start := time.Now()
 	tk := time.NewTicker(time.Second)
 	defer tk.Stop()
-	var last demoSample
+	var rate demoRate
 	for {
 		select {
 		case <-ctx.Done():
@@ -94,37 +98,50 @@ func demo(cmd *cobra.Command, opts *Options, d *devCluster) error {
 				fmt.Fprintf(d.log, "%s demo: list: %v\n", d.name, err)
 				continue
 			}
-			cur := demoSample{at: now}
+			var cur *nimbuspb.TopologySummary
 			for _, t := range resp.GetTopologies() {
 				if t.GetName() == demoTopology {
-					cur.found, cur.summary = true, t
+					cur = t
 				}
 			}
-			writeDemoLine(out, now.Sub(start), last, cur)
-			last = cur
+			writeDemoLine(out, now.Sub(start), rate.update(now, cur), cur)
 		}
 	}
 }
 
-// demoSample is the word count's summary at one tick.
-type demoSample struct {
-	at      time.Time
-	found   bool
-	summary *nimbuspb.TopologySummary
+// demoRate is the spout's rate, from the counters nimbus lists: they
+// move when a supervisor's report arrives (each
+// supervisor.heartbeat.frequency.secs), so the rate is taken between two
+// changes, and kept in between.
+type demoRate struct {
+	seen    bool
+	emitted int64
+	at      time.Time // when emitted was first seen
+	rate    float64
 }
 
-func writeDemoLine(w io.Writer, elapsed time.Duration, last, cur demoSample) {
-	if !cur.found {
+// update takes the summary at now (nil: not listed) and returns the rate.
+func (r *demoRate) update(now time.Time, s *nimbuspb.TopologySummary) float64 {
+	if s == nil {
+		*r = demoRate{}
+		return 0
+	}
+	e := s.GetEmitted()
+	switch {
+	case !r.seen || e < r.emitted:
+		// The first sample, or counters reset by a worker's restart.
+		*r = demoRate{seen: true, emitted: e, at: now}
+	case e > r.emitted:
+		r.rate = float64(e-r.emitted) / now.Sub(r.at).Seconds()
+		r.emitted, r.at = e, now
+	}
+	return r.rate
+}
+
+func writeDemoLine(w io.Writer, elapsed time.Duration, rate float64, s *nimbuspb.TopologySummary) {
+	if s == nil {
 		fmt.Fprintf(w, "%5.0fs  %s is not listed by nimbus\n", elapsed.Seconds(), demoTopology)
 		return
-	}
-	s := cur.summary
-	rate := 0.0
-	if last.found {
-		// Counters restart with a worker: a drop is no negative rate.
-		if d := s.GetEmitted() - last.summary.GetEmitted(); d > 0 {
-			rate = float64(d) / cur.at.Sub(last.at).Seconds()
-		}
 	}
 	status := s.GetStatus()
 	if s.GetPendingReason() != "" {

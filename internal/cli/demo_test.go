@@ -8,34 +8,51 @@ import (
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
-// TestDemoLine: the live line shows the sentences per second since the
-// last tick, never negative when a worker's restart resets its counters.
-func TestDemoLine(t *testing.T) {
+// TestDemoRate: the rate is taken between two changes of the counters
+// (they move with the supervisors' reports) and kept in between; a reset
+// (a worker restarted) is no negative rate.
+func TestDemoRate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	sample := func(at time.Duration, emitted, acked int64) demoSample {
-		return demoSample{at: t0.Add(at), found: true, summary: &nimbuspb.TopologySummary{
-			Name: demoTopology, Status: "ACTIVE", Workers: 2, Emitted: emitted, Acked: acked, Failed: 1}}
+	sum := func(emitted int64) *nimbuspb.TopologySummary {
+		return &nimbuspb.TopologySummary{Name: demoTopology, Emitted: emitted}
 	}
-	tests := []struct {
-		name      string
-		last, cur demoSample
-		want      []string
+	var r demoRate
+	steps := []struct {
+		at   time.Duration
+		s    *nimbuspb.TopologySummary
+		want float64
 	}{
-		{"first tick", demoSample{}, sample(time.Second, 500, 400), []string{"sentences/s        0", "acked        400", "failed      1", "workers 2", "ACTIVE"}},
-		{"rate", sample(time.Second, 500, 400), sample(3*time.Second, 2500, 2400), []string{"sentences/s     1000"}},
-		{"counters reset", sample(time.Second, 5000, 400), sample(2*time.Second, 10, 5), []string{"sentences/s        0"}},
-		{"not listed", sample(time.Second, 5000, 400), demoSample{at: t0}, []string{"is not listed"}},
+		{0, sum(100), 0},           // first seen: no rate yet
+		{time.Second, sum(100), 0}, // no report yet
+		{2 * time.Second, sum(2100), 1000},
+		{3 * time.Second, sum(2100), 1000}, // kept until the next report
+		{4 * time.Second, sum(4100), 1000},
+		{5 * time.Second, sum(50), 0}, // reset: start again
+		{6 * time.Second, sum(550), 500},
+		{7 * time.Second, nil, 0},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			writeDemoLine(&b, 3*time.Second, tt.last, tt.cur)
-			for _, w := range tt.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("got %q, want it to contain %q", b.String(), w)
-				}
-			}
-		})
+	for i, st := range steps {
+		if got := r.update(t0.Add(st.at), st.s); got != st.want {
+			t.Errorf("step %d (at %s): rate %v, want %v", i, st.at, got, st.want)
+		}
+	}
+}
+
+// TestDemoLine: the live line shows the rate, acked, failed, workers and
+// status, and why the topology is pending.
+func TestDemoLine(t *testing.T) {
+	var b strings.Builder
+	writeDemoLine(&b, 3*time.Second, 1234, &nimbuspb.TopologySummary{Name: demoTopology, Status: "ACTIVE",
+		PendingReason: "needs 2 slots", Workers: 2, Acked: 400, Failed: 1})
+	for _, w := range []string{"3s", "sentences/s     1234", "acked        400", "failed      1", "workers 2", "ACTIVE (pending: needs 2 slots)"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("got %q, want it to contain %q", b.String(), w)
+		}
+	}
+	b.Reset()
+	writeDemoLine(&b, time.Second, 0, nil)
+	if !strings.Contains(b.String(), "not listed") {
+		t.Errorf("got %q, want it to say the topology is not listed", b.String())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,14 +19,20 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
+	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/proclist"
 )
 
 // devFlags are the flags of `dev` (and `demo`).
 type devFlags struct {
 	dir         string
+	file        string // a gale.yaml for nimbus and the supervisors
+	// defaults are settings for the cluster where the gale.yaml of file
+	// has none (demo's report frequency).
+	defaults gale.Config
 	supervisors int
 	etcdPort    int
 	nimbusPort  int
@@ -37,6 +44,7 @@ type devFlags struct {
 // bind binds the flags; withJSON adds --json.
 func (f *devFlags) bind(cmd *cobra.Command, withJSON bool) {
 	fl := cmd.Flags()
+	fl.StringVar(&f.file, "file", "", "a gale.yaml with the cluster's settings, for nimbus and every supervisor")
 	fl.StringVar(&f.dir, "dir", "", "the `directory` to keep the cluster's state in, kept on exit (default: a temporary directory, removed on exit)")
 	fl.IntVar(&f.supervisors, "supervisors", 2, "supervisor processes")
 	fl.IntVar(&f.etcdPort, "etcd-port", 2379, "etcd's client port")
@@ -107,7 +115,7 @@ default, 127.0.0.1, with the default --nimbus-port, names this nimbus).`,
 			if err != nil {
 				return err
 			}
-			if err := d.print(cmd.OutOrStdout(), f.asJSON); err != nil {
+			if err := d.print(cmd.OutOrStdout(), f.asJSON, true); err != nil {
 				return errors.Join(err, d.stop())
 			}
 			return d.wait(cmd.Context())
@@ -209,6 +217,19 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 	if err != nil {
 		return nil, fmt.Errorf("find this program's binary to run the cluster's processes: %w", err)
 	}
+	var file gale.Config
+	if f.file != "" {
+		// Checked here, once, rather than by each child as it starts.
+		if file, err = gale.LoadConfigFile(f.file); err != nil {
+			return nil, err
+		}
+		if _, err := gale.ResolveConfig(file, nil); err != nil {
+			return nil, err
+		}
+		if f.file, err = filepath.Abs(f.file); err != nil {
+			return nil, err
+		}
+	}
 	d := &devCluster{name: opts.Name, exe: exe, log: &lockedWriter{w: stderr}, hurry: hurry,
 		exited: make(chan *child, 2+f.supervisors)}
 	if f.dir == "" {
@@ -226,10 +247,18 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 	}
 	defer func() {
 		if err != nil {
+			if ctx.Err() != nil {
+				err = errors.New("interrupted while the cluster started; what had started is stopped")
+			}
 			err = errors.Join(err, d.stop())
 		}
 	}()
 	fmt.Fprintf(d.log, "%s dev: starting a cluster on 127.0.0.1, state in %s\n", d.name, d.dir)
+	if len(f.defaults) > 0 {
+		if f.file, err = writeDevConfig(d.dir, file, f.defaults); err != nil {
+			return nil, err
+		}
+	}
 
 	etcdDir := filepath.Join(d.dir, "etcd")
 	d.etcd, err = d.start(ctx, "etcd", etcdDir, nil, readyAfter(" etcd: serving on "),
@@ -241,9 +270,13 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 		return nil, err
 	}
 
+	var fileArgs []string
+	if f.file != "" {
+		fileArgs = []string{"--file", f.file}
+	}
 	nimbusDir := filepath.Join(d.dir, "nimbus")
 	d.nimbus, err = d.start(ctx, "nimbus", nimbusDir, nil, readyAfter(" nimbus: serving on "),
-		"nimbus", "--dir", nimbusDir, "--host", "127.0.0.1", "--port", strconv.Itoa(f.nimbusPort), "--etcd", d.etcdURL)
+		append([]string{"nimbus", "--dir", nimbusDir, "--host", "127.0.0.1", "--port", strconv.Itoa(f.nimbusPort), "--etcd", d.etcdURL}, fileArgs...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +289,7 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 		dir := filepath.Join(d.dir, role)
 		ports := f.slots(i)
 		c, err := d.start(ctx, role, dir, ports, supervisorReady,
-			"supervisor", "--dir", dir, "--host", "127.0.0.1", "--ports", joinInts(ports, ","), "--etcd", d.etcdURL)
+			append([]string{"supervisor", "--dir", dir, "--host", "127.0.0.1", "--ports", joinInts(ports, ","), "--etcd", d.etcdURL}, fileArgs...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -269,6 +302,19 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 	}
 	fmt.Fprintf(d.log, "%s dev: the cluster is ready: nimbus at %s; Ctrl-C stops it\n", d.name, d.nimbusAddr)
 	return d, nil
+}
+
+// writeDevConfig writes file with defaults for the keys it lacks as the
+// cluster's gale.yaml under dir, and returns its path.
+func writeDevConfig(dir string, file, defaults gale.Config) (string, error) {
+	c := maps.Clone(defaults)
+	maps.Copy(c, file)
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "gale.yaml")
+	return p, os.WriteFile(p, b, 0o644)
 }
 
 // readyAfter accepts a line with marker and yields the word after it:
@@ -438,7 +484,8 @@ func (d *devCluster) report() devReport {
 	return r
 }
 
-func (d *devCluster) print(w io.Writer, asJSON bool) error {
+// print shows the cluster; hint adds how to submit to it.
+func (d *devCluster) print(w io.Writer, asJSON, hint bool) error {
 	r := d.report()
 	if asJSON {
 		return writeJSON(w, r)
@@ -457,11 +504,14 @@ func (d *devCluster) print(w io.Writer, asJSON bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	hint := ""
-	if r.Nimbus.Addr != "127.0.0.1:6627" {
-		hint = " --nimbus " + r.Nimbus.Addr
+	if !hint {
+		return nil
 	}
-	_, err := fmt.Fprintf(w, "Submit a topology with \"%s submit NAME%s\"; Ctrl-C stops the cluster.\n", d.name, hint)
+	flag := ""
+	if r.Nimbus.Addr != "127.0.0.1:6627" {
+		flag = " --nimbus " + r.Nimbus.Addr
+	}
+	_, err := fmt.Fprintf(w, "Submit a topology with \"%s submit NAME%s\"; Ctrl-C stops the cluster.\n", d.name, flag)
 	return err
 }
 

@@ -64,6 +64,11 @@ func TestDevFlags(t *testing.T) {
 			t.Errorf("stderr does not contain %q", w)
 		}
 	}
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	code, _, stderr = runGale(t, "dev", "--file", missing)
+	if code != exitRuntime || !strings.Contains(stderr, missing) || strings.Contains(stderr, "[etcd]") {
+		t.Errorf("missing --file: exit %d, stderr %q; want %d naming it, before anything starts", code, stderr, exitRuntime)
+	}
 	code, _, stderr = runGale(t, "dev", "--slot-base", "65530", "--supervisors", "2")
 	if code != exitUsage || !strings.Contains(stderr, "65537") {
 		t.Errorf("slots past 65535: exit %d, stderr %q; want %d and the last port named", code, stderr, exitUsage)

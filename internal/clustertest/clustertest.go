@@ -100,6 +100,9 @@ type Options struct {
 	Supervisors int
 	// SlotsPer is each supervisor's worker slots (default 2).
 	SlotsPer int
+	// Config is the cluster's gale.yaml (YAML text), given to nimbus and
+	// every supervisor; empty for none.
+	Config string
 }
 
 // Cluster is a running `gale dev`.
@@ -198,10 +201,21 @@ func start(dir string, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(Binary(), "dev", "--json", "--dir", dir,
+	args := []string{"dev", "--json", "--dir", dir,
 		"--supervisors", strconv.Itoa(o.Supervisors), "--slots-per", strconv.Itoa(o.SlotsPer),
 		"--etcd-port", strconv.Itoa(ports[0]), "--nimbus-port", strconv.Itoa(ports[1]),
-		"--slot-base", strconv.Itoa(slots[0]))
+		"--slot-base", strconv.Itoa(slots[0])}
+	if o.Config != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, "test.yaml")
+		if err := os.WriteFile(p, []byte(o.Config), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, "--file", p)
+	}
+	cmd := exec.Command(Binary(), args...)
 	c := &Cluster{Dir: dir, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	// Through an io.Pipe, not StdoutPipe: Wait may return while the

@@ -63,10 +63,12 @@ func list(t *testing.T, c *Cluster) listed {
 // trees acked, and once killed it is gone, with its workers.
 func TestSubmitListKill(t *testing.T) {
 	needCluster(t)
-	c := Start(t, Options{Supervisors: 2})
+	// Reports each second, so that the first ack shows within one.
+	c := Start(t, Options{Supervisors: 2, Config: "supervisor.heartbeat.frequency.secs: 1\n"})
 	if code, out, _ := c.Gale(t, "submit", "wordcount", "--nimbus", c.Nimbus, "--json"); code != 0 {
 		t.Fatalf("gale submit: exit %d\n%s", code, out)
 	}
+	submitted := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var last listed
@@ -76,6 +78,9 @@ func TestSubmitListKill(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no tree acked within 2 minutes of submit; last list: %+v", last)
 	}
+	// A measurement, not a bound (the machine may be busy): the issue's
+	// goal is 3 s; it includes a report interval and a list's start.
+	t.Logf("the first acked trees were listed %s after submit returned", time.Since(submitted).Round(time.Millisecond))
 	if w, err := c.Workers(); err != nil || len(w) == 0 {
 		t.Fatalf("workers of the running word count: %v, %v; want some", w, err)
 	}
