@@ -28,11 +28,11 @@ import (
 
 // devFlags are the flags of `dev` (and `demo`).
 type devFlags struct {
-	dir         string
-	file        string // a gale.yaml for nimbus and the supervisors
+	dir  string
+	file string // a gale.yaml for nimbus and the supervisors
 	// defaults are settings for the cluster where the gale.yaml of file
 	// has none (demo's report frequency).
-	defaults gale.Config
+	defaults    gale.Config
 	supervisors int
 	etcdPort    int
 	nimbusPort  int
