@@ -131,6 +131,9 @@ func (r *demoRate) update(now time.Time, s *nimbuspb.TopologySummary) float64 {
 	case !r.seen || e < r.emitted:
 		// The first sample, or counters reset by a worker's restart.
 		*r = demoRate{seen: true, emitted: e, at: now}
+	case e == 0:
+		// Nothing flows yet: the rate counts from when it starts.
+		r.at = now
 	case e > r.emitted:
 		r.rate = float64(e-r.emitted) / now.Sub(r.at).Seconds()
 		r.emitted, r.at = e, now

@@ -30,6 +30,10 @@ func TestDemoRate(t *testing.T) {
 		{5 * time.Second, sum(50), 0}, // reset: start again
 		{6 * time.Second, sum(550), 500},
 		{7 * time.Second, nil, 0},
+		{8 * time.Second, sum(0), 0},
+		{9 * time.Second, sum(0), 0},      // still nothing: the rate starts later
+		{10 * time.Second, sum(300), 300}, // over the last second, not since 8 s
+
 	}
 	for i, st := range steps {
 		if got := r.update(t0.Add(st.at), st.s); got != st.want {
