@@ -255,7 +255,7 @@ func TestConfigValidateErrors(t *testing.T) {
 		{"unknown key without suggestion", LayerFile, Config{"colour": "blue"}, ErrUnknownKey,
 			`config: unknown key "colour" in gale.yaml (run "gale config show" to list the known keys)`},
 		{"nested mapping", LayerFile, Config{"nimbus": map[string]any{"seeds": []any{"a"}}}, ErrUnknownKey,
-			`config: unknown key "nimbus" in gale.yaml (keys are flat, dotted names such as "nimbus.monitor.freq.secs", not nested mappings)`},
+			`config: unknown key "nimbus" in gale.yaml (keys are flat, dotted names such as "nimbus.auth.token", not nested mappings)`},
 
 		{"string for int", LayerFile, Config{TopologyWorkers: "two"}, ErrWrongType,
 			`config: "topology.workers" in gale.yaml must be an integer, got string "two"`},
