@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gale-stream/gale/internal/proclist"
 	"github.com/gale-stream/gale/internal/proctest"
@@ -82,6 +83,10 @@ func TestDevFlags(t *testing.T) {
 // running when stopped, as the real one does.
 const fakeClusterEnv = "GALE_CLI_TEST_FAKE_CLUSTER"
 
+// fakeCrashEnv names the directory suffix of the fake supervisor that
+// exits with status 3 once the file crash-now appears beside its directory.
+const fakeCrashEnv = "GALE_CLI_TEST_FAKE_CRASH"
+
 func init() {
 	if os.Getenv(fakeClusterEnv) != "1" || len(os.Args) < 2 {
 		return
@@ -116,6 +121,20 @@ func init() {
 			os.Exit(1)
 		}
 		fmt.Fprintf(os.Stderr, "gale supervisor: worker pid %d; slots %s\n", w.Process.Pid, f["--ports"])
+		if d := os.Getenv(fakeCrashEnv); d != "" && strings.HasSuffix(f["--dir"], d) {
+			// Crash once ready, as a supervisor might, after dev's
+			// "ready" line (a file the test writes).
+			for {
+				if _, err := os.Stat(filepath.Join(filepath.Dir(f["--dir"]), "crash-now")); err == nil {
+					os.Exit(3)
+				}
+				select {
+				case <-ctx.Done():
+					os.Exit(0)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}
 		<-ctx.Done()
 		os.Exit(0) // the worker keeps running
 	case "fake-worker":
@@ -169,5 +188,34 @@ func TestDevStopsEverything(t *testing.T) {
 	}
 	if !strings.Contains(p.Stderr(), "[supervisor-1] gale supervisor: worker pid") {
 		t.Errorf("stderr has no supervisor output, prefixed")
+	}
+}
+
+// TestDevSupervisorDies: a supervisor that dies while the cluster runs is
+// named; dev stops the rest (the workers included) and exits 1.
+func TestDevSupervisorDies(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "dev")
+	cmd := exec.Command(os.Args[0], "dev", "--dir", dir, "--etcd-port", "0",
+		"--nimbus-port", strconv.Itoa(closedPort(t)), "--supervisors", "2", "--slots-per", "1",
+		"--slot-base", strconv.Itoa(closedPort(t)))
+	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1", fakeCrashEnv+"=supervisor-1")
+	p := proctest.Start(t, cmd)
+	p.WaitLineContaining(t, "the cluster is ready")
+	if err := os.WriteFile(filepath.Join(dir, "crash-now"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Wait(t); st.ExitCode() != exitRuntime {
+		t.Errorf("exit: %v, want code %d", st, exitRuntime)
+	}
+	if !strings.Contains(p.Stderr(), "supervisor-1 (pid ") || !strings.Contains(p.Stderr(), "exit status 3") {
+		t.Errorf("stderr does not name supervisor-1 and how it exited")
+	}
+	left, err := proclist.Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("processes left under %s: %v", dir, left)
 	}
 }
