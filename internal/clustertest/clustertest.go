@@ -44,6 +44,11 @@ import (
 	"github.com/gale-stream/gale/internal/proclist"
 )
 
+// RaceEnv set to 1 builds the gale binary with the race detector, so
+// that the cluster's processes check themselves too (slower: workers run
+// several times slower under it).
+const RaceEnv = "GALE_CLUSTERTEST_RACE"
+
 // galePath is the gale binary Main built.
 var galePath string
 
@@ -65,7 +70,11 @@ func Main(m *testing.M) int {
 	if _, err := os.Stat(goCmd); err != nil {
 		goCmd = "go"
 	}
-	build := exec.Command(goCmd, "build", "-o", galePath, "github.com/gale-stream/gale/cmd/gale")
+	args := []string{"build", "-o", galePath}
+	if os.Getenv(RaceEnv) == "1" {
+		args = append(args, "-race")
+	}
+	build := exec.Command(goCmd, append(args, "github.com/gale-stream/gale/cmd/gale")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "clustertest: build gale:", err)
@@ -377,6 +386,38 @@ func (c *Cluster) Gale(t testing.TB, args ...string) (code int, stdout, stderr s
 	}
 	t.Logf("gale %s → exit %d\nstderr:\n%s", strings.Join(args, " "), code, errOut.String())
 	return code, out.String(), errOut.String()
+}
+
+// Topology is a row of `gale list --json`.
+type Topology struct {
+	Name          string `json:"name"`
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	PendingReason string `json:"pending_reason"`
+	Workers       int    `json:"workers"`
+	Executors     int    `json:"executors"`
+	Tasks         int    `json:"tasks"`
+	UptimeSecs    int64  `json:"uptime_secs"`
+	Emitted       int64  `json:"emitted"`
+	Acked         int64  `json:"acked"`
+	Failed        int64  `json:"failed"`
+}
+
+// List runs `gale list --json` against the cluster and returns its
+// topologies; a failure fails the test.
+func (c *Cluster) List(t testing.TB) []Topology {
+	t.Helper()
+	code, out, _ := c.Gale(t, "list", "--json", "--nimbus", c.Nimbus)
+	if code != 0 {
+		t.Fatalf("gale list: exit %d", code)
+	}
+	var l struct {
+		Topologies []Topology `json:"topologies"`
+	}
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatalf("gale list --json: %v\n%s", err, out)
+	}
+	return l.Topologies
 }
 
 // Stop stops dev with SIGTERM, which stops the cluster in order, and

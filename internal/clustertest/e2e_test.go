@@ -5,7 +5,6 @@ package clustertest
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -37,28 +36,6 @@ func TestHas(t *testing.T) {
 	}
 }
 
-type listed struct {
-	Topologies []struct {
-		Name   string `json:"name"`
-		Status string `json:"status"`
-		Acked  int64  `json:"acked"`
-		Failed int64  `json:"failed"`
-	} `json:"topologies"`
-}
-
-func list(t *testing.T, c *Cluster) listed {
-	t.Helper()
-	code, out, _ := c.Gale(t, "list", "--json", "--nimbus", c.Nimbus)
-	if code != 0 {
-		t.Fatalf("gale list: exit %d", code)
-	}
-	var l listed
-	if err := json.Unmarshal([]byte(out), &l); err != nil {
-		t.Fatalf("gale list --json: %v\n%s", err, out)
-	}
-	return l
-}
-
 // TestSubmitListKill: the word count submitted to a dev cluster gets its
 // trees acked, and once killed it is gone, with its workers.
 func TestSubmitListKill(t *testing.T) {
@@ -71,10 +48,10 @@ func TestSubmitListKill(t *testing.T) {
 	submitted := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var last listed
+	var last []Topology
 	if err := Poll(ctx, func() bool {
-		last = list(t, c)
-		return len(last.Topologies) == 1 && last.Topologies[0].Acked > 0
+		last = c.List(t)
+		return len(last) == 1 && last[0].Acked > 0
 	}); err != nil {
 		t.Fatalf("no tree acked within 2 minutes of submit; last list: %+v", last)
 	}
@@ -90,10 +67,10 @@ func TestSubmitListKill(t *testing.T) {
 	}
 	var workers []int
 	if err := Poll(ctx, func() bool {
-		last = list(t, c)
+		last = c.List(t)
 		var err error
 		workers, err = c.Workers()
-		return err == nil && len(last.Topologies) == 0 && len(workers) == 0
+		return err == nil && len(last) == 0 && len(workers) == 0
 	}); err != nil {
 		t.Fatalf("after kill: list %+v, workers %v; want neither", last, workers)
 	}
