@@ -360,14 +360,24 @@ func (d *devCluster) start(ctx context.Context, role, dir string, ports []int, o
 	c.cmd.SysProcAttr = devSysProcAttr()
 	prefix := "[" + role + "] "
 	c.cmd.Stdout = &prefixWriter{prefix: prefix, w: d.log}
-	r, err := c.cmd.StderrPipe()
+	// A process the child starts may hold its output open after it exits
+	// (a worker given the supervisor's stderr): Wait waits only so long
+	// for stdout, and the stderr reader below is cut off as long after.
+	c.cmd.WaitDelay = pipeGrace
+	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cmd.Start(); err != nil {
+	c.cmd.Stderr = w
+	err = c.cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
 		return nil, fmt.Errorf("start %s: %w", role, err)
 	}
-	go func() { // owned by the child: done closes when it has exited
+	eof := make(chan struct{})
+	go func() { // ends at the end of the child's stderr, or when r is closed
+		defer close(eof)
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		readied := false
@@ -381,13 +391,25 @@ func (d *devCluster) start(ctx context.Context, role, dir string, ports []int, o
 				}
 			}
 		}
-		io.Copy(io.Discard, r)
+	}()
+	go func() { // ends once the child has exited: done closes
 		c.err = c.cmd.Wait()
+		tm := time.NewTimer(pipeGrace)
+		select {
+		case <-eof:
+		case <-tm.C:
+		}
+		tm.Stop()
+		r.Close()
+		<-eof
 		close(c.done)
 		d.exited <- c
 	}()
 	return c, nil
 }
+
+// pipeGrace is how long dev reads a child's output after it exited.
+const pipeGrace = 5 * time.Second
 
 // prefixWriter writes each line with a prefix.
 type prefixWriter struct {

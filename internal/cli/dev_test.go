@@ -83,6 +83,10 @@ func TestDevFlags(t *testing.T) {
 // running when stopped, as the real one does.
 const fakeClusterEnv = "GALE_CLI_TEST_FAKE_CLUSTER"
 
+// fakeInheritEnv gives the fake supervisor's worker the supervisor's
+// stderr, which it then holds open after the supervisor exits.
+const fakeInheritEnv = "GALE_CLI_TEST_FAKE_INHERIT"
+
 // fakeCrashEnv names the directory suffix of the fake supervisor that
 // exits with status 3 once the file crash-now appears beside its directory.
 const fakeCrashEnv = "GALE_CLI_TEST_FAKE_CRASH"
@@ -116,6 +120,9 @@ func init() {
 		f := flags(os.Args[2:])
 		w := exec.Command(os.Args[0], "fake-worker", "--spec", filepath.Join(f["--dir"], "worker.json"))
 		w.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if os.Getenv(fakeInheritEnv) == "1" {
+			w.Stderr = os.Stderr // holds dev's pipe after the supervisor exits
+		}
 		if err := w.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "gale:", err)
 			os.Exit(1)
@@ -144,14 +151,15 @@ func init() {
 }
 
 // TestDevStopsEverything: on SIGINT dev stops its supervisors, the
-// workers they left running, nimbus and etcd: no process is left.
+// workers they left running, nimbus and etcd: no process is left, even
+// when a worker holds its supervisor's stderr open.
 func TestDevStopsEverything(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "dev")
 	cmd := exec.Command(os.Args[0], "dev", "--json", "--dir", dir, "--etcd-port", "0",
 		"--nimbus-port", strconv.Itoa(closedPort(t)), "--supervisors", "2", "--slots-per", "1",
 		"--slot-base", strconv.Itoa(closedPort(t)))
-	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1")
+	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1", fakeInheritEnv+"=1")
 	p := proctest.Start(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
 	running, err := proclist.Under(dir)
