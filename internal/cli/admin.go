@@ -87,7 +87,7 @@ func (a adminCmd) build() *cobra.Command {
 // waitFlag binds -w: seconds to wait, -1 (the default) for the
 // topology's topology.message.timeout.secs, as Storm.
 func waitFlag(cmd *cobra.Command, wait *int) {
-	cmd.Flags().IntVarP(wait, "wait", "w", -1, "seconds between deactivating the spouts and going on (default: the topology's topology.message.timeout.secs)")
+	cmd.Flags().IntVarP(wait, "wait", "w", -1, "seconds between deactivating the spouts and going on; -1 is the topology's topology.message.timeout.secs")
 }
 
 func checkWait(cmd *cobra.Command, wait int) error {

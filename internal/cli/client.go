@@ -31,7 +31,7 @@ type clusterFlags struct {
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.file, "file", "", "a gale.yaml with the cluster's settings (nimbus.seeds, nimbus.thrift.port, nimbus.auth.token, nimbus.tls.cert)")
+	fl.StringVar(&f.file, "file", "", "the cluster's gale.yaml `FILE`: nimbus.seeds, nimbus.thrift.port, nimbus.auth.token, nimbus.tls.cert")
 	fl.StringVar(&f.nimbus, "nimbus", "", "the nimbus to ask, `host:port`, instead of nimbus.seeds")
 }
 

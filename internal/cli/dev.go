@@ -44,7 +44,7 @@ type devFlags struct {
 // bind binds the flags; withJSON adds --json.
 func (f *devFlags) bind(cmd *cobra.Command, withJSON bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.file, "file", "", "a gale.yaml with the cluster's settings, for nimbus and every supervisor")
+	fl.StringVar(&f.file, "file", "", "the cluster's gale.yaml `FILE`, for nimbus and every supervisor")
 	fl.StringVar(&f.dir, "dir", "", "the `directory` to keep the cluster's state in, kept on exit (default: a temporary directory, removed on exit)")
 	fl.IntVar(&f.supervisors, "supervisors", 2, "supervisor processes")
 	fl.IntVar(&f.etcdPort, "etcd-port", 2379, "etcd's client port")
