@@ -126,7 +126,7 @@ func newRootCmd(opts *Options) *cobra.Command {
 			return cmd.Help()
 		},
 	})
-	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
+	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd(), newSupervisorCmd(opts))
 	return root
 }
 
