@@ -50,7 +50,7 @@ func TestConfigDefaults(t *testing.T) {
 		{SupervisorWorkerStartTimeoutSecs, 120},
 		{NimbusSeeds, []string{"127.0.0.1"}},
 		{NimbusThriftPort, 6627},
-		{NimbusSupervisorTimeoutSecs, 60},
+		{NimbusSupervisorTimeoutSecs, 10},
 		{NimbusTaskTimeoutSecs, 30},
 		{NimbusMonitorFreqSecs, 10},
 		{WorkerHeartbeatFrequencySecs, 1},

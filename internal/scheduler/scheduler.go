@@ -5,6 +5,11 @@
 // placement themselves, and its Fingerprint lets two workers check that
 // they hold the same one.
 //
+// Schedule (cluster.go) is the cluster scheduler nimbus runs: it places
+// whole topologies' workers on the live supervisors' slots, with Even's
+// executor map, isolation.scheduler.machines, a reason for every topology
+// it cannot place, and as little movement as it can.
+//
 // Everything here is a pure function of its arguments: no clock, no
 // randomness, no goroutines.
 package scheduler
@@ -55,19 +60,23 @@ func Even(p plan.Plan, slots []Slot) (Assignment, error) {
 	if err := checkSlots(slots); err != nil {
 		return Assignment{}, err
 	}
-	a := Assignment{Slots: append([]Slot(nil), slots...), Executors: make([]int, len(p.Executors))}
-	n := len(slots)
+	return Assignment{Slots: append([]Slot(nil), slots...), Executors: evenExecutors(p, len(slots))}, nil
+}
+
+// evenExecutors is Even's executor → worker map for n ≥ 1 workers.
+func evenExecutors(p plan.Plan, n int) []int {
+	execs := make([]int, len(p.Executors))
 	var comp, acker int
 	for i, e := range p.Executors {
 		if e.Kind == plan.Acker {
-			a.Executors[i] = acker % n
+			execs[i] = acker % n
 			acker++
 			continue
 		}
-		a.Executors[i] = comp % n
+		execs[i] = comp % n
 		comp++
 	}
-	return a, nil
+	return execs
 }
 
 func checkSlots(slots []Slot) error {

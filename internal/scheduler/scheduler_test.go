@@ -241,7 +241,8 @@ type result struct {
 }
 
 // assignmentsJSON is the even assignments, with their fingerprints, of
-// count random plans drawn from seed.
+// count random plans drawn from seed, and Schedule's results along a
+// random sequence of cluster events drawn from it.
 func assignmentsJSON(t *testing.T, seed uint64, count int) []byte {
 	r := rand.New(rand.NewPCG(seed, 1))
 	var rs []result
@@ -253,7 +254,10 @@ func assignmentsJSON(t *testing.T, seed uint64, count int) []byte {
 		}
 		rs = append(rs, result{a, a.Fingerprint()})
 	}
-	b, err := json.Marshal(rs)
+	b, err := json.Marshal(struct {
+		Even     []result
+		Schedule []map[string]Result
+	}{rs, schedulesJSON(t, seed, 100)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +271,8 @@ func TestAssignmentsInChild(t *testing.T) {
 }
 
 // TestSameInAnotherProcess: this test binary, run again as another
-// process, computes the same assignments and fingerprints, and an
+// process, computes the same assignments and fingerprints, and the same
+// cluster schedules (Schedule), and an
 // assignment read back from JSON has the fingerprint it was written with.
 func TestSameInAnotherProcess(t *testing.T) {
 	testseed.SameInAnotherProcess(t, "TestAssignmentsInChild", func(t *testing.T, seed uint64) []byte { return assignmentsJSON(t, seed, 200) })

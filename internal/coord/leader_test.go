@@ -1,0 +1,181 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The "keep-alives are not writes": three members alive, one of
+// them leading, and nothing else happening. Across several TTLs, each
+// lease is renewed many times, and neither etcd's revision nor its raft
+// index moves.
+func TestKeepAlivesAreNotWrites(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	var ms []*Membership
+	for _, id := range []string{"s1", "s2"} {
+		m, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: id, Ports: []int{6700, 6701}}, testTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	n, err := cl.s.JoinNimbus(ctx, Nimbus{ID: "n1"}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms = append(ms, n)
+	if err := n.Hold(ctx, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := cl.s.Campaign(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Resign(ctx)
+
+	revision := func() int64 {
+		t.Helper()
+		r, err := cl.c.Get(ctx, "/gale/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Header.Revision
+	}
+	rev0, raft0 := revision(), cl.e.RaftIndex()
+	var ka0 []int64
+	for _, m := range ms {
+		ka0 = append(ka0, m.keepAlives.Load())
+	}
+	// The client renews every TTL/3: 12 renewals are 4 TTLs.
+	const renewals = 12
+	eventually(t, "12 keep-alives each", func() bool {
+		for i, m := range ms {
+			if m.keepAlives.Load()-ka0[i] < renewals {
+				return false
+			}
+		}
+		return true
+	})
+	for i, m := range ms {
+		ttl, err := cl.c.TimeToLive(ctx, m.lease())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl.TTL <= 0 || m.losses.Load() != 0 {
+			t.Fatalf("member %d: lease TTL %d, %d losses; want a live lease never lost", i, ttl.TTL, m.losses.Load())
+		}
+	}
+	if rev, raft := revision(), cl.e.RaftIndex(); rev != rev0 || raft != raft0 {
+		t.Errorf("over %d keep-alives each: revision %d → %d, raft index %d → %d; want both unchanged",
+			renewals, rev0, rev, raft0, raft)
+	}
+	// The measure sees a write.
+	if _, err := cl.c.Put(ctx, "/gale/probe", ""); err != nil {
+		t.Fatal(err)
+	}
+	if rev, raft := revision(), cl.e.RaftIndex(); rev == rev0 || raft == raft0 {
+		t.Errorf("after a put: revision %d → %d, raft index %d → %d; want both moved", rev0, rev, raft0, raft)
+	}
+}
+
+func TestCampaignResignAndLostLease(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	if _, err := cl.s.Leader(ctx); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Leader with no nimbus: got %v, want ErrNotFound", err)
+	}
+	// Each nimbus with its own client, as in separate processes.
+	join := func(id string) (*Store, *Membership) {
+		c := dial(t, cl.e.Endpoints)
+		s := NewStore(c)
+		t.Cleanup(func() { s.Close(); c.Close() })
+		m, err := s.JoinNimbus(ctx, Nimbus{ID: id, Addr: id + ":6627"}, testTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, m
+	}
+	sa, a := join("a")
+	sb, b := join("b")
+	type result struct {
+		l   *Leadership
+		err error
+	}
+	campaign := func(ctx context.Context, s *Store, m *Membership) <-chan result {
+		ch := make(chan result, 1)
+		go func() {
+			l, err := s.Campaign(ctx, m)
+			ch <- result{l, err}
+		}()
+		return ch
+	}
+	leads := func(what string, r <-chan result, id string) *Leadership {
+		t.Helper()
+		var got result
+		select {
+		case got = <-r:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: %s is not leader after 30 s", what, id)
+		}
+		if got.err != nil {
+			t.Fatalf("%s: campaign of %s: %v", what, id, got.err)
+		}
+		n, err := cl.s.Leader(ctx)
+		if err != nil || n.ID != id || n.Addr != id+":6627" {
+			t.Fatalf("%s: Leader got %+v, %v; want %s", what, n, err, id)
+		}
+		return got.l
+	}
+	la := leads("first", campaign(ctx, sa, a), "a")
+	rb := campaign(ctx, sb, b)
+	select {
+	case r := <-rb:
+		t.Fatalf("b's campaign returned while a leads: %+v", r)
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	if err := la.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !received(la.Lost(), 0) {
+		t.Error("Lost open after Resign")
+	}
+	lb := leads("after a resigned", rb, "b")
+
+	ra := campaign(ctx, sa, a)
+	// b's lease goes (as when b is cut off past the TTL): its term ends,
+	// and a, campaigning, takes over.
+	if _, err := cl.c.Revoke(ctx, b.lease()); err != nil {
+		t.Fatal(err)
+	}
+	if !received(lb.Lost(), 30*time.Second) {
+		t.Fatal("b's Lost open after its lease was revoked")
+	}
+	la = leads("after b's lease was revoked", ra, "a")
+	eventually(t, "b's membership is back", func() bool {
+		ns, err := cl.s.Nimbuses(ctx)
+		return err == nil && len(ns) == 2
+	})
+
+	// A campaign gives up with its context, and leaves no key behind.
+	cctx, cancel := context.WithCancel(ctx)
+	rb = campaign(cctx, sb, b)
+	cancel()
+	if r := <-rb; r.err == nil {
+		t.Error("b's campaign succeeded after its context was done, while a leads")
+	}
+
+	// Closing the membership ends the term too, and no one leads.
+	a.Close()
+	if !received(la.Lost(), 30*time.Second) {
+		t.Fatal("a's Lost open after its membership closed")
+	}
+	if n, err := cl.s.Leader(ctx); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Leader after the leader left: got %+v, %v; want ErrNotFound", n, err)
+	}
+}

@@ -1,0 +1,211 @@
+package coord
+
+import (
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+const testTTL = 2 * time.Second
+
+// leaseOf returns the lease key is bound to, 0 if key is absent.
+func leaseOf(t *testing.T, c *clientv3.Client, key string) clientv3.LeaseID {
+	t.Helper()
+	r, err := c.Get(ctxT(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Kvs) == 0 {
+		return 0
+	}
+	return clientv3.LeaseID(r.Kvs[0].Lease)
+}
+
+func TestMembershipCloseAndStoreCloseRevoke(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	a, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s1", Host: "127.0.0.1", Ports: []int{6700}}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s2", Host: "127.0.0.1", Ports: []int{6700}}, testTTL); err != nil {
+		t.Fatal(err)
+	}
+	if sups, err := cl.s.Supervisors(ctx); err != nil || len(sups) != 2 || sups[0].ID != "s1" || sups[0].Ports[0] != 6700 {
+		t.Fatalf("Supervisors: got %+v, %v; want s1 and s2", sups, err)
+	}
+	a.Close()
+	a.Close()
+	if l := leaseOf(t, cl.c, SupervisorsPrefix+"s1"); l != 0 {
+		t.Error("s1 still there after its Close")
+	}
+	cl.s.Close() // closes s2's membership
+	if l := leaseOf(t, cl.c, SupervisorsPrefix+"s2"); l != 0 {
+		t.Error("s2 still there after Store.Close")
+	}
+	if _, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s3"}, testTTL); !errors.Is(err, ErrClosed) {
+		t.Errorf("join on a closed Store: got %v, want ErrClosed", err)
+	}
+}
+
+// A membership cut off from etcd loses its key when the lease runs out,
+// and puts it back, with its holds, when it can reach etcd again.
+func TestMembershipExpiresWhenCutOffAndReturns(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	p := newProxy(t, cl.e.Endpoints[0][len("http://"):])
+	pc := dial(t, []string{p.addr})
+	defer pc.Close()
+	ps := NewStore(pc)
+	defer ps.Close()
+
+	m, err := ps.JoinNimbus(ctx, Nimbus{ID: "n1", Addr: "127.0.0.1:6627"}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Hold(ctx, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	key := membersPrefix + "n1"
+	first := leaseOf(t, cl.c, key)
+	if first == 0 {
+		t.Fatal("no member key after JoinNimbus")
+	}
+	changes := cl.s.Changes(ctx, NimbusPrefix)
+	<-changes
+
+	p.cut()
+	eventually(t, "the member key expires", func() bool { return leaseOf(t, cl.c, key) == 0 })
+	if h, _ := cl.s.Holders(ctx, "abc"); len(h) != 0 {
+		t.Errorf("holders of an expired nimbus: got %v, want none", h)
+	}
+	p.heal()
+	eventually(t, "the member key is back", func() bool { return leaseOf(t, cl.c, key) != 0 })
+	if l := leaseOf(t, cl.c, key); l == first {
+		t.Errorf("member key back on the expired lease %x", l)
+	}
+	eventually(t, "the hold is back", func() bool {
+		h, err := cl.s.Holders(ctx, "abc")
+		return err == nil && slices.Equal(h, []string{"n1"})
+	})
+	if !received(changes, 30*time.Second) {
+		t.Error("Changes(NimbusPrefix) did not fire")
+	}
+}
+
+// etcd down past the TTL: the client gives up on the lease; when etcd
+// returns (its restart extends the old lease), the membership is on a new
+// lease and the old one is revoked.
+func TestMembershipReturnsAfterEtcdRestart(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	m, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s1"}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := SupervisorsPrefix + "s1"
+	first := leaseOf(t, cl.c, key)
+	changes := cl.s.Changes(ctx, SupervisorsPrefix)
+	<-changes
+	cl.restartEtcd(func() {
+		eventually(t, "the membership gives up on its lease", func() bool { return m.losses.Load() > 0 })
+	})
+	eventually(t, "the member key is on a new lease", func() bool {
+		l := leaseOf(t, cl.c, key)
+		return l != 0 && l != first
+	})
+	ttl, err := cl.c.TimeToLive(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.TTL != -1 {
+		t.Errorf("the old lease has TTL %d, want -1 (revoked)", ttl.TTL)
+	}
+	if !received(changes, 30*time.Second) {
+		t.Error("Changes(SupervisorsPrefix) did not fire")
+	}
+}
+
+// proxy forwards TCP connections to an address until cut, which drops
+// them all and refuses new ones; heal listens again on the same port.
+type proxy struct {
+	t      *testing.T
+	target string
+	addr   string
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{t: t, target: target, addr: "127.0.0.1:0"}
+	p.heal()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) heal() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			if p.ln != ln {
+				p.mu.Unlock()
+				c.Close()
+				u.Close()
+				return
+			}
+			p.conns = append(p.conns, c, u)
+			p.wg.Add(2)
+			go p.pipe(c, u)
+			go p.pipe(u, c)
+			p.mu.Unlock()
+		}
+	}()
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}

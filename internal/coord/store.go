@@ -1,0 +1,356 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+var (
+	// ErrNotFound says the record asked for does not exist.
+	ErrNotFound = errors.New("coord: not found")
+	// ErrExists says a record with that name or id exists already.
+	ErrExists = errors.New("coord: exists")
+	// ErrClosed says the Store was closed.
+	ErrClosed = errors.New("coord: store closed")
+)
+
+// Store reads and writes Gale's records in etcd. It is safe for
+// concurrent use. It does not own the client: Close stops the goroutines
+// the Store started (Changes, memberships, leaderships) and waits for
+// them, and the caller closes the client after it.
+type Store struct {
+	c *clientv3.Client
+	// ctx is the Store's lifetime, cancelled by Close; every goroutine it
+	// starts derives from it.
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	mu   struct {
+		sync.Mutex
+		closed bool
+	}
+}
+
+// NewStore returns a Store over c.
+func NewStore(c *clientv3.Client) *Store {
+	ctx, stop := context.WithCancel(context.Background())
+	return &Store{c: c, ctx: ctx, stop: stop}
+}
+
+// Close stops every goroutine the Store started and waits for them.
+// Memberships still open revoke their leases on the way out. Close is
+// idempotent.
+func (s *Store) Close() {
+	s.mu.Lock()
+	s.mu.closed = true
+	s.mu.Unlock()
+	s.stop()
+	s.wg.Wait()
+}
+
+// start runs f in a goroutine Close waits for; false if the Store is
+// closed.
+func (s *Store) start(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// CreateTopology stores t and takes its name, in one transaction. It
+// fails with ErrExists, naming the holder, if the name is taken or the id
+// is in use.
+func (s *Store) CreateTopology(ctx context.Context, t Topology) error {
+	if t.ID == "" || t.Name == "" {
+		return fmt.Errorf("coord: topology needs an id and a name, got id %q name %q", t.ID, t.Name)
+	}
+	v, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("coord: topology %q: %w", t.Name, err)
+	}
+	nk, tk := namesPrefix+t.Name, TopologiesPrefix+t.ID
+	r, err := s.c.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)).
+		Then(clientv3.OpPut(nk, t.ID), clientv3.OpPut(tk, string(v))).
+		Else(clientv3.OpGet(nk)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("coord: create topology %q: %w", t.Name, err)
+	}
+	if !r.Succeeded {
+		if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			return fmt.Errorf("%w: topology name %q is taken by topology %s; kill it first or pick another name",
+				ErrExists, t.Name, kvs[0].Value)
+		}
+		return fmt.Errorf("%w: topology id %s is in use", ErrExists, t.ID)
+	}
+	return nil
+}
+
+// UpdateTopology replaces the record of an existing topology. Its name
+// must not change. ErrNotFound if there is no topology t.ID named t.Name.
+func (s *Store) UpdateTopology(ctx context.Context, t Topology) error {
+	v, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("coord: topology %q: %w", t.Name, err)
+	}
+	tk := TopologiesPrefix + t.ID
+	r, err := s.c.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(tk), ">", 0),
+			clientv3.Compare(clientv3.Value(namesPrefix+t.Name), "=", t.ID)).
+		Then(clientv3.OpPut(tk, string(v))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("coord: update topology %q: %w", t.Name, err)
+	}
+	if !r.Succeeded {
+		return fmt.Errorf("%w: topology %s named %q", ErrNotFound, t.ID, t.Name)
+	}
+	return nil
+}
+
+// Topology returns the topology with id id, or ErrNotFound.
+func (s *Store) Topology(ctx context.Context, id string) (Topology, error) {
+	var t Topology
+	err := s.get(ctx, TopologiesPrefix+id, &t)
+	return t, err
+}
+
+// TopologyByName returns the topology named name, or ErrNotFound.
+func (s *Store) TopologyByName(ctx context.Context, name string) (Topology, error) {
+	r, err := s.c.Get(ctx, namesPrefix+name)
+	if err != nil {
+		return Topology{}, fmt.Errorf("coord: topology %q: %w", name, err)
+	}
+	if len(r.Kvs) == 0 {
+		return Topology{}, fmt.Errorf("%w: no topology named %q", ErrNotFound, name)
+	}
+	return s.Topology(ctx, string(r.Kvs[0].Value))
+}
+
+// Topologies returns every topology, ordered by id.
+func (s *Store) Topologies(ctx context.Context) ([]Topology, error) {
+	return list[Topology](ctx, s, TopologiesPrefix)
+}
+
+// DeleteTopology removes a topology's record, its name and its
+// assignment in one transaction; ErrNotFound if there is no such
+// topology.
+func (s *Store) DeleteTopology(ctx context.Context, id string) error {
+	tk := TopologiesPrefix + id
+	for {
+		r, err := s.c.Get(ctx, tk)
+		if err != nil {
+			return fmt.Errorf("coord: delete topology %s: %w", id, err)
+		}
+		if len(r.Kvs) == 0 {
+			return fmt.Errorf("%w: topology %s", ErrNotFound, id)
+		}
+		var t Topology
+		if err := json.Unmarshal(r.Kvs[0].Value, &t); err != nil {
+			return fmt.Errorf("coord: %s: bad record: %w", tk, err)
+		}
+		tr, err := s.c.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(tk), "=", r.Kvs[0].ModRevision)).
+			Then(clientv3.OpDelete(tk), clientv3.OpDelete(namesPrefix+t.Name),
+				clientv3.OpDelete(AssignmentsPrefix+id)).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("coord: delete topology %s: %w", id, err)
+		}
+		if tr.Succeeded {
+			return nil
+		}
+		// Changed between the read and the delete: read it again.
+	}
+}
+
+// PutAssignment stores a, replacing the topology's assignment.
+func (s *Store) PutAssignment(ctx context.Context, a Assignment) error {
+	if a.Topology == "" {
+		return errors.New("coord: assignment needs a topology id")
+	}
+	v, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("coord: assignment of %s: %w", a.Topology, err)
+	}
+	if _, err := s.c.Put(ctx, AssignmentsPrefix+a.Topology, string(v)); err != nil {
+		return fmt.Errorf("coord: put assignment of %s: %w", a.Topology, err)
+	}
+	return nil
+}
+
+// DeleteAssignment removes a topology's assignment; none is no error.
+func (s *Store) DeleteAssignment(ctx context.Context, id string) error {
+	if _, err := s.c.Delete(ctx, AssignmentsPrefix+id); err != nil {
+		return fmt.Errorf("coord: delete assignment of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Assignments returns every assignment, ordered by topology id.
+func (s *Store) Assignments(ctx context.Context) ([]Assignment, error) {
+	return list[Assignment](ctx, s, AssignmentsPrefix)
+}
+
+// Supervisors returns the live supervisors, ordered by id.
+func (s *Store) Supervisors(ctx context.Context) ([]Supervisor, error) {
+	return list[Supervisor](ctx, s, SupervisorsPrefix)
+}
+
+// Nimbuses returns the live nimbuses, ordered by id.
+func (s *Store) Nimbuses(ctx context.Context) ([]Nimbus, error) {
+	return list[Nimbus](ctx, s, membersPrefix)
+}
+
+// Holders returns the ids of the live nimbuses holding the artifact with
+// checksum sha, in order.
+func (s *Store) Holders(ctx context.Context, sha string) ([]string, error) {
+	r, err := s.c.Get(ctx, holdsPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("coord: holders of %s: %w", sha, err)
+	}
+	var ids []string
+	for _, kv := range r.Kvs {
+		id, h, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), holdsPrefix), "/")
+		if ok && h == sha {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+func (s *Store) get(ctx context.Context, key string, v any) error {
+	r, err := s.c.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("coord: get %s: %w", key, err)
+	}
+	if len(r.Kvs) == 0 {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	if err := json.Unmarshal(r.Kvs[0].Value, v); err != nil {
+		return fmt.Errorf("coord: %s: bad record: %w", key, err)
+	}
+	return nil
+}
+
+func list[T any](ctx context.Context, s *Store, prefix string) ([]T, error) {
+	r, err := s.c.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("coord: list %s: %w", prefix, err)
+	}
+	out := make([]T, 0, len(r.Kvs))
+	for _, kv := range r.Kvs {
+		var v T
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			return nil, fmt.Errorf("coord: %s: bad record: %w", kv.Key, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Changes returns a channel that receives once at once, then whenever
+// anything under prefix changes, and again once a broken watch (a
+// compaction, a lost leader) is re-established. Sends coalesce: the
+// channel holds at most one, so the caller re-reads what it needs on
+// each receive, and a slow reader misses nothing but repeats. The
+// channel is closed when ctx is done or the Store is closed. The prefixes
+// are TopologiesPrefix, AssignmentsPrefix, SupervisorsPrefix and
+// NimbusPrefix.
+func (s *Store) Changes(ctx context.Context, prefix string) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	ch <- struct{}{}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	ok := s.start(func() {
+		defer close(ch)
+		defer cancel()
+		defer stop()
+		s.watch(ctx, prefix, ch)
+	})
+	if !ok {
+		stop()
+		cancel()
+		close(ch)
+	}
+	return ch
+}
+
+// watch notifies ch of every change under prefix until ctx is done.
+func (s *Store) watch(ctx context.Context, prefix string, ch chan struct{}) {
+	notify := func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	for fails := 0; ; {
+		// The client resumes a watch over a reconnection by itself,
+		// from the revision after the last it saw, so an etcd restart
+		// loses no event. It closes the channel on a compaction, a
+		// cancellation or (WithRequireLeader) a member without a
+		// leader: then start over. Every new watch notifies once it is
+		// in place, the first included, for what changed before it.
+		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for r := range s.c.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify()) {
+			if r.Err() != nil {
+				break
+			}
+			if r.Created {
+				fails = 0
+			}
+			if r.Created || len(r.Events) > 0 {
+				notify()
+			}
+		}
+		wcancel()
+		fails++
+		if !sleep(ctx, backoff(fails)) {
+			return
+		}
+	}
+}
+
+// backoff is the wait before retry attempt n (from 0): 0, then doubling
+// from 100 ms to 2 s.
+func backoff(n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	d := 100 * time.Millisecond << min(n-1, 5)
+	return min(d, 2*time.Second)
+}
+
+// sleep waits d or until ctx is done; false if ctx is done.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
