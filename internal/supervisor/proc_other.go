@@ -14,6 +14,7 @@ func startProcess(*exec.Cmd) (int, error) { return 0, errUnix }
 func reap(int, string) bool               { return true }
 func isWorker(int, string) bool           { return false }
 func signal(int, string, syscall.Signal)  {}
+func lockDir(string) (func(), error)      { return nil, errUnix }
 
 const (
 	sigTerm = syscall.SIGTERM

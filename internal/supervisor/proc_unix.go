@@ -5,8 +5,10 @@ package supervisor
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 )
@@ -24,19 +26,13 @@ func startProcess(cmd *exec.Cmd) (int, error) {
 	return pid, nil
 }
 
-// reap reports whether process pid has exited, collecting it if it is
-// this process's child. A process that is not a child (adopted) counts as
-// exited when it is gone or when its command line no longer names spec
-// (another process reuses the pid).
+// reap reports whether worker pid has exited, collecting it if it is
+// this process's child. It counts as exited, too, when its command line
+// no longer names spec: another process reuses the pid.
 func reap(pid int, spec string) (exited bool) {
 	var ws syscall.WaitStatus
-	switch got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); {
-	case err == nil && got == pid:
+	if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && got == pid {
 		return true
-	case err == nil:
-		return false // a child, running
-	case !errors.Is(err, syscall.ECHILD):
-		return false
 	}
 	return !isWorker(pid, spec)
 }
@@ -72,3 +68,18 @@ const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
 )
+
+// lockDir takes dir's lock file, which another supervisor in dir holds
+// until it exits (kill -9 included: the kernel releases it). Workers do
+// not inherit it.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("supervisor: another supervisor runs in %s (%v): stop it, or give this one another --dir", dir, err)
+	}
+	return func() { f.Close() }, nil
+}

@@ -79,8 +79,14 @@ type Observed struct {
 	Alive bool
 	// Connected: its control connection is up, so commands reach it.
 	Connected bool
-	// Stopping: a Kill is under way (stop line, SIGTERM, then SIGKILL).
+	// Stopping: a Kill is under way (stop line, SIGTERM, then SIGKILL),
+	// StopWhy its reason.
 	Stopping bool
+	StopWhy  string
+	// RetryAt, for an exited worker still desired, is the earliest time
+	// to launch it again (a worker that keeps crashing is restarted with
+	// backoff); zero: at once.
+	RetryAt time.Time
 	// ReassignSent is the assignment version of the reassignment sent to
 	// it and not answered yet, ReassignRefused that of one it refused.
 	ReassignSent, ReassignRefused int64
@@ -283,6 +289,11 @@ func Step(desired []Desired, observed []Observed, artifacts map[string]ArtifactS
 				}
 			}
 		case isWanted:
+			if isObserved && now.Before(o.RetryAt) {
+				p.Workers = append(p.Workers, WorkerState{port, d.Topology, Waiting,
+					fmt.Sprintf("the worker keeps exiting; restarting it in %s", o.RetryAt.Sub(now))})
+				break
+			}
 			if isObserved {
 				p.Actions = append(p.Actions, Action{Kind: Forget, Port: port})
 			}
@@ -328,7 +339,7 @@ func Step(desired []Desired, observed []Observed, artifacts map[string]ArtifactS
 func classify(o Observed, d Desired, isWanted bool, now time.Time, t Timeouts) (State, string) {
 	switch {
 	case o.Stopping:
-		return Stopping, ""
+		return Stopping, o.StopWhy
 	case !isWanted:
 		return Disallowed, fmt.Sprintf("topology %s is no longer assigned to port %d", o.Running.Topology, o.Port)
 	case o.Running.restartKey() != d.restartKey():

@@ -102,7 +102,12 @@ type Supervisor struct {
 	known     bool // desired has been read from etcd
 	logged    map[string]bool
 	launchErr map[int]string
+	crashes   map[int]int // consecutive quick exits, by port
 }
+
+// quickExit: a worker that exits sooner after its start counts as
+// crashing, and is restarted with backoff.
+const quickExit = 30 * time.Second
 
 // proc is a worker process the supervisor knows.
 type proc struct {
@@ -167,7 +172,7 @@ func New(cfg Config) (*Supervisor, error) {
 	s := &Supervisor{cfg: cfg, log: cfg.Logger.With("component", "supervisor", "supervisor", cfg.ID),
 		sock:   filepath.Join(cfg.Dir, "supervisor.sock"),
 		nimbus: &nimbusConn{store: cfg.Store, opts: cfg.DialOptions}, ready: make(chan struct{}),
-		conns: map[*ctlConn]struct{}{}, procs: map[int]*proc{}, logged: map[string]bool{}, launchErr: map[int]string{}}
+		conns: map[*ctlConn]struct{}{}, procs: map[int]*proc{}, logged: map[string]bool{}, launchErr: map[int]string{}, crashes: map[int]int{}}
 	// A unix socket's path has a limit of about 104 bytes (108 on Linux).
 	if len(s.sock) > 100 {
 		return nil, fmt.Errorf("supervisor: the control socket %s is longer than 100 bytes: use a shorter --dir", s.sock)
@@ -190,6 +195,11 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			return fmt.Errorf("supervisor: %w", err)
 		}
 	}
+	unlock, err := lockDir(s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	s.arts = localArtifacts(filepath.Join(s.cfg.Dir, "artifacts"))
 	if err := s.adopt(); err != nil {
 		return err
@@ -353,9 +363,24 @@ func (s *Supervisor) checkProcs() {
 			continue
 		}
 		if reap(p.PID, p.spec) {
-			s.log.Info("worker exited", "port", p.Port, "pid", p.PID, "topology", p.Running.Topology, "stopping", p.Stopping)
 			p.Alive, p.Connected = false, false
 			changed = true
+			if p.Stopping {
+				s.log.Info("worker stopped", "port", p.Port, "pid", p.PID, "topology", p.Running.Topology)
+				continue
+			}
+			// A worker that keeps exiting soon after its start is started
+			// again at once the first time, then after 1 s, 2 s, … 30 s.
+			if now.Sub(p.LaunchedAt) < quickExit {
+				s.crashes[p.Port]++
+			} else {
+				s.crashes[p.Port] = 1
+			}
+			if n := s.crashes[p.Port]; n > 1 {
+				p.RetryAt = now.Add(min(time.Second<<min(n-2, 5), 30*time.Second))
+			}
+			s.log.Warn("worker exited", "port", p.Port, "pid", p.PID, "topology", p.Running.Topology,
+				"log", filepath.Join(s.cfg.Dir, "workers", strconv.Itoa(p.Port), "worker.log"), "restart_in", max(p.RetryAt.Sub(now), 0))
 			continue
 		}
 		if !p.Stopping {
@@ -498,7 +523,7 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 			s.launch(*a.Desired, now)
 		case Kill:
 			s.log.Info("stopping worker", "port", a.Port, "pid", p.PID, "topology", p.Running.Topology, "why", a.Why)
-			p.Stopping, p.stopAt = true, now
+			p.Stopping, p.StopWhy, p.stopAt = true, a.Why, now
 			if p.conn == nil || p.conn.send(workerproc.Message{Cmd: workerproc.CmdStop}) != nil {
 				signal(p.PID, p.spec, sigTerm)
 				p.termAt = now

@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -353,6 +355,36 @@ func TestSupervisor(t *testing.T) {
 		t.Errorf("the artifact was downloaded %d times, want once: the second supervisor has it locally", downloads)
 	}
 
+	// Deactivated, then activated again: the same worker, told so.
+	asg.Version, asg.Active = 2, false
+	if err := tc.store.PutAssignment(ctx, asg); err != nil {
+		t.Fatal(err)
+	}
+	var quiet int64
+	run := 0
+	tc.nimbus.waitReport(t, "the spouts quiet over 10 reports", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[1])
+		if w == nil || w.Pid != pid2 {
+			t.Fatalf("after a deactivation the slot runs %v, want pid %d", w, pid2)
+		}
+		if w.Acked != quiet {
+			quiet, run = w.Acked, 0
+		}
+		run++
+		return run >= 10
+	})
+	asg.Version, asg.Active = 3, true
+	if err := tc.store.PutAssignment(ctx, asg); err != nil {
+		t.Fatal(err)
+	}
+	tc.nimbus.waitReport(t, "more acked once activated", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[1])
+		if w == nil || w.Pid != pid2 {
+			t.Fatalf("after an activation the slot runs %v, want pid %d", w, pid2)
+		}
+		return w.Acked > quiet
+	})
+
 	// The assignment is withdrawn: the worker stops.
 	if err := tc.store.DeleteAssignment(ctx, "t1"); err != nil {
 		t.Fatal(err)
@@ -415,5 +447,91 @@ func TestSupervisorRejectsCorruptArtifact(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "artifacts")); len(ents) != 0 {
 		t.Errorf("the artifact store holds %v after a corrupt download, want nothing", ents)
+	}
+}
+
+// TestSupervisorRestartsHungWorker: a worker that stops heartbeating
+// (SIGSTOP) is timed out after supervisor.worker.timeout.secs, killed
+// (SIGKILL reaches a stopped process) and started again.
+func TestSupervisorRestartsHungWorker(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 1)
+	cfg := tc.supervisorConfig(t, shortDir(t), ports)
+	cfg.WorkerTimeout, cfg.StopGrace = 2*time.Second, time.Second
+	runSupervisor(t, cfg)
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker", validOn(ports[0], &pid, true))
+	if err := syscall.Kill(int(pid), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(int(pid), syscall.SIGKILL) })
+	tc.nimbus.waitReport(t, "the hung worker stopping, timed out", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[0])
+		return w != nil && w.Pid == pid && w.State == string(Stopping) && strings.Contains(w.Reason, "timed-out")
+	})
+	var pid2 int32
+	tc.nimbus.waitReport(t, "a new valid worker", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[0])
+		return w != nil && w.Pid != pid && validOn(ports[0], &pid2, true)(r)
+	})
+	if alive(int(pid)) {
+		t.Errorf("the hung worker %d still exists", pid)
+	}
+}
+
+// TestSupervisorDoesNotAdoptReusedPID: a pid in the local state that
+// another process has taken is not adopted, nor signalled; the slot gets
+// a worker of its own.
+func TestSupervisorDoesNotAdoptReusedPID(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 1)
+	dir := shortDir(t)
+	other := exec.Command("sleep", "300")
+	if err := other.Start(); err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}
+	st := localState{Supervisor: "s1", Workers: []savedProc{{Port: ports[0], PID: other.Process.Pid, Topology: "t1", Version: 1,
+		LaunchedAt: time.Now(), Spec: filepath.Join(dir, "workers", strconv.Itoa(ports[0]), "spec.json"),
+		Running: DesiredFor("s1", []coord.Assignment{asg})[0]}}}
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runSupervisor(t, tc.supervisorConfig(t, dir, ports))
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker", validOn(ports[0], &pid, true))
+	if int(pid) == other.Process.Pid {
+		t.Fatalf("adopted pid %d, which runs sleep", pid)
+	}
+	if !alive(other.Process.Pid) {
+		t.Fatalf("the process that reused the pid was killed")
+	}
+}
+
+// TestSupervisorDirLocked: a second supervisor in a directory in use is
+// refused, naming the directory.
+func TestSupervisorDirLocked(t *testing.T) {
+	tc := newTestCluster(t)
+	dir := shortDir(t)
+	cfg := tc.supervisorConfig(t, dir, freePorts(t, 1))
+	runSupervisor(t, cfg)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "another supervisor runs in "+dir) {
+		t.Fatalf("a second supervisor in %s: got %v, want refused", dir, err)
 	}
 }
