@@ -155,6 +155,7 @@ func (n *fakeNimbus) waitReport(t *testing.T, what string, ok func(*nimbuspb.Rep
 // testCluster is an embedded etcd, a store on it, and a fake nimbus
 // leader serving the test binary as the artifact.
 type testCluster struct {
+	etcd   *coord.Embedded
 	store  *coord.Store
 	nimbus *fakeNimbus
 	art    coord.Artifact
@@ -206,7 +207,7 @@ func newTestCluster(t *testing.T) *testCluster {
 	art := coord.Artifact{SHA256: n.sha, Size: int64(len(data)), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		WireVersion: transport.ProtocolVersion}
 	t.Setenv(workerEnv, "1") // the workers this test's supervisors start
-	return &testCluster{store: store, nimbus: n, art: art}
+	return &testCluster{etcd: e, store: store, nimbus: n, art: art}
 }
 
 // supervisorConfig is a supervisor on two free ports in dir.
@@ -533,5 +534,36 @@ func TestSupervisorDirLocked(t *testing.T) {
 	err = s.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "another supervisor runs in "+dir) {
 		t.Fatalf("a second supervisor in %s: got %v, want refused", dir, err)
+	}
+}
+
+// TestSupervisorSteadyStateWritesNothing: a supervisor running a worker,
+// heartbeating, keeping its lease alive and reporting to nimbus makes no
+// etcd write: the raft index stands still over many lease keep-alives.
+func TestSupervisorSteadyStateWritesNothing(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 1)
+	cfg := tc.supervisorConfig(t, shortDir(t), ports)
+	cfg.LeaseTTL = time.Second // a keep-alive every third of a second
+	runSupervisor(t, cfg)
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker", validOn(ports[0], &pid, true))
+	before := tc.etcd.RaftIndex()
+	start := time.Now()
+	n := 0
+	tc.nimbus.waitReport(t, "30 reports over at least 3 s", func(r *nimbuspb.ReportRequest) bool {
+		if !validOn(ports[0], &pid, false)(r) {
+			t.Fatalf("the worker changed: %v", r)
+		}
+		n++
+		return n >= 30 && time.Since(start) >= 3*time.Second
+	})
+	if after := tc.etcd.RaftIndex(); after != before {
+		t.Errorf("raft index moved from %d to %d in steady state", before, after)
 	}
 }
