@@ -188,7 +188,7 @@ func (s *Supervisor) Ready() <-chan struct{} { return s.ready }
 // Then it stops in order: it closes its control socket and its
 // connections to the workers, waits for its goroutines and leaves the
 // cluster. Its workers keep running: a supervisor restarted in the same
-// directory adopts them.
+// directory adopts them. Call it once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	for _, d := range []string{s.cfg.Dir, filepath.Join(s.cfg.Dir, "artifacts"), filepath.Join(s.cfg.Dir, "workers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -552,6 +552,9 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 func (s *Supervisor) launch(d Desired, now time.Time) {
 	pid, spec, err := s.start(d)
 	if err != nil {
+		if _, serr := os.Stat(s.artifactPath(d.Artifact.SHA256)); serr != nil {
+			delete(s.arts, d.Artifact.SHA256) // gone from the store: fetch it again
+		}
 		if s.launchErr[d.Port] != err.Error() {
 			s.launchErr[d.Port] = err.Error()
 			s.log.Error("cannot launch worker", "port", d.Port, "topology", d.Topology, "err", err)
@@ -567,6 +570,15 @@ func (s *Supervisor) launch(d Desired, now time.Time) {
 // start writes d's spec and starts `ARTIFACT worker --spec FILE`, its
 // output appended to workers/<port>/worker.log.
 func (s *Supervisor) start(d Desired) (pid int, spec string, err error) {
+	listen := net.JoinHostPort(s.cfg.Host, strconv.Itoa(d.Port))
+	// A port another process holds (a worker this supervisor lost track
+	// of, until it says hello and is stopped) would only make the worker
+	// fail.
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return 0, "", fmt.Errorf("slot %d is in use by another process: %w", d.Port, err)
+	}
+	l.Close()
 	dir := filepath.Join(s.cfg.Dir, "workers", strconv.Itoa(d.Port))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", err
@@ -581,7 +593,7 @@ func (s *Supervisor) start(d Desired) (pid int, spec string, err error) {
 		// and its name.
 		Factory: "run:" + d.Factory, Params: params, Config: gale.Config(d.Config), Cluster: s.cfg.Cluster,
 		Worker: d.Assignment.Worker, Workers: len(d.Assignment.Workers),
-		Listen:      net.JoinHostPort(s.cfg.Host, strconv.Itoa(d.Port)),
+		Listen:      listen,
 		HeartbeatMS: int(s.cfg.WorkerHeartbeat / time.Millisecond), LogLevel: s.cfg.WorkerLogLevel,
 		Supervised: &workerproc.Supervised{TopologyID: d.Topology, Version: d.Version, Port: d.Port, Active: d.Active,
 			Control: s.sock, Assignment: d.Assignment},

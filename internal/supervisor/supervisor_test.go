@@ -567,3 +567,36 @@ func TestSupervisorSteadyStateWritesNothing(t *testing.T) {
 		t.Errorf("raft index moved from %d to %d in steady state", before, after)
 	}
 }
+
+// TestSupervisorStopsUnknownWorker: a worker on a slot that the
+// supervisor's local state does not list (the state was lost) is told to
+// stop when it says hello, and the slot then gets a worker of the
+// supervisor's own.
+func TestSupervisorStopsUnknownWorker(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 1)
+	dir := shortDir(t)
+	cfg := tc.supervisorConfig(t, dir, ports)
+	stopA := runSupervisor(t, cfg)
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker", validOn(ports[0], &pid, true))
+	stopA()
+	t.Cleanup(func() { syscall.Kill(int(pid), syscall.SIGKILL) })
+	if err := os.Remove(filepath.Join(dir, "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	runSupervisor(t, cfg)
+	var pid2 int32
+	tc.nimbus.waitReport(t, "a new valid worker", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[0])
+		return w != nil && w.Pid != pid && validOn(ports[0], &pid2, true)(r)
+	})
+	if alive(int(pid)) {
+		t.Errorf("the unknown worker %d still runs", pid)
+	}
+}
