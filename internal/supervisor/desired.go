@@ -27,7 +27,7 @@ func DesiredFor(id string, assignments []coord.Assignment) []Desired {
 				Artifact: Artifact(a.Artifact),
 				Factory:  a.Factory, Params: a.Params, Config: a.Config,
 				Assignment: worker.Assignment{Worker: i, Workers: slices.Clone(addrs), Executors: a.Executors,
-					Parallelism: a.Parallelism, Secret: a.Secret},
+					Parallelism: a.Parallelism, Secret: a.Secret, Version: a.Version},
 			})
 		}
 	}

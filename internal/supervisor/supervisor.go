@@ -466,6 +466,7 @@ func (s *Supervisor) handle(ev ctlEvent) bool {
 			s.log.Warn("worker refused its reassignment; restarting it", "port", p.Port, "version", m.Version, "err", m.Error)
 			p.ReassignRefused = m.Version
 		} else {
+			s.log.Info("reassigned worker", "port", p.Port, "pid", p.PID, "version", m.Version)
 			running := *p.pending
 			running.Active = p.Running.Active
 			p.Running = running

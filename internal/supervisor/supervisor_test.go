@@ -600,3 +600,43 @@ func TestSupervisorStopsUnknownWorker(t *testing.T) {
 		t.Errorf("the unknown worker %d still runs", pid)
 	}
 }
+
+// TestSupervisorReassignsWhenAPeerMoves: when one worker of a topology
+// moves to another slot, the worker that stays is reassigned in place
+// (the same pid, the new assignment's fingerprint), the moved one is
+// started on its new slot and stopped on its old one, and the two
+// exchange tuples: the moved spout's tuples are acked.
+func TestSupervisorReassignsWhenAPeerMoves(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 3)
+	runSupervisor(t, tc.supervisorConfig(t, shortDir(t), ports))
+	slot := func(p int) coord.Slot { return coord.Slot{Supervisor: "s1", Host: "127.0.0.1", Port: p} }
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{slot(ports[0]), slot(ports[1])}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	// The spout runs on worker 1 (executors in id order, round-robin:
+	// sink on worker 0, ticks on worker 1).
+	var pid0, pid1 int32
+	tc.nimbus.waitReport(t, "both workers valid, worker 1 acking", func(r *nimbuspb.ReportRequest) bool {
+		return validOn(ports[0], &pid0, false)(r) && validOn(ports[1], &pid1, true)(r)
+	})
+
+	asg.Version, asg.Workers = 2, []coord.Slot{slot(ports[0]), slot(ports[2])}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	want := workerproc.Fingerprint(DesiredFor("s1", []coord.Assignment{asg})[0].Assignment)
+	var pid2 int32
+	tc.nimbus.waitReport(t, "worker 0 reassigned in place, worker 1 acking on its new slot", func(r *nimbuspb.ReportRequest) bool {
+		w0 := workerOn(r, ports[0])
+		if w0 == nil || w0.Pid != pid0 {
+			t.Fatalf("worker 0 is %v, want pid %d kept", w0, pid0)
+		}
+		return w0.AssignmentFingerprint == want && workerOn(r, ports[1]) == nil && validOn(ports[2], &pid2, true)(r)
+	})
+	if alive(int(pid1)) {
+		t.Errorf("worker 1's old copy %d still runs", pid1)
+	}
+}

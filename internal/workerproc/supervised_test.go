@@ -170,6 +170,17 @@ func TestSupervisedWorker(t *testing.T) {
 	if m := c.next("a heartbeat", heartbeat); m.Version != 3 {
 		t.Fatalf("after a refused reassignment the worker reports version %d, want 3", m.Version)
 	}
+	// One that changes nothing of this worker's is taken.
+	same := asg
+	same.Version = 5
+	c.send(Message{Cmd: CmdReassign, Version: 5, Assignment: &same})
+	r = c.next("the answer to the reassignment", func(m Message) bool { return m.Event == EventReassigned })
+	if r.Version != 5 || r.Error != "" || r.Fingerprint != Fingerprint(asg) {
+		t.Fatalf("got %+v, want reassignment 5 taken, the fingerprint still %s", r, Fingerprint(asg))
+	}
+	if m := c.next("a heartbeat", heartbeat); m.Version != 5 {
+		t.Fatalf("after reassignment 5 the worker reports version %d", m.Version)
+	}
 
 	// The supervisor goes away: the worker keeps serving its peers.
 	c.c.Close()
@@ -189,8 +200,8 @@ func TestSupervisedWorker(t *testing.T) {
 	defer l.Close()
 	c = accept(t, l)
 	again := c.next("the hello", func(Message) bool { return true })
-	if again.Event != EventHello || again.PID != cmd.Process.Pid || again.Version != 3 || *again.Active {
-		t.Fatalf("got %+v, want the same worker's hello (pid %d, version 3, inactive)", again, cmd.Process.Pid)
+	if again.Event != EventHello || again.PID != cmd.Process.Pid || again.Version != 5 || *again.Active {
+		t.Fatalf("got %+v, want the same worker's hello (pid %d, version 5, inactive)", again, cmd.Process.Pid)
 	}
 
 	c.send(Message{Cmd: CmdStop})
