@@ -155,7 +155,8 @@ func (n *fakeNimbus) waitReport(t *testing.T, what string, ok func(*nimbuspb.Rep
 // testCluster is an embedded etcd, a store on it, and a fake nimbus
 // leader serving the test binary as the artifact.
 type testCluster struct {
-	etcd   *coord.Embedded
+	etcd    *coord.Embedded
+	etcdDir string
 	store  *coord.Store
 	nimbus *fakeNimbus
 	art    coord.Artifact
@@ -163,11 +164,17 @@ type testCluster struct {
 
 func newTestCluster(t *testing.T) *testCluster {
 	t.Helper()
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	etcdDir := t.TempDir()
+	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: etcdDir, ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	tc := &testCluster{etcd: e, etcdDir: etcdDir}
+	t.Cleanup(func() {
+		if tc.etcd != nil {
+			tc.etcd.Close()
+		}
+	})
 	c, err := coord.Dial(e.Endpoints)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +214,8 @@ func newTestCluster(t *testing.T) *testCluster {
 	art := coord.Artifact{SHA256: n.sha, Size: int64(len(data)), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		WireVersion: transport.ProtocolVersion}
 	t.Setenv(workerEnv, "1") // the workers this test's supervisors start
-	return &testCluster{etcd: e, store: store, nimbus: n, art: art}
+	tc.store, tc.nimbus, tc.art = store, n, art
+	return tc
 }
 
 // supervisorConfig is a supervisor on two free ports in dir.
@@ -638,5 +646,57 @@ func TestSupervisorReassignsWhenAPeerMoves(t *testing.T) {
 	})
 	if alive(int(pid1)) {
 		t.Errorf("worker 1's old copy %d still runs", pid1)
+	}
+}
+
+// TestSupervisorSurvivesEtcdRestart: while etcd is down the worker runs
+// on, untouched; once etcd is back the supervisor sees assignment
+// changes again.
+func TestSupervisorSurvivesEtcdRestart(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 1)
+	runSupervisor(t, tc.supervisorConfig(t, shortDir(t), ports))
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker", validOn(ports[0], &pid, true))
+	url := tc.etcd.Endpoints[0]
+	tc.etcd.Close()
+	tc.etcd = nil
+	n := 0
+	tc.nimbus.waitReport(t, "the worker valid over 20 reports without etcd", func(r *nimbuspb.ReportRequest) bool {
+		if !validOn(ports[0], &pid, false)(r) {
+			t.Fatalf("without etcd the worker changed: %v", r)
+		}
+		n++
+		return n >= 20
+	})
+	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: tc.etcdDir, ClientURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.etcd = e
+	asg.Version, asg.Active = 2, false
+	var deadline = time.Now().Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		err := tc.store.PutAssignment(ctx, asg)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd back, but the assignment cannot be written: %v", err)
+		}
+	}
+	if err := tc.store.DeleteAssignment(t.Context(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	tc.nimbus.waitReport(t, "no worker once the assignment is deleted", func(r *nimbuspb.ReportRequest) bool { return len(r.Workers) == 0 })
+	if alive(int(pid)) {
+		t.Errorf("worker %d runs on after its assignment was deleted", pid)
 	}
 }
