@@ -157,9 +157,9 @@ func (n *fakeNimbus) waitReport(t *testing.T, what string, ok func(*nimbuspb.Rep
 type testCluster struct {
 	etcd    *coord.Embedded
 	etcdDir string
-	store  *coord.Store
-	nimbus *fakeNimbus
-	art    coord.Artifact
+	store   *coord.Store
+	nimbus  *fakeNimbus
+	art     coord.Artifact
 }
 
 func newTestCluster(t *testing.T) *testCluster {
