@@ -422,6 +422,17 @@ func (s *Supervisor) handle(ev ctlEvent) bool {
 			if m.Active != nil {
 				p.Running.Active = *m.Active
 			}
+			if p.pending != nil {
+				// The answer to a reassignment was lost with the old
+				// connection: the hello tells whether it was taken.
+				if m.Fingerprint == workerproc.Fingerprint(p.pending.Assignment) {
+					running := *p.pending
+					running.Active = p.Running.Active
+					p.Running = running
+					s.save()
+				}
+				p.pending, p.ReassignSent = nil, 0
+			}
 			if m.Fingerprint != workerproc.Fingerprint(p.Running.Assignment) {
 				// It runs other peers than the local state says (a
 				// reassignment not saved): Step reassigns it.
