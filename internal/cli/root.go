@@ -126,7 +126,9 @@ func newRootCmd(opts *Options) *cobra.Command {
 			return cmd.Help()
 		},
 	})
-	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd(), newSupervisorCmd(opts))
+	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
+	root.AddCommand(newNimbusCmd(opts))
+	root.AddCommand(newSupervisorCmd(opts))
 	return root
 }
 
