@@ -2,15 +2,20 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
@@ -92,8 +97,12 @@ stderr once it has joined the cluster.`,
 			defer client.Close()
 			store := coord.NewStore(client)
 			defer store.Close()
+			dial, err := nimbusDialOptions(eff)
+			if err != nil {
+				return err
+			}
 			cfg := supervisor.Config{ID: id, Dir: f.dir, Host: f.host, Ports: ports, Store: store, Cluster: file,
-				GaleVersion: currentVersion().Version, WorkerLogLevel: f.logLevel, Logger: log}
+				GaleVersion: currentVersion().Version, WorkerLogLevel: f.logLevel, Logger: log, DialOptions: dial}
 			cfg.FromCluster(eff)
 			s, err := supervisor.New(cfg)
 			if err != nil {
@@ -137,4 +146,24 @@ func joinPorts(ports []int) string {
 		s[i] = strconv.Itoa(p)
 	}
 	return strings.Join(s, ",")
+}
+
+// nimbusDialOptions are how a supervisor dials nimbus: TLS trusting
+// nimbus.tls.cert (the cluster's certificate, or the CA that signed each
+// nimbus's) when it is set, else plaintext (nil).
+func nimbusDialOptions(eff *gale.Effective) ([]grpc.DialOption, error) {
+	cert := eff.String(gale.NimbusTLSCert)
+	if cert == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cert)
+	if err != nil {
+		return nil, fmt.Errorf("nimbus.tls.cert: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("nimbus.tls.cert %s holds no PEM certificate", cert)
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(
+		credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))}, nil
 }

@@ -59,3 +59,21 @@ func TestSupervisorCommand(t *testing.T) {
 		t.Fatalf("a restart with another id: exit %v, stderr %q; want code 1 naming sup-a", st, p.Stderr())
 	}
 }
+
+// TestSupervisorCommandBadTLSCert: a nimbus.tls.cert that holds no
+// certificate is an error naming it, before the supervisor joins.
+func TestSupervisorCommandBadTLSCert(t *testing.T) {
+	dir, err := os.MkdirTemp("", "gale-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cert := filepath.Join(dir, "cert.pem")
+	yaml := filepath.Join(dir, "gale.yaml")
+	os.WriteFile(cert, []byte("not a certificate"), 0o600)
+	os.WriteFile(yaml, []byte("nimbus.tls.cert: "+cert+"\n"), 0o600)
+	p := startGale(t, "supervisor", "--dir", filepath.Join(dir, "s"), "--file", yaml, "--etcd", "http://127.0.0.1:1")
+	if st := p.Wait(t); st.ExitCode() != exitRuntime || !strings.Contains(p.Stderr(), "nimbus.tls.cert "+cert+" holds no PEM certificate") {
+		t.Fatalf("exit %v, stderr %q; want code 1 naming the certificate file", st, p.Stderr())
+	}
+}

@@ -105,6 +105,9 @@ type Supervisor struct {
 	crashes   map[int]int // consecutive quick exits, by port
 }
 
+// joinTimeout bounds the supervisor's first registration in etcd.
+const joinTimeout = 30 * time.Second
+
 // quickExit: a worker that exits sooner after its start counts as
 // crashing, and is restarted with backoff.
 const quickExit = 30 * time.Second
@@ -213,11 +216,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("supervisor: control socket: %w", err)
 	}
 	defer ln.Close()
-	mem, err := s.cfg.Store.JoinSupervisor(ctx, coord.Supervisor{ID: s.cfg.ID, Host: s.cfg.Host, Ports: s.cfg.Ports,
+	jctx, jcancel := context.WithTimeout(ctx, joinTimeout)
+	mem, err := s.cfg.Store.JoinSupervisor(jctx, coord.Supervisor{ID: s.cfg.ID, Host: s.cfg.Host, Ports: s.cfg.Ports,
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GaleVersion: s.cfg.GaleVersion, WireVersion: s.cfg.WireVersion,
 		Started: time.Now()}, s.cfg.LeaseTTL)
+	jcancel()
 	if err != nil {
-		return fmt.Errorf("supervisor: register in etcd: %w", err)
+		if ctx.Err() != nil {
+			return nil // stopped while joining
+		}
+		return fmt.Errorf("supervisor: register in etcd (given up after %s; is etcd running at gale.etcd.endpoints or --etcd?): %w", joinTimeout, err)
 	}
 	defer mem.Close()
 	defer s.nimbus.close()
