@@ -1814,7 +1814,8 @@ type WorkerReport struct {
 	Topology string                 `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
 	Port     int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
 	Pid      int32                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
-	// state: valid, timed-out, not-started, disallowed, starting.
+	// state: valid, timed-out, not-started, disallowed, starting,
+	// stopping, exited, waiting (for its artifact or its slot), refused.
 	State                 string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
 	AssignmentFingerprint string `protobuf:"bytes,5,opt,name=assignment_fingerprint,json=assignmentFingerprint,proto3" json:"assignment_fingerprint,omitempty"`
 	Emitted               int64  `protobuf:"varint,6,opt,name=emitted,proto3" json:"emitted,omitempty"`
@@ -1826,8 +1827,12 @@ type WorkerReport struct {
 	HeartbeatUnixMs       int64  `protobuf:"varint,12,opt,name=heartbeat_unix_ms,json=heartbeatUnixMs,proto3" json:"heartbeat_unix_ms,omitempty"`
 	Supervisor            string `protobuf:"bytes,13,opt,name=supervisor,proto3" json:"supervisor,omitempty"`
 	Host                  string `protobuf:"bytes,14,opt,name=host,proto3" json:"host,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// reason says why a worker is in its state: why it was killed, why a
+	// desired worker does not run (state waiting or refused: an artifact
+	// for another platform, a slot that is not the supervisor's).
+	Reason        string `protobuf:"bytes,15,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerReport) Reset() {
@@ -1954,6 +1959,13 @@ func (x *WorkerReport) GetSupervisor() string {
 func (x *WorkerReport) GetHost() string {
 	if x != nil {
 		return x.Host
+	}
+	return ""
+}
+
+func (x *WorkerReport) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -2150,7 +2162,7 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"supervisor\x18\x01 \x01(\tR\n" +
 	"supervisor\x126\n" +
-	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\x99\x03\n" +
+	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xb1\x03\n" +
 	"\fWorkerReport\x12\x1a\n" +
 	"\btopology\x18\x01 \x01(\tR\btopology\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x10\n" +
@@ -2168,7 +2180,8 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"supervisor\x18\r \x01(\tR\n" +
 	"supervisor\x12\x12\n" +
-	"\x04host\x18\x0e \x01(\tR\x04host\"\x10\n" +
+	"\x04host\x18\x0e \x01(\tR\x04host\x12\x16\n" +
+	"\x06reason\x18\x0f \x01(\tR\x06reason\"\x10\n" +
 	"\x0eReportResponse2\xf7\x05\n" +
 	"\x06Nimbus\x12I\n" +
 	"\x06Submit\x12\x1d.gale.nimbus.v1.SubmitRequest\x1a\x1e.gale.nimbus.v1.SubmitResponse(\x01\x12A\n" +

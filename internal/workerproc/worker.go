@@ -1,7 +1,8 @@
 // Package workerproc runs a topology's share in a worker process and
 // launches such processes: the hidden `gale worker` subcommand on one side,
-// `gale bench --workers N` and multi-process tests on the other. Nimbus and
-// supervisors will launch workers the same way.
+// `gale bench --workers N`, `gale run --workers N` and multi-process tests
+// on the other. A supervisor (internal/supervisor) runs workers in the
+// supervised mode instead (Spec.Supervised, which documents its protocol).
 //
 // A worker is started with a Spec (a JSON file) and talks to whoever
 // launched it over its standard streams, one JSON object per line; its
@@ -67,6 +68,9 @@ type Spec struct {
 	// LogLevel is the least level logged to stderr: debug, info (the
 	// default), warn or error.
 	LogLevel string `json:"log_level,omitempty"`
+	// Supervised, if set, runs the worker under a supervisor (Supervised
+	// documents the protocol) instead of the launcher's stdin and stdout.
+	Supervised *Supervised `json:"supervised,omitempty"`
 }
 
 // Level is the spec's log level.
@@ -101,6 +105,9 @@ func (s Spec) Validate() error {
 	}
 	if s.HeartbeatMS <= 0 {
 		errs = append(errs, fmt.Errorf(`"heartbeat_ms" %d: want > 0`, s.HeartbeatMS))
+	}
+	if s.Supervised != nil {
+		errs = append(errs, s.Supervised.validate(s)...)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("worker spec: %w", errors.Join(errs...))
@@ -188,6 +195,14 @@ type Message struct {
 	Stats  json.RawMessage `json:"stats,omitempty"`
 	// Spouts are this worker's spout counters (heartbeat, stopped).
 	Spouts []runstats.Spout `json:"spouts,omitempty"`
+
+	// Supervised mode (Supervised documents it).
+	Topology    string             `json:"topology,omitempty"`    // hello
+	Port        int                `json:"port,omitempty"`        // hello
+	Version     int64              `json:"version,omitempty"`     // hello, heartbeat, reassign, reassigned
+	Fingerprint string             `json:"fingerprint,omitempty"` // hello, heartbeat, reassigned
+	Active      *bool              `json:"active,omitempty"`      // hello, heartbeat
+	Assignment  *worker.Assignment `json:"assignment,omitempty"`  // reassign
 }
 
 // Commands and events.
@@ -196,12 +211,15 @@ const (
 	CmdActivate   = "activate"
 	CmdDeactivate = "deactivate"
 	CmdStop       = "stop"
+	CmdReassign   = "reassign" // supervised mode
 
-	EventListening = "listening"
-	EventStarted   = "started"
-	EventHeartbeat = "heartbeat"
-	EventStopped   = "stopped"
-	EventFailed    = "failed"
+	EventListening  = "listening"
+	EventStarted    = "started"
+	EventHeartbeat  = "heartbeat"
+	EventStopped    = "stopped"
+	EventFailed     = "failed"
+	EventHello      = "hello"      // supervised mode
+	EventReassigned = "reassigned" // supervised mode; Error set if refused
 )
 
 // Main runs one worker: it binds spec.Listen, reports the address, waits
@@ -209,7 +227,9 @@ const (
 // heartbeats until told to stop, stdin ends, or ctx is done. It closes
 // stdin before returning. The returned error has also been reported as a
 // "failed" event. It sets this process's memory settings from the
-// worker's config (workermem.Of) for as long as it runs.
+// worker's config (workermem.Of) for as long as it runs. With
+// spec.Supervised set it runs under a supervisor instead, as Supervised
+// describes, and does not read stdin.
 func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer, log *slog.Logger) (err error) {
 	out := &eventWriter{w: stdout}
 	defer func() {
@@ -250,8 +270,12 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
 	}
 	defer ln.Close() // the worker owns it once it starts; closing again is harmless
-	if err := out.send(Message{Event: EventListening, Addr: ln.Addr().String(), PID: os.Getpid()}); err != nil {
+	if err := out.send(Message{Event: EventListening, Addr: ln.Addr().String(), PID: os.Getpid()}); err != nil && spec.Supervised == nil {
 		return err
+	}
+	if spec.Supervised != nil {
+		stdin.Close()
+		return runSupervised(ctx, spec, conf, built, ln, log)
 	}
 
 	cmds := make(chan Message)

@@ -1,0 +1,79 @@
+//go:build unix
+
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gale-stream/gale/internal/coord"
+)
+
+// TestSupervisorCommand runs `gale supervisor` against an embedded etcd:
+// it prints its ready line with the id, host and slots, registers in
+// etcd, stops in order on SIGTERM, and keeps its id in --dir, so that a
+// restart with another --id is refused.
+func TestSupervisorCommand(t *testing.T) {
+	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c, err := coord.Dial(e.Endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	store := coord.NewStore(c)
+	defer store.Close()
+	dir, err := os.MkdirTemp("", "gale-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	p := startGale(t, "supervisor", "--dir", dir, "--ports", "6790,6791", "--etcd", e.Endpoints[0], "--id", "sup-a")
+	p.WaitLineContaining(t, "gale supervisor: sup-a on 127.0.0.1 slots 6790,6791")
+	sups, err := store.Supervisors(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sups) != 1 || sups[0].ID != "sup-a" || len(sups[0].Ports) != 2 || sups[0].Ports[0] != 6790 {
+		t.Fatalf("supervisors in etcd: %+v, want sup-a with slots 6790, 6791", sups)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Wait(t); st.ExitCode() != exitOK {
+		t.Fatalf("exit after SIGTERM: %v, want 0", st)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "id")); err != nil || strings.TrimSpace(string(b)) != "sup-a" {
+		t.Fatalf("--dir's id: %q, %v; want sup-a", b, err)
+	}
+
+	p = startGale(t, "supervisor", "--dir", dir, "--etcd", e.Endpoints[0], "--id", "sup-b")
+	if st := p.Wait(t); st.ExitCode() != exitRuntime || !strings.Contains(p.Stderr(), `is supervisor "sup-a"'s`) {
+		t.Fatalf("a restart with another id: exit %v, stderr %q; want code 1 naming sup-a", st, p.Stderr())
+	}
+}
+
+// TestSupervisorCommandBadTLSCert: a nimbus.tls.cert that holds no
+// certificate is an error naming it, before the supervisor joins.
+func TestSupervisorCommandBadTLSCert(t *testing.T) {
+	dir, err := os.MkdirTemp("", "gale-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cert := filepath.Join(dir, "cert.pem")
+	yaml := filepath.Join(dir, "gale.yaml")
+	os.WriteFile(cert, []byte("not a certificate"), 0o600)
+	os.WriteFile(yaml, []byte("nimbus.tls.cert: "+cert+"\n"), 0o600)
+	p := startGale(t, "supervisor", "--dir", filepath.Join(dir, "s"), "--file", yaml, "--etcd", "http://127.0.0.1:1")
+	if st := p.Wait(t); st.ExitCode() != exitRuntime || !strings.Contains(p.Stderr(), "nimbus.tls.cert "+cert+" holds no PEM certificate") {
+		t.Fatalf("exit %v, stderr %q; want code 1 naming the certificate file", st, p.Stderr())
+	}
+}

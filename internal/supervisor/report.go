@@ -1,0 +1,72 @@
+package supervisor
+
+import (
+	"context"
+	"time"
+
+	"github.com/gale-stream/gale/internal/nimbuspb"
+)
+
+// report summarises the workers for the nimbus leader: every worker
+// known, with its state, its last heartbeat's counters, and every
+// desired worker that does not run, with why.
+func (s *Supervisor) report() *nimbuspb.ReportRequest {
+	r := &nimbuspb.ReportRequest{Supervisor: s.cfg.ID}
+	seen := map[int]bool{}
+	for _, w := range s.states {
+		wr := &nimbuspb.WorkerReport{Topology: w.Topology, Port: int32(w.Port), State: string(w.State), Reason: w.Why,
+			Supervisor: s.cfg.ID, Host: s.cfg.Host}
+		if p := s.procs[w.Port]; p != nil && p.Running.Topology == w.Topology && !seen[w.Port] {
+			seen[w.Port] = true
+			wr.Pid = int32(p.PID)
+			b := p.beat
+			wr.AssignmentFingerprint = b.Fingerprint
+			wr.RssBytes = b.RSS
+			if !b.Time.IsZero() {
+				wr.HeartbeatUnixMs = p.LastBeat.UnixMilli()
+			}
+			if b.Status != nil {
+				wr.Pending = int64(b.Status.Pending)
+			}
+			for _, sp := range b.Spouts {
+				wr.Emitted += sp.Emitted
+				wr.Acked += sp.Acked
+				wr.Failed += sp.Failed
+			}
+		}
+		r.Workers = append(r.Workers, wr)
+	}
+	return r
+}
+
+// reporter sends each report from in to the nimbus leader, and drops it
+// if no leader answers: the next one says it all again. Reports never go
+// to etcd.
+func (s *Supervisor) reporter(ctx context.Context, in <-chan *nimbuspb.ReportRequest) {
+	failing := false
+	for {
+		var r *nimbuspb.ReportRequest
+		select {
+		case <-ctx.Done():
+			return
+		case r = <-in:
+		}
+		client, addr, err := s.nimbus.client(ctx)
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = client.Report(rctx, r)
+			cancel()
+			if err != nil {
+				s.nimbus.failed(addr)
+			}
+		}
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			s.log.Warn("cannot report to nimbus; retrying with the next report", "err", err)
+			failing = true
+		case err == nil && failing:
+			s.log.Info("reporting to nimbus again", "nimbus", addr)
+			failing = false
+		}
+	}
+}

@@ -1,0 +1,267 @@
+//go:build unix
+
+package workerproc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gale-stream/gale/internal/worker"
+)
+
+// supervisedWorker starts the test binary as a supervised worker of the
+// test word count on a free port, reporting to the socket sock, and
+// returns its command and its assignment. At the end of the test it is
+// killed if still running and its stderr logged.
+func supervisedWorker(t *testing.T, dir, sock string, active bool) (*exec.Cmd, Spec) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	raw, _ := json.Marshal(e2eParams{Sentences: 1 << 30, Rate: 200})
+	spec := Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, Worker: 0, Workers: 1, Listen: addr,
+		HeartbeatMS: 50, LogLevel: "warn",
+		Supervised: &Supervised{TopologyID: "t-1", Version: 3, Port: port, Active: active, Control: sock,
+			Assignment: worker.Assignment{Worker: 0, Workers: []string{addr}}}}
+	b, _ := json.Marshal(spec)
+	file := filepath.Join(dir, "spec.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "--spec", file)
+	cmd.Env = append(os.Environ(), workerEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Logf("worker output:\n%s", stderr.String())
+	})
+	return cmd, spec
+}
+
+// control is the supervisor's end of one control connection.
+type control struct {
+	t  *testing.T
+	c  net.Conn
+	sc *bufio.Scanner
+}
+
+func accept(t *testing.T, l net.Listener) *control {
+	t.Helper()
+	l.(*net.UnixListener).SetDeadline(time.Now().Add(2 * time.Minute))
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatalf("no worker dialled the control socket: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	return &control{t: t, c: c, sc: bufio.NewScanner(c)}
+}
+
+// next returns the next message that ok accepts, failing the test if the
+// connection ends first; what names it.
+func (c *control) next(what string, ok func(Message) bool) Message {
+	c.t.Helper()
+	for c.sc.Scan() {
+		var m Message
+		if err := json.Unmarshal(c.sc.Bytes(), &m); err != nil {
+			c.t.Fatalf("unparseable line from the worker %q: %v", c.sc.Text(), err)
+		}
+		if ok(m) {
+			return m
+		}
+	}
+	c.t.Fatalf("the control connection ended (%v) while waiting for %s", c.sc.Err(), what)
+	return Message{}
+}
+
+func (c *control) send(m Message) {
+	c.t.Helper()
+	b, _ := json.Marshal(m)
+	if _, err := c.c.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func emitted(m Message) int64 {
+	var s e2eStats
+	json.Unmarshal(m.Stats, &s)
+	return s.Emitted
+}
+
+func heartbeat(m Message) bool { return m.Event == EventHeartbeat }
+
+func shortTempDir(t *testing.T) string {
+	// A unix socket's path must fit in about 100 bytes: t.TempDir's may not.
+	dir, err := os.MkdirTemp("", "gale-w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// TestSupervisedWorker runs a worker in supervised mode: it says who it
+// is, heartbeats with its counters, starts inactive as its spec says,
+// obeys activate, deactivate and reassign, keeps running when the
+// supervisor's socket goes away and says hello again when it is back, and
+// stops in order on "stop".
+func TestSupervisedWorker(t *testing.T) {
+	dir := shortTempDir(t)
+	sock := filepath.Join(dir, "ctl")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cmd, spec := supervisedWorker(t, dir, sock, false)
+	asg := spec.Supervised.Assignment
+
+	c := accept(t, l)
+	hello := c.next("the hello", func(Message) bool { return true })
+	if hello.Event != EventHello || hello.Topology != "t-1" || hello.Port != spec.Supervised.Port || hello.PID != cmd.Process.Pid ||
+		hello.Version != 3 || hello.Fingerprint != Fingerprint(asg) || hello.Active == nil || *hello.Active {
+		t.Fatalf("got first line %+v, want the hello of topology t-1, port %d, pid %d, version 3, fingerprint %s, inactive",
+			hello, spec.Supervised.Port, cmd.Process.Pid, Fingerprint(asg))
+	}
+
+	// Started inactive: its spouts stay quiet over many heartbeats.
+	first := c.next("a heartbeat of the stopped spouts", func(m Message) bool { return heartbeat(m) && m.Status.Stopped })
+	for range 10 {
+		m := c.next("a heartbeat", heartbeat)
+		if emitted(m) != emitted(first) || m.Active == nil || *m.Active {
+			t.Fatalf("inactive worker: emitted %d, then %d (active %v)", emitted(first), emitted(m), m.Active)
+		}
+		if m.Status == nil || m.Spouts == nil || m.Version != 3 || m.Fingerprint != Fingerprint(asg) {
+			t.Fatalf("heartbeat %+v lacks the status, the spout counters, version 3 or the fingerprint", m)
+		}
+	}
+	c.send(Message{Cmd: CmdActivate})
+	c.next("sentences emitted once activated", func(m Message) bool { return heartbeat(m) && emitted(m) > emitted(first) })
+	c.send(Message{Cmd: CmdDeactivate})
+	c.next("the spouts stopped once deactivated", func(m Message) bool { return heartbeat(m) && m.Status.Stopped })
+
+	// A reassignment that changes more than the peers' addresses is
+	// refused, naming the version, and the worker goes on.
+	bad := worker.Assignment{Worker: 0, Workers: []string{asg.Workers[0], "127.0.0.1:1"}}
+	c.send(Message{Cmd: CmdReassign, Version: 4, Assignment: &bad})
+	r := c.next("the answer to the reassignment", func(m Message) bool { return m.Event == EventReassigned })
+	if r.Version != 4 || r.Error == "" || r.Fingerprint != Fingerprint(asg) {
+		t.Fatalf("got %+v, want reassignment 4 refused, the fingerprint still %s", r, Fingerprint(asg))
+	}
+	if m := c.next("a heartbeat", heartbeat); m.Version != 3 {
+		t.Fatalf("after a refused reassignment the worker reports version %d, want 3", m.Version)
+	}
+	// One that changes nothing of this worker's is taken.
+	same := asg
+	same.Version = 5
+	c.send(Message{Cmd: CmdReassign, Version: 5, Assignment: &same})
+	r = c.next("the answer to the reassignment", func(m Message) bool { return m.Event == EventReassigned })
+	if r.Version != 5 || r.Error != "" || r.Fingerprint != Fingerprint(asg) {
+		t.Fatalf("got %+v, want reassignment 5 taken, the fingerprint still %s", r, Fingerprint(asg))
+	}
+	if m := c.next("a heartbeat", heartbeat); m.Version != 5 {
+		t.Fatalf("after reassignment 5 the worker reports version %d", m.Version)
+	}
+
+	// The supervisor goes away: the worker keeps serving its peers.
+	c.c.Close()
+	l.Close()
+	peer, err := net.Dial("tcp", asg.Workers[0])
+	if err != nil {
+		t.Fatalf("the worker stopped listening for peers when its supervisor went away: %v", err)
+	}
+	peer.Close()
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the worker exited when its supervisor went away: %v", err)
+	}
+	l, err = net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c = accept(t, l)
+	again := c.next("the hello", func(Message) bool { return true })
+	if again.Event != EventHello || again.PID != cmd.Process.Pid || again.Version != 5 || *again.Active {
+		t.Fatalf("got %+v, want the same worker's hello (pid %d, version 5, inactive)", again, cmd.Process.Pid)
+	}
+
+	c.send(Message{Cmd: CmdStop})
+	c.next("the stopped event", func(m Message) bool { return m.Event == EventStopped })
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the worker exited with %v after stop, want 0", err)
+	}
+}
+
+// TestSupervisedWorkerWithoutSupervisor starts a worker whose supervisor
+// is not listening yet: it runs, dials until the socket appears, and
+// SIGTERM stops it in order.
+func TestSupervisedWorkerWithoutSupervisor(t *testing.T) {
+	dir := shortTempDir(t)
+	sock := filepath.Join(dir, "ctl")
+	cmd, spec := supervisedWorker(t, dir, sock, true)
+	addr := spec.Supervised.Assignment.Workers[0]
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker never listened on %s without its supervisor: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := accept(t, l)
+	if m := c.next("the hello", func(Message) bool { return true }); m.Event != EventHello || !*m.Active {
+		t.Fatalf("got %+v, want the hello of an active worker", m)
+	}
+	c.next("sentences emitted", func(m Message) bool { return heartbeat(m) && emitted(m) > 0 })
+	cmd.Process.Signal(syscall.SIGTERM)
+	m := c.next("the stopped event", func(m Message) bool { return m.Event != EventHeartbeat })
+	if m.Event != EventStopped {
+		t.Fatalf("got %+v after SIGTERM, want the stopped event", m)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the worker exited with %v after SIGTERM, want 0", err)
+	}
+}
+
+// TestSupervisedSpecValidate: a supervised spec names what is wrong.
+func TestSupervisedSpecValidate(t *testing.T) {
+	s := Spec{Topology: "e2e", Factory: "e2e-wordcount", Worker: 0, Workers: 1, Listen: "127.0.0.1:6700", HeartbeatMS: 50,
+		Supervised: &Supervised{Port: 6701, Assignment: worker.Assignment{Worker: 1, Workers: []string{"a:1", "b:2"}}}}
+	err := s.Validate()
+	if err == nil {
+		t.Fatal("an inconsistent supervised spec passed")
+	}
+	for _, want := range []string{`"supervised.topology_id" is empty`, `"supervised.control" is empty`,
+		`places worker 1 of 2, the spec says 0 of 1`, `not on the slot's port 6701`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
