@@ -27,6 +27,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/proclist"
 	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
@@ -283,7 +284,20 @@ func shortDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		// Workers outlive their supervisor by design: whatever a test
+		// left running under dir is killed here, so that no process
+		// outlives the test.
+		ps, err := proclist.Under(dir)
+		if err != nil {
+			t.Errorf("list the processes under %s: %v", dir, err)
+		}
+		for _, p := range ps {
+			t.Logf("killing pid %d left running under %s: %v", p.PID, dir, p.Args)
+			syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+		os.RemoveAll(dir)
+	})
 	return dir
 }
 
