@@ -59,9 +59,13 @@ type Report struct {
 	EtcdWritesPerS float64 `json:"etcd_writes_per_s"`
 	// NimbusCPUSPerS is the nimbus process's CPU seconds (user + system,
 	// /proc/PID/stat) per second of steady state; NimbusCPUError says why
-	// it was not measured.
+	// the CPU was not measured (not Linux).
 	NimbusCPUSPerS float64 `json:"nimbus_cpu_s_per_s"`
 	NimbusCPUError string  `json:"nimbus_cpu_error,omitempty"`
+	// EtcdCPUSPerS and BenchCPUSPerS are the same for the etcd process
+	// and for this one, which simulates the supervisors.
+	EtcdCPUSPerS  float64 `json:"etcd_cpu_s_per_s"`
+	BenchCPUSPerS float64 `json:"bench_cpu_s_per_s"`
 	// ReportsPerS counts the reports nimbus answered without error;
 	// ReportFailures those it refused or that failed, and ReportError the
 	// first such error.
@@ -142,9 +146,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("etcd", "raft index %d → %d, revision %d → %d: %.2f writes/s",
 		r.RaftIndexStart, r.RaftIndexEnd, r.RevisionStart, r.RevisionEnd, r.EtcdWritesPerS)
 	if r.NimbusCPUError != "" {
-		row("nimbus cpu", "not measured: %s", r.NimbusCPUError)
+		row("cpu", "not measured: %s", r.NimbusCPUError)
 	} else {
-		row("nimbus cpu", "%.4f s/s", r.NimbusCPUSPerS)
+		row("cpu", "nimbus %.4f s/s, etcd %.4f s/s, the simulated supervisors %.4f s/s", r.NimbusCPUSPerS, r.EtcdCPUSPerS, r.BenchCPUSPerS)
 	}
 	row("reports", "%.1f/s carrying %s worker summaries/s; %d failed", r.ReportsPerS, commas(int64(r.WorkerSummariesPerS)), r.ReportFailures)
 	if r.ReportError != "" {

@@ -384,12 +384,18 @@ func (b *bench) steady() error {
 	if !b.sleep(b.cfg.settle()) {
 		return b.ctx.Err()
 	}
-	cpuOf := func() time.Duration {
-		d, err := procstat.CPU(b.nimbus.pid())
-		if err != nil && b.r.NimbusCPUError == "" {
-			b.r.NimbusCPUError = err.Error()
+	// The CPU of nimbus, etcd and this process (the simulated
+	// supervisors), in that order.
+	cpuOf := func() [3]time.Duration {
+		var out [3]time.Duration
+		for i, pid := range []int{b.nimbus.pid(), b.etcd.pid(), os.Getpid()} {
+			d, err := procstat.CPU(pid)
+			if err != nil && b.r.NimbusCPUError == "" {
+				b.r.NimbusCPUError = err.Error()
+			}
+			out[i] = d
 		}
-		return d
+		return out
 	}
 	idx0, rev0, err := b.status(b.ctx)
 	if err != nil {
@@ -409,7 +415,10 @@ func (b *bench) steady() error {
 		b.r.SteadyS = sec
 		b.r.RaftIndexEnd, b.r.RevisionEnd = idx, rev
 		b.r.EtcdWritesPerS = float64(idx-idx0) / sec
-		b.r.NimbusCPUSPerS = (cpuOf() - cpu0).Seconds() / sec
+		cpu := cpuOf()
+		b.r.NimbusCPUSPerS = (cpu[0] - cpu0[0]).Seconds() / sec
+		b.r.EtcdCPUSPerS = (cpu[1] - cpu0[1]).Seconds() / sec
+		b.r.BenchCPUSPerS = (cpu[2] - cpu0[2]).Seconds() / sec
 		b.r.ReportsPerS = float64(d.reports) / sec
 		b.r.ReportFailures = d.failures
 		if e := b.c.firstErr.Load(); e != nil {
