@@ -45,7 +45,6 @@ func startChild(cfg Config, log *lineWriter, role, marker string, args ...string
 	c.cmd.Env = append(os.Environ(), cfg.Env...)
 	c.cmd.SysProcAttr = childAttr()
 	prefix := "[" + role + "] "
-	c.cmd.Stdout = nil
 	r, err := c.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
