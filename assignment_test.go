@@ -13,6 +13,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -175,5 +176,83 @@ func TestWorkersDifferentAssignmentsRefused(t *testing.T) {
 	defer mu.Unlock()
 	if slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "malformed") }) {
 		t.Errorf("a tuple crossed between workers with different assignments: %q", errs)
+	}
+}
+
+// TestWorkersParallelismOverride: workers given a rebalance's executor
+// counts (Assignment.Parallelism) run that many executors of the
+// component, over the same tasks, and the run stays exact. The count
+// bolt has 4 tasks on 2 executors by definition; the executor maps fit
+// only the overridden plans (executors in id order: count, sentences
+// 2, split 2, then one acker per worker).
+func TestWorkersParallelismOverride(t *testing.T) {
+	tests := []struct {
+		name  string
+		count int
+		execs []int
+	}{
+		{"count on 4 executors", 4, []int{0, 1, 1, 0, 1, 0, 0, 1, 0, 1}},
+		{"count on 1 executor", 1, []int{1, 0, 1, 0, 1, 0, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wc := &wordCount{n: 1000, countTasks: 4}
+			topo := wc.topology(t, 2, 2, 2)
+			rec := newRecorder(galetest.NewClock(testEpoch))
+			obs := rec.observer()
+			startWorkersWith(t, 2, topo, gale.Config{}, workerSetup{
+				execs:       [][]int{tc.execs, tc.execs},
+				obs:         func(int) *bridge.Observer { return obs },
+				parallelism: map[string]int{"count": tc.count},
+			})
+			total := 2 * wc.n
+			waitForLong(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+			checkExact(t, rec, wc, total)
+			pt, err := bridge.PlanTopologyWith(topo, gale.Config{}, nil, 2, map[string]int{"count": tc.count})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.New(pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Executors) != len(tc.execs) {
+				t.Errorf("PlanTopologyWith gives %d executors, the workers run %d", len(p.Executors), len(tc.execs))
+			}
+		})
+	}
+}
+
+// TestStartWorkerBadParallelism: an executor count outside 1 … the
+// component's tasks, or for a component the topology does not have, is
+// refused with ErrInvalidAssignment naming the component, the number and
+// the tasks, before anything runs; PlanTopologyWith says the same.
+func TestStartWorkerBadParallelism(t *testing.T) {
+	topo := (&wordCount{n: 1, countTasks: 4}).topology(t, 2, 2, 2)
+	tests := []struct {
+		name string
+		p    map[string]int
+		want string
+	}{
+		{"zero", map[string]int{"count": 0}, `count=0: component "count" has 4 tasks, so it runs 1 to 4 executors`},
+		{"over the tasks", map[string]int{"count": 5}, `count=5: component "count" has 4 tasks`},
+		{"over a spout's tasks", map[string]int{"sentences": 3}, `sentences=3: component "sentences" has 2 tasks`},
+		{"unknown component", map[string]int{"counter": 2}, `counter=2: the topology has no component "counter"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			asg := worker.Assignment{Worker: 0, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}, Parallelism: tc.p}
+			w, err := bridge.StartWorker("test", gale.Config{}, topo, asg, worker.Options{}, bridge.Hooks{})
+			if err == nil {
+				w.Stop()
+			}
+			if !errors.Is(err, worker.ErrInvalidAssignment) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("StartWorker: got %v, want ErrInvalidAssignment saying %q", err, tc.want)
+			}
+			_, err = bridge.PlanTopologyWith(topo, gale.Config{}, nil, 2, tc.p)
+			if !errors.Is(err, worker.ErrInvalidAssignment) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("PlanTopologyWith: got %v, want ErrInvalidAssignment saying %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -35,25 +35,9 @@ func init() {
 		return w, nil
 	}
 	bridge.PlanTopology = func(topo any, conf, file map[string]any, workers int) (plan.Topology, error) {
-		t, ok := topo.(*Topology)
-		if !ok {
-			return plan.Topology{}, fmt.Errorf("gale: PlanTopology wants a *gale.Topology, got %T", topo)
-		}
-		if workers < 1 {
-			return plan.Topology{}, fmt.Errorf("gale: PlanTopology: %d workers, want ≥ 1", workers)
-		}
-		addrs := make([]string, workers)
-		for i := range addrs {
-			addrs[i] = "127.0.0.1:" + strconv.Itoa(i+1)
-		}
-		rt, err := newRuntimeWith("plan", t, conf, RunOptions{FileConfig: file}, &worker.Assignment{Workers: addrs})
-		if err != nil {
-			return plan.Topology{}, err
-		}
-		defer rt.cancel()
-		pt, _, err := rt.planTopology()
-		return pt, err
+		return planWorkers(topo, conf, file, workers, nil)
 	}
+	bridge.PlanTopologyWith = planWorkers
 	bridge.SetHooks = func(opts any, h bridge.Hooks) { opts.(*RunOptions).hooks = h }
 	bridge.LocalOf = func(lt any) bridge.Local { return localHooks{lt.(*LocalTopology)} }
 	bridge.ReplaceSpout = func(topo any, id string, factory any) (any, error) {
@@ -63,6 +47,30 @@ func init() {
 		}
 		return t, nil
 	}
+}
+
+// planWorkers is bridge.PlanTopologyWith: the plan's input of topo as
+// workers workers would run it, with the executor counts parallelism
+// overrides (nil: none).
+func planWorkers(topo any, conf, file map[string]any, workers int, parallelism map[string]int) (plan.Topology, error) {
+	t, ok := topo.(*Topology)
+	if !ok {
+		return plan.Topology{}, fmt.Errorf("gale: PlanTopology wants a *gale.Topology, got %T", topo)
+	}
+	if workers < 1 {
+		return plan.Topology{}, fmt.Errorf("gale: PlanTopology: %d workers, want ≥ 1", workers)
+	}
+	addrs := make([]string, workers)
+	for i := range addrs {
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(i+1)
+	}
+	rt, err := newRuntimeWith("plan", t, conf, RunOptions{FileConfig: file}, &worker.Assignment{Workers: addrs, Parallelism: parallelism})
+	if err != nil {
+		return plan.Topology{}, err
+	}
+	defer rt.cancel()
+	pt, _, err := rt.planTopology()
+	return pt, err
 }
 
 // localHooks is a LocalTopology's bridge.Local.

@@ -122,16 +122,24 @@ type runtime struct {
 	// executor.
 	asg            *worker.Assignment
 	execWorker     []int  // executor index → worker: asg.Executors, or the even placement
-	asgFingerprint string // of the assignment, for the hello
-	peers          []*peer
-	peerLog        *ratelog.Limiter // rate-limits the lines peers can cause
-	hello          transport.Hello
-	inMu           sync.Mutex
-	inbound        map[*transport.ServerConn]*inbound
-	wireTuples     atomic.Int64 // tuples sent to peers
-	activeMu       sync.Mutex   // orders the two below with active
-	wantActive     bool         // Activate/Deactivate's last word (true at start)
-	peersUp        int          // peers connected at least once
+	asgFingerprint string // of the assignment at the start, for the hello
+	// moves is the assignment in force once Reassign has moved peers
+	// (reassign.go): rt.asg with the peers' current addresses.
+	moves struct {
+		sync.Mutex
+		asg   worker.Assignment
+		hello transport.Hello // the hello in force
+	}
+	peers      []*peer
+	peerLog    *ratelog.Limiter // rate-limits the lines peers can cause
+	hello      transport.Hello
+	inMu       sync.Mutex
+	inbound    map[*transport.ServerConn]*inbound
+	inStale    staleHellos  // under inMu: the hellos the last Reassign made stale
+	wireTuples atomic.Int64 // tuples sent to peers
+	activeMu   sync.Mutex   // orders the two below with active
+	wantActive bool         // Activate/Deactivate's last word (true at start)
+	peersUp    int          // peers connected at least once
 
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
@@ -317,7 +325,8 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 }
 
 // planTopology is the plan's input (internal/plan): the components with
-// their effective numbers, and the ackers.
+// their effective numbers, and the ackers. In a worker of several, the
+// assignment's Parallelism overrides the components' executor counts.
 func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) {
 	var defs []*ComponentDef
 	for i := range rt.topo.Def.Spouts {
@@ -349,6 +358,14 @@ func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) 
 			c.Inputs = append(c.Inputs, plan.Input{Component: in.Component, Stream: in.Stream})
 		}
 		pt.Components = append(pt.Components, c)
+	}
+	if rt.asg != nil && len(rt.asg.Parallelism) > 0 {
+		// A rebalance's executor counts (-e component=N) replace the
+		// definition's, within the component's tasks.
+		var err error
+		if pt, err = pt.WithParallelism(rt.asg.Parallelism); err != nil {
+			return plan.Topology{}, nil, fmt.Errorf("%w: %w", worker.ErrInvalidAssignment, err)
+		}
 	}
 	return pt, confs, nil
 }

@@ -104,6 +104,7 @@ func startWorker(name string, conf Config, topo *Topology, asg worker.Assignment
 	w := &workerShare{rt: rt}
 	w.server, err = transport.Serve(ln, transport.ServerConfig{
 		Hello:       rt.hello,
+		Secret:      rt.secret(),
 		IdleTimeout: peerIdleTimeout,
 		Handler:     rt.handleFrame,
 		OnOpen:      rt.openInbound,
@@ -147,11 +148,6 @@ func (rt *runtime) peerUp() {
 	defer rt.activeMu.Unlock()
 	rt.peersUp++
 	rt.active.Store(rt.wantActive && rt.peersUp == len(rt.asg.Workers)-1)
-}
-
-// Reassign is not yet supported: a moved peer means a restart.
-func (w *workerShare) Reassign(a worker.Assignment) error {
-	return fmt.Errorf("%w: moving a running worker's peers is not supported yet; restart the worker", worker.ErrInvalidAssignment)
 }
 
 func (w *workerShare) Stop() {
@@ -220,6 +216,8 @@ func (rt *runtime) assign() error {
 	sa.Executors = slices.Clone(sa.Executors)
 	rt.execWorker = sa.Executors
 	rt.asgFingerprint = sa.Fingerprint()
+	rt.moves.asg = *rt.asg
+	rt.moves.asg.Workers = slices.Clone(rt.asg.Workers)
 	return nil
 }
 
@@ -238,6 +236,14 @@ func (rt *runtime) defFingerprint() string {
 	return strconv.FormatUint(h.Sum64(), 16)
 }
 
+// secret is the topology's secret that every hello proves (nil: none).
+func (rt *runtime) secret() []byte {
+	if rt.asg.Secret == "" {
+		return nil
+	}
+	return []byte(rt.asg.Secret)
+}
+
 // setupPeers makes the peer connections and credit channels once the
 // layout is known.
 func (rt *runtime) setupPeers() {
@@ -248,7 +254,12 @@ func (rt *runtime) setupPeers() {
 		Worker:     strconv.Itoa(rt.asg.Worker),
 		Types:      rt.topo.types.Fingerprint(),
 		Assignment: rt.asgFingerprint,
+		// The hello's AssignmentVersion orders assignments, so that a
+		// moved worker that starts before its peers are reassigned
+		// waits for them rather than fails (reassign.go).
+		AssignmentVersion: rt.asg.Version,
 	}
+	rt.moves.hello = rt.hello
 	rt.peers = make([]*peer, len(rt.asg.Workers))
 	for w, addr := range rt.asg.Workers {
 		if w == rt.asg.Worker {
@@ -284,8 +295,8 @@ func (rt *runtime) setupPeers() {
 type peer struct {
 	rt     *runtime
 	worker int
-	addr   string
-	execs  []int // its executors, whose credits refill on connect
+	addr   string // where it listened at the start; rt.peerAddr after a Reassign
+	execs  []int  // its executors, whose credits refill on connect
 	sender *transport.Sender
 	bufs   chan []byte // frame buffers the sender gave back
 	up     bool        // connected at least once; the sender's goroutine's
@@ -294,6 +305,7 @@ type peer struct {
 func (p *peer) start() {
 	p.sender = transport.NewSender(transport.SenderConfig{
 		Hello:     p.rt.hello,
+		Secret:    p.rt.secret(),
 		Addr:      p.addr,
 		Heartbeat: peerHeartbeat,
 		QueueLen:  peerQueueLen,
@@ -310,7 +322,7 @@ func (p *peer) start() {
 // set of types or assignment): the worker fails, so that its process
 // exits and whoever started it starts it again, the same as its peers.
 func (p *peer) refused(err error) {
-	p.rt.die(fmt.Errorf("gale: worker %d cannot work with peer worker %d at %s: %w", p.rt.asg.Worker, p.worker, p.addr, err))
+	p.rt.die(fmt.Errorf("gale: worker %d cannot work with peer worker %d at %s: %w", p.rt.asg.Worker, p.worker, p.rt.peerAddr(p.worker), err))
 }
 
 // getBuf returns an empty frame buffer, a reused one if the connection
@@ -425,7 +437,14 @@ func (rt *runtime) openInbound(c *transport.ServerConn) {
 	}
 	rt.inMu.Lock()
 	rt.inbound[c] = in
+	stale := rt.inStale.has(c.Peer())
 	rt.inMu.Unlock()
+	if stale {
+		// Its handshake used the hello a Reassign has just replaced.
+		rt.peerLog.Log(rt.log, slog.LevelError, "closed a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(),
+			"err", "it holds the assignment from before the peer moved")
+		c.Close()
+	}
 	go in.run()
 }
 

@@ -42,6 +42,10 @@ type workerSetup struct {
 	obs   func(i int) *bridge.Observer    // worker i's observer
 	dial  func(i int, addr string) string // the address peers dial for worker i's listener
 	log   *slog.Logger                    // nil: the test's
+	// parallelism is every worker's Assignment.Parallelism.
+	parallelism map[string]int
+	// secrets[i] is worker i's Assignment.Secret (nil: none).
+	secrets []string
 }
 
 // startWorkersWith starts n workers of topo in this process, each with its
@@ -66,9 +70,12 @@ func startWorkersWith(t *testing.T, n int, topo *gale.Topology, conf gale.Config
 	}
 	w := &workers{t: t}
 	for i := range n {
-		asg := worker.Assignment{Worker: i, Workers: addrs}
+		asg := worker.Assignment{Worker: i, Workers: addrs, Parallelism: s.parallelism}
 		if s.execs != nil {
 			asg.Executors = s.execs[i]
+		}
+		if s.secrets != nil {
+			asg.Secret = s.secrets[i]
 		}
 		var h bridge.Hooks
 		if s.obs != nil {
@@ -132,10 +139,11 @@ func (w *workers) status() []worker.Status {
 // id = sentence number), split splits them, count counts per word and
 // remembers which task saw each word.
 type wordCount struct {
-	n       int
-	counts  counter[string]
-	seenBy  sync.Map // word → task id
-	misrout atomic.Int64
+	n          int
+	countTasks int // the count bolt's tasks; 0: one per executor
+	counts     counter[string]
+	seenBy     sync.Map // word → task id
+	misrout    atomic.Int64
 }
 
 func sentence(i int) string {
@@ -175,7 +183,7 @@ func (wc *wordCount) topology(t *testing.T, spouts, splits, counts int) *gale.To
 			},
 		}
 	}, splits).LocalOrShuffleGrouping("sentences")
-	b.SetBolt("count", func() gale.Bolt {
+	count := b.SetBolt("count", func() gale.Bolt {
 		return &funcBolt{
 			execute: func(b *funcBolt, in *gale.Tuple) {
 				w := in.GetString(0)
@@ -187,6 +195,9 @@ func (wc *wordCount) topology(t *testing.T, spouts, splits, counts int) *gale.To
 			},
 		}
 	}, counts).FieldsGrouping("split", "word")
+	if wc.countTasks > 0 {
+		count.SetNumTasks(wc.countTasks)
+	}
 	return build(t, b)
 }
 

@@ -58,6 +58,14 @@ var (
 	// file, as a cluster of workers would run it: what `submit` sends
 	// nimbus to schedule from. It starts nothing.
 	PlanTopology func(topo any, conf, file map[string]any, workers int) (plan.Topology, error)
+
+	// PlanTopologyWith is PlanTopology with the executor counts of a
+	// rebalance (-e component=N, worker.Assignment.Parallelism) applied,
+	// as the workers apply them: each must name a component and be
+	// between 1 and its tasks, or the error wraps
+	// worker.ErrInvalidAssignment. Without the topology's code,
+	// plan.Topology.WithParallelism applies them to a plan's input.
+	PlanTopologyWith func(topo any, conf, file map[string]any, workers int, parallelism map[string]int) (plan.Topology, error)
 )
 
 // Hooks are the test-only settings of a run.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,28 @@ import (
 // The dialer speaks first with its Hello; the listener checks it and answers
 // with its own, which the dialer checks in turn. A listener that refuses
 // the hello answers with a refusal frame instead, saying why and whether
-// retrying can help, and closes the connection. A hello is small
+// retrying can help, and closes the connection.
+//
+// Workers that hold the topology's secret (ServerConfig.Secret,
+// SenderConfig.Secret) prove it to each other without sending it, each
+// answering a challenge of the other's, in two more frames:
+//
+//  1. dialer: its hello, with a fresh nonce;
+//  2. listener: its hello, with a fresh nonce and its proof: the
+//     HMAC-SHA256, keyed by the secret, of its hello and the dialer's
+//     nonce (or a refusal, as without a secret);
+//  3. dialer, once it has checked that proof: a proof frame, the HMAC of
+//     its own hello and the listener's nonce;
+//  4. listener: an empty proof frame, which accepts the connection, or a
+//     refusal.
+//
+// A hello without a nonce, or a wrong proof, is refused as a mismatch
+// (permanent): a worker of another topology, or of an old assignment,
+// holds another secret, or none. The proofs cover every field of the
+// hello (topology, worker, types, assignment fingerprint, nonce), and the
+// nonces make each one good for one connection only: a recorded
+// handshake cannot be replayed. Frames after the handshake are not
+// authenticated. A hello is small
 // (MaxHelloFrame), and until it has been accepted a connection is bounded
 // in what it may make the listener hold: its first frame is read with
 // that bound, it must arrive within ServerConfig.HandshakeTimeout, and at
@@ -86,8 +108,11 @@ const (
 
 // ServerConfig configures a listening worker.
 type ServerConfig struct {
-	Hello        Hello // this worker's
-	MaxFrameSize int   // bounds frames both ways; ≤ 0: DefaultMaxFrameSize
+	Hello Hello // this worker's; Server.SetHello replaces it
+	// Secret, if set, is the topology's secret, which every dialer must
+	// prove it holds (see the handshake above).
+	Secret       []byte
+	MaxFrameSize int // bounds frames both ways; ≤ 0: DefaultMaxFrameSize
 	// IdleTimeout closes a connection that sent no frame for this long
 	// (peers send heartbeats when idle); 0 means never.
 	IdleTimeout time.Duration
@@ -123,6 +148,7 @@ type ServerConfig struct {
 // Server accepts connections from peer workers.
 type Server struct {
 	cfg           ServerConfig
+	hello         atomic.Pointer[Hello] // cfg.Hello, or SetHello's
 	ln            net.Listener
 	log           *slog.Logger
 	bytesReceived atomic.Int64
@@ -177,6 +203,7 @@ func Serve(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[net.Conn]*ServerConn),
 		refuseLog: ratelog.New(0, 0, nil), closeLog: ratelog.New(0, 0, nil)}
+	s.hello.Store(&cfg.Hello)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -194,6 +221,11 @@ func (cfg *ServerConfig) check() error {
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// SetHello makes h the hello that the server checks dialers' hellos
+// against and answers with, from the next handshake on; connections
+// already open are left as they are. Safe for concurrent use.
+func (s *Server) SetHello(h Hello) { s.hello.Store(&h) }
 
 // BytesReceived is the number of bytes of frames read so far, headers and
 // payloads, over all connections. Safe for concurrent use.
@@ -329,10 +361,13 @@ func (s *Server) serve(c net.Conn) {
 		switch kind {
 		case FrameClose:
 			return
-		case FrameHello, FrameRefuse:
+		case FrameHello, FrameRefuse, FrameProof:
 			why := "a second hello on the connection"
-			if kind == FrameRefuse {
+			switch kind {
+			case FrameRefuse:
 				why = "a refuse frame from the dialer: only a listener refuses, at the hello"
+			case FrameProof:
+				why = "a proof frame after the handshake"
 			}
 			s.closeLog.Log(s.log, slog.LevelError, "closed a worker connection", "peer", peer.Worker, "remote", remote, "err", why)
 			return
@@ -344,49 +379,75 @@ func (s *Server) serve(c net.Conn) {
 // handshake reads the dialer's hello, within HandshakeTimeout and
 // MaxHelloFrame, and answers with this worker's, returning the connection
 // for its later frames; a hello it refuses gets a refusal frame saying
-// why. The connection joins s.conns as handshaken before the answer goes
-// out, and the answer holds its write lock, so that a Close from then on
-// sends its close frame after the hello: a dialer that has read the hello
-// always gets one.
+// why. With a secret, the answer carries this worker's proof, and the
+// dialer's proof must follow within the same HandshakeTimeout; the
+// acceptance is an empty proof frame. The connection joins s.conns as
+// handshaken before the last answer goes out, and the answer holds its
+// write lock, so that a Close from then on sends its close frame after
+// it: a dialer that has read the hello (or the acceptance) always gets
+// one.
 func (s *Server) handshake(c net.Conn, remote string) (*ServerConn, error) {
 	defer s.handshakes.Add(-1)
 	c.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	kind, payload, err := readFirstFrame(c, &s.handshakeBytes)
-	var ne net.Error
-	switch {
-	case errors.As(err, &ne) && ne.Timeout():
-		err = fmt.Errorf("no hello within %s: the peer is not a Gale worker, or too slow to reach", s.cfg.HandshakeTimeout)
-		s.refuse(c, false, err.Error())
+	kind, payload, err := s.readHandshakeFrame(c, "the hello")
+	if err != nil {
 		return nil, err
-	case err != nil:
-		var fe *FrameError
-		if errors.As(err, &fe) {
-			s.refuse(c, true, fe.Reason)
-		}
-		return nil, fmt.Errorf("reading the hello: %w", err)
 	}
-	c.SetReadDeadline(time.Time{})
-	s.bytesReceived.Add(frameHeader + int64(len(payload)))
 	if kind != FrameHello {
 		err := &helloError{reason: fmt.Sprintf("the first frame is %s, not hello", kind)}
 		s.refuse(c, true, err.reason)
 		return nil, err
 	}
+	own := *s.hello.Load()
+	if len(s.cfg.Secret) > 0 {
+		own.Nonce = newNonce()
+	}
 	peer, err := ParseHello(payload)
 	if err == nil {
-		err = s.cfg.Hello.Accept(peer)
+		err = own.Accept(peer)
 	}
 	if err != nil {
 		var he *helloError
 		if errors.As(err, &he) {
 			// A hello that does not parse comes from another version, or
 			// from something that is not a Gale worker: retrying cannot
-			// help either.
-			s.refuse(c, true, he.reason)
+			// help either. A peer with a newer assignment than this
+			// worker's retries until this worker is reassigned.
+			s.refuse(c, !he.behind, he.reason)
 		}
 		return nil, err
 	}
-	sc := &ServerConn{c: c, fw: NewFrameWriter(c, s.cfg.MaxFrameSize), wlock: make(chan struct{}, 1),
+	fw := NewFrameWriter(c, s.cfg.MaxFrameSize)
+	answer := FrameHello
+	var answerPayload []byte
+	if len(s.cfg.Secret) > 0 {
+		own.Proof = prove(s.cfg.Secret, roleListener, own, peer.Nonce)
+		c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if err := fw.Write(FrameHello, AppendHello(nil, own)); err != nil {
+			return nil, fmt.Errorf("sending the hello: %w", err)
+		}
+		if err := fw.Flush(); err != nil {
+			return nil, fmt.Errorf("sending the hello: %w", err)
+		}
+		kind, proof, err := s.readHandshakeFrame(c, "the proof")
+		if err != nil {
+			return nil, err
+		}
+		if kind != FrameProof {
+			err := &helloError{mismatch: true, reason: fmt.Sprintf("worker %q %s (it sent a %s frame where its proof belongs)", peer.Worker, noProof, kind)}
+			s.refuse(c, true, err.reason)
+			return nil, err
+		}
+		if err := checkProof(s.cfg.Secret, roleDialer, peer, own.Nonce, string(proof)); err != nil {
+			s.refuse(c, true, err.(*helloError).reason)
+			return nil, err
+		}
+		answer = FrameProof // accepted
+	} else {
+		answerPayload = AppendHello(nil, own)
+	}
+	c.SetReadDeadline(time.Time{})
+	sc := &ServerConn{c: c, fw: fw, wlock: make(chan struct{}, 1),
 		readDone: make(chan struct{}), peer: peer, remote: remote, timeout: s.cfg.WriteTimeout}
 	sc.wlock <- struct{}{}
 	defer func() { <-sc.wlock }()
@@ -400,15 +461,37 @@ func (s *Server) handshake(c net.Conn, remote string) (*ServerConn, error) {
 		return nil, fmt.Errorf("answering the hello: %w", net.ErrClosed) // Close has closed c
 	}
 	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	err = sc.fw.Write(FrameHello, AppendHello(nil, s.cfg.Hello))
+	err = sc.fw.Write(answer, answerPayload)
 	if err == nil {
 		err = sc.fw.Flush()
 	}
 	if err != nil {
 		sc.closed.Store(true) // for Close, which may have it already
-		return nil, fmt.Errorf("sending the hello: %w", err)
+		return nil, fmt.Errorf("sending the %s: %w", answer, err)
 	}
 	return sc, nil
+}
+
+// readHandshakeFrame reads one frame of the handshake (what names it),
+// within MaxHelloFrame and the read deadline set; a timeout or a bad
+// frame gets the dialer a refusal.
+func (s *Server) readHandshakeFrame(c net.Conn, what string) (FrameKind, []byte, error) {
+	kind, payload, err := readFirstFrame(c, &s.handshakeBytes)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		err = fmt.Errorf("no %s within %s: the peer is not a Gale worker, or too slow to reach", strings.TrimPrefix(what, "the "), s.cfg.HandshakeTimeout)
+		s.refuse(c, false, err.Error())
+		return 0, nil, err
+	case err != nil:
+		var fe *FrameError
+		if errors.As(err, &fe) {
+			s.refuse(c, true, fe.Reason)
+		}
+		return 0, nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	s.bytesReceived.Add(frameHeader + int64(len(payload)))
+	return kind, payload, nil
 }
 
 // refuseTimeout bounds how long a refusal may take to send: a few
@@ -561,8 +644,12 @@ func (sc *ServerConn) closeOrderly(deadline time.Time) {
 
 // SenderConfig configures the connection to one peer.
 type SenderConfig struct {
-	Hello        Hello // this worker's
-	Addr         string
+	Hello Hello // this worker's
+	Addr  string
+	// Secret, if set, is the topology's secret, which the listener must
+	// prove it holds, and this worker proves in turn (see the handshake
+	// above).
+	Secret       []byte
 	MaxFrameSize int // bounds frames both ways; ≤ 0: DefaultMaxFrameSize
 	// Heartbeat is how long the connection may go without a frame before
 	// the sender sends a heartbeat; 0 means never.
@@ -623,6 +710,22 @@ type Sender struct {
 	quit chan struct{}
 	done chan struct{}
 	once sync.Once
+	// wake cuts a wait between connection attempts short: Redirect.
+	wake chan struct{}
+
+	// addr and hello are the target of the connection being made or up,
+	// owned by run's goroutine, which copies them from mu.
+	addr  string
+	hello Hello
+
+	mu struct {
+		sync.Mutex
+		addr  string
+		hello Hello
+		// gen counts the Redirects; conn is the connection up, if any.
+		gen  uint64
+		conn net.Conn
+	}
 
 	connected             atomic.Bool
 	bytesSent, framesSent atomic.Int64
@@ -646,7 +749,8 @@ func NewSender(cfg SenderConfig) *Sender {
 		cfg.QuietAfterClose = defaultQuietAfterClose
 	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan Frame, cfg.QueueLen),
-		quit: make(chan struct{}), done: make(chan struct{}), endLog: ratelog.New(0, 0, nil)}
+		quit: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), endLog: ratelog.New(0, 0, nil)}
+	s.mu.addr, s.mu.hello = cfg.Addr, cfg.Hello
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -692,6 +796,74 @@ func (s *Sender) Close() {
 	<-s.done
 }
 
+// Addr is the address the sender connects to: SenderConfig.Addr, or the
+// last Redirect's. Safe for concurrent use.
+func (s *Sender) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.addr
+}
+
+// SetHello makes h the hello of the sender's next handshakes; a
+// connection already up is left as it is. Safe for concurrent use.
+func (s *Sender) SetHello(h Hello) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.hello = h
+}
+
+// Redirect points the sender at addr, with hello h: the peer has moved.
+// The connection up, if any, is dropped, as is a wait between attempts,
+// and the sender connects to addr at once; a connection attempt under
+// way to the old address (at most MaxBackoff to dial and as long for the
+// answer) is abandoned when it ends, whatever its result, a refusal
+// included. Frames queued stay queued and go to addr; frames written to
+// the dropped connection are lost with it, as with any broken connection.
+// A sender that has stopped connecting after a refusal (OnRefused) stays
+// stopped. Safe for concurrent use.
+func (s *Sender) Redirect(addr string, h Hello) {
+	s.mu.Lock()
+	s.mu.addr, s.mu.hello = addr, h
+	s.mu.gen++
+	c := s.mu.conn
+	s.mu.Unlock()
+	if c != nil {
+		c.Close() // a write blocked on a peer that does not read ends too
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// target copies the address and hello to connect with for run's
+// goroutine, and returns their generation.
+func (s *Sender) target() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addr, s.hello = s.mu.addr, s.mu.hello
+	return s.mu.gen
+}
+
+// track records c as the connection up, unless a Redirect has come since
+// generation gen (c is then to the old address); nil clears it.
+func (s *Sender) track(c net.Conn, gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c != nil && s.mu.gen != gen {
+		return false
+	}
+	s.mu.conn = c
+	return true
+}
+
+// redirected reports whether a Redirect has come since generation gen.
+func (s *Sender) redirected(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.gen != gen
+}
+
 // Connected reports whether a handshaken connection is up.
 func (s *Sender) Connected() bool { return s.connected.Load() }
 
@@ -705,7 +877,9 @@ func (s *Sender) FramesSent() int64 { return s.framesSent.Load() }
 
 func (s *Sender) run() {
 	defer close(s.done)
-	defer s.endLog.Flush(s.log, slog.LevelWarn, "lost more connections to a peer worker than were logged", "addr", s.cfg.Addr)
+	defer func() {
+		s.endLog.Flush(s.log, slog.LevelWarn, "lost more connections to a peer worker than were logged", "addr", s.addr)
+	}()
 	backoff := s.cfg.MinBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -715,9 +889,19 @@ func (s *Sender) run() {
 	// period has not ended; zero otherwise.
 	var closedAt time.Time
 	for {
+		gen := s.target()
 		c, fr, fw, err := s.connect()
+		if s.redirected(gen) {
+			// The peer moved while this attempt was under way: whatever
+			// answered at the old address does not count.
+			if c != nil {
+				c.Close()
+			}
+			backoff, closedAt = s.cfg.MinBackoff, time.Time{}
+			continue
+		}
 		if errors.Is(err, ErrMismatch) {
-			s.log.Error("cannot connect to a peer worker; not retrying, since retrying cannot help", "addr", s.cfg.Addr, "err", err)
+			s.log.Error("cannot connect to a peer worker; not retrying, since retrying cannot help", "addr", s.addr, "err", err)
 			if s.cfg.OnRefused != nil {
 				s.cfg.OnRefused(err)
 			}
@@ -728,23 +912,33 @@ func (s *Sender) run() {
 			closedAt = s.connectFailed(err, backoff, closedAt)
 		} else {
 			closedAt = time.Time{}
+			if !s.track(c, gen) {
+				c.Close() // redirected since the attempt began
+				backoff = s.cfg.MinBackoff
+				continue
+			}
 			stop, end := s.session(c, fr, fw)
+			s.track(nil, gen)
 			if stop {
 				return
 			}
 			switch {
+			case s.redirected(gen):
+				s.endLog.Log(s.log, slog.LevelInfo, "peer worker moved; connecting to its new address", "from", s.addr, "to", s.Addr())
+				backoff = s.cfg.MinBackoff
+				continue
 			case errors.Is(end, errPeerClosed):
-				s.endLog.Log(s.log, slog.LevelInfo, "peer worker closed the connection: it is shutting down", "addr", s.cfg.Addr)
+				s.endLog.Log(s.log, slog.LevelInfo, "peer worker closed the connection: it is shutting down", "addr", s.addr)
 				closedAt = time.Now()
 				backoff = s.cfg.MinBackoff
 				continue // it may be restarting: try it again at once
 			case errors.Is(end, errListenerFrame) || errors.Is(end, ErrMalformedFrame):
 				// A peer that breaks the protocol: back off, as for one
 				// that refuses the connection, rather than spin.
-				s.endLog.Log(s.log, slog.LevelError, "broke the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelError, "broke the connection to a peer worker; reconnecting", "addr", s.addr, "err", end)
 			default:
 				// A peer that went away: try it again at once.
-				s.endLog.Log(s.log, slog.LevelWarn, "lost the connection to a peer worker; reconnecting", "addr", s.cfg.Addr, "err", end)
+				s.endLog.Log(s.log, slog.LevelWarn, "lost the connection to a peer worker; reconnecting", "addr", s.addr, "err", end)
 				backoff = s.cfg.MinBackoff
 				continue
 			}
@@ -752,6 +946,12 @@ func (s *Sender) run() {
 		timer.Reset(backoff/2 + rand.N(backoff/2+1))
 		select {
 		case <-timer.C:
+		case <-s.wake:
+			timer.Stop() // no stale tick after Stop since Go 1.23
+			if s.redirected(gen) {
+				backoff, closedAt = s.cfg.MinBackoff, time.Time{}
+				continue
+			}
 		case <-s.quit:
 			return
 		}
@@ -769,11 +969,11 @@ func (s *Sender) connectFailed(err error, backoff time.Duration, closedAt time.T
 	down := time.Since(closedAt)
 	switch {
 	case closedAt.IsZero() || errors.Is(err, ErrBadHello):
-		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
+		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", backoff)
 	case down < s.cfg.QuietAfterClose:
-		s.log.Debug("cannot connect to a peer worker; retrying", "addr", s.cfg.Addr, "err", err, "in", backoff)
+		s.log.Debug("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", backoff)
 	default:
-		s.log.Warn("peer worker has been down since it closed the connection; retrying", "addr", s.cfg.Addr,
+		s.log.Warn("peer worker has been down since it closed the connection; retrying", "addr", s.addr,
 			"for", down.Round(time.Millisecond), "err", err, "in", backoff)
 		return time.Time{}
 	}
@@ -781,15 +981,20 @@ func (s *Sender) connectFailed(err error, backoff time.Duration, closedAt time.T
 }
 
 // connect dials the peer and shakes hands. The reader it returns has read
-// the peer's hello and nothing after it.
+// the peer's hello (and, with a secret, its acceptance) and nothing after
+// it.
 func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 	d := net.Dialer{Timeout: s.cfg.MaxBackoff}
-	c, err := d.Dial("tcp", s.cfg.Addr)
+	c, err := d.Dial("tcp", s.addr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	own := s.hello
+	if len(s.cfg.Secret) > 0 {
+		own.Nonce = newNonce()
+	}
 	fw := NewFrameWriter(c, s.cfg.MaxFrameSize)
-	hello := AppendHello(nil, s.cfg.Hello)
+	hello := AppendHello(nil, own)
 	if err = fw.Write(FrameHello, hello); err == nil {
 		err = fw.Flush()
 	}
@@ -797,7 +1002,11 @@ func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 		s.bytesSent.Add(frameHeader + int64(len(hello)))
 		s.framesSent.Add(1)
 		c.SetReadDeadline(time.Now().Add(s.cfg.MaxBackoff))
-		err = s.checkAnswer(c)
+		var peer Hello
+		peer, err = s.checkAnswer(c, own)
+		if err == nil && len(s.cfg.Secret) > 0 {
+			err = s.prove(c, fw, own, peer)
+		}
 		c.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
@@ -806,32 +1015,61 @@ func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 		if errors.As(err, &re) {
 			return nil, nil, nil, err // it names the address
 		}
-		return nil, nil, nil, fmt.Errorf("handshake with %s: %w", s.cfg.Addr, err)
+		return nil, nil, nil, fmt.Errorf("handshake with %s: %w", s.addr, err)
 	}
 	return c, NewFrameReader(c, s.cfg.MaxFrameSize), fw, nil
 }
 
-// checkAnswer reads the listener's answer to the hello: its own hello,
-// which must match this worker's, or a refusal (a *RefusedError).
-func (s *Sender) checkAnswer(c net.Conn) error {
+// checkAnswer reads the listener's answer to the hello own: its own
+// hello, which must match, and with a secret prove it, or a refusal (a
+// *RefusedError).
+func (s *Sender) checkAnswer(c net.Conn, own Hello) (Hello, error) {
+	kind, payload, err := readFirstFrame(c, nil)
+	switch {
+	case err != nil:
+		return Hello{}, err
+	case kind == FrameRefuse:
+		return Hello{}, parseRefusal(s.addr, payload)
+	case kind != FrameHello:
+		return Hello{}, &helloError{reason: fmt.Sprintf("the peer answered with a %s frame", kind)}
+	}
+	peer, err := ParseHello(payload)
+	if err == nil {
+		err = own.Accept(peer)
+	}
+	if err == nil && len(s.cfg.Secret) > 0 {
+		err = checkProof(s.cfg.Secret, roleListener, peer, own.Nonce, peer.Proof)
+	}
+	var he *helloError
+	if errors.As(err, &he) && he.mismatch {
+		return Hello{}, &RefusedError{Addr: s.addr, Reason: he.reason, Permanent: true}
+	}
+	return peer, err
+}
+
+// prove sends the listener this worker's proof, answering the nonce of
+// its hello peer, and reads its acceptance or refusal.
+func (s *Sender) prove(c net.Conn, fw *FrameWriter, own, peer Hello) error {
+	proof := prove(s.cfg.Secret, roleDialer, own, peer.Nonce)
+	err := fw.Write(FrameProof, []byte(proof))
+	if err == nil {
+		err = fw.Flush()
+	}
+	if err != nil {
+		return err
+	}
+	s.bytesSent.Add(frameHeader + int64(len(proof)))
+	s.framesSent.Add(1)
 	kind, payload, err := readFirstFrame(c, nil)
 	switch {
 	case err != nil:
 		return err
 	case kind == FrameRefuse:
-		return parseRefusal(s.cfg.Addr, payload)
-	case kind != FrameHello:
-		return &helloError{reason: fmt.Sprintf("the peer answered with a %s frame", kind)}
+		return parseRefusal(s.addr, payload)
+	case kind != FrameProof || len(payload) != 0:
+		return &helloError{reason: fmt.Sprintf("the peer answered the proof with a %s frame of %d bytes, not an empty proof frame", kind, len(payload))}
 	}
-	peer, err := ParseHello(payload)
-	if err == nil {
-		err = s.cfg.Hello.Accept(peer)
-	}
-	var he *helloError
-	if errors.As(err, &he) && he.mismatch {
-		return &RefusedError{Addr: s.cfg.Addr, Reason: he.reason, Permanent: true}
-	}
-	return err
+	return nil
 }
 
 // errListenerFrame is wrapped by the error for a frame a listener may not
@@ -953,7 +1191,7 @@ func (s *Sender) pump(fw *FrameWriter, broken <-chan struct{}) (stop bool, err e
 			pendBytes += frameHeader + int64(len(payload))
 			pendFrames++
 		case errors.Is(err, ErrMalformedFrame):
-			s.log.Error("dropped a frame for a peer worker", "addr", s.cfg.Addr, "err", err)
+			s.log.Error("dropped a frame for a peer worker", "addr", s.addr, "err", err)
 			return nil // the connection is fine
 		}
 		return err

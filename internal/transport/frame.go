@@ -3,7 +3,7 @@
 // This file is the framing: every message on a connection is a frame,
 //
 //	length  uint32, big endian: the bytes that follow (kind and payload)
-//	kind    uint8: FrameHello, FrameData, FrameHeartbeat, FrameBackpressure, FrameClose, FrameRefuse
+//	kind    uint8: FrameHello, FrameData, FrameHeartbeat, FrameBackpressure, FrameClose, FrameRefuse, FrameProof
 //	payload length-1 bytes
 //
 // A reader enforces a maximum frame size and rejects empty frames and
@@ -33,6 +33,7 @@ const (
 	FrameBackpressure                      // credits, listener to dialer: see Credit
 	FrameClose                             // orderly close: nothing follows
 	FrameRefuse                            // listener to dialer, in place of its hello: why it refused the dialer's
+	FrameProof                             // with a topology secret: the dialer's proof, then the listener's acceptance
 	frameKindEnd
 )
 
@@ -50,6 +51,8 @@ func (k FrameKind) String() string {
 		return "close"
 	case FrameRefuse:
 		return "refuse"
+	case FrameProof:
+		return "proof"
 	}
 	return fmt.Sprintf("FrameKind(%d)", uint8(k))
 }

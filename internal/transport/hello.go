@@ -2,6 +2,9 @@ package transport
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,7 +14,7 @@ import (
 
 // ProtocolVersion is the version of the worker-to-worker protocol this
 // build speaks. A peer with another version is refused at the hello.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // helloMagic opens every hello payload, so that a connection from
 // something that is not a Gale worker is told apart from a Gale worker of
@@ -33,17 +36,43 @@ type Hello struct {
 	// send each other tuples for executors the other does not run. Empty
 	// matches only empty.
 	Assignment string
+	// AssignmentVersion orders assignments (nimbus bumps it with every
+	// change): a worker whose assignment is older than its peer's refuses
+	// that peer only until it is reassigned, the peer retrying, while a
+	// peer with an older one is refused for good. Equal versions (0 when
+	// unordered) with different assignments refuse each other for good.
+	AssignmentVersion int64
+	// Nonce is the challenge the other side's proof must answer: random
+	// bytes the worker makes for each handshake when it holds the
+	// topology's secret (ServerConfig.Secret, SenderConfig.Secret),
+	// empty when it holds none. A worker with a secret refuses a hello
+	// without a nonce, and one without refuses a hello with one.
+	Nonce string
+	// Proof is set in a listener's hello when it holds the secret: the
+	// HMAC-SHA256, keyed by the secret, of the hello's other fields and
+	// the dialer's nonce (see the handshake in conn.go). The dialer proves
+	// the secret in a proof frame that answers the listener's nonce.
+	Proof string
 }
 
 // maxHelloString bounds the topology, worker and assignment ids in a hello.
 const maxHelloString = 1024
 
+// maxHelloAuth bounds a hello's nonce and proof; nonceLen is the nonce a
+// worker makes, and a proof is an HMAC-SHA256.
+const (
+	maxHelloAuth = 64
+	nonceLen     = 16
+)
+
 // MaxHelloFrame bounds the first frame each side of a connection reads (a
-// hello or a refusal, kind byte included): the largest hello, three ids
-// of maxHelloString bytes with their lengths, the magic, the version and
-// the type fingerprint. Until the handshake has succeeded a peer can make
-// a worker hold no more than this per connection.
-const MaxHelloFrame = 1 + 4 + 1 + 3*(binary.MaxVarintLen16+maxHelloString) + 8
+// hello, a proof or a refusal, kind byte included): the largest hello,
+// three ids of maxHelloString bytes with their lengths, the magic, the
+// version, the type fingerprint, the assignment version and a nonce and a
+// proof of maxHelloAuth bytes with theirs. Until the handshake has
+// succeeded a peer can make a worker hold no more than this per
+// connection.
+const MaxHelloFrame = 1 + 4 + 1 + 3*(binary.MaxVarintLen16+maxHelloString) + 8 + binary.MaxVarintLen64 + 2*(binary.MaxVarintLen16+maxHelloAuth)
 
 // AppendHello appends h's encoding to dst.
 func AppendHello(dst []byte, h Hello) []byte {
@@ -55,7 +84,12 @@ func AppendHello(dst []byte, h Hello) []byte {
 	dst = append(dst, h.Worker...)
 	dst = binary.BigEndian.AppendUint64(dst, h.Types)
 	dst = binary.AppendUvarint(dst, uint64(len(h.Assignment)))
-	return append(dst, h.Assignment...)
+	dst = append(dst, h.Assignment...)
+	dst = binary.AppendVarint(dst, h.AssignmentVersion)
+	dst = binary.AppendUvarint(dst, uint64(len(h.Nonce)))
+	dst = append(dst, h.Nonce...)
+	dst = binary.AppendUvarint(dst, uint64(len(h.Proof)))
+	return append(dst, h.Proof...)
 }
 
 // ErrBadHello is wrapped by every error about a hello that cannot be
@@ -72,6 +106,9 @@ var ErrMismatch = errors.New("the workers do not match")
 type helloError struct {
 	reason   string
 	mismatch bool // a Gale worker that cannot work with this one
+	// behind: this worker's assignment is older than the peer's, which
+	// may retry until this worker is reassigned.
+	behind bool
 }
 
 func (e *helloError) Error() string {
@@ -108,9 +145,9 @@ func ParseHello(p []byte) (Hello, error) {
 			"a hello of protocol version %d met a worker of version %d: run the same Gale version on every worker", h.Version, ProtocolVersion)}
 	}
 	p = p[1:]
-	str := func() (string, bool) {
+	str := func(max uint64) (string, bool) {
 		n, k := binary.Uvarint(p)
-		if k <= 0 || n > maxHelloString || n > uint64(len(p)-k) {
+		if k <= 0 || n > max || n > uint64(len(p)-k) {
 			return "", false
 		}
 		s := string(p[k : k+int(n)])
@@ -118,10 +155,10 @@ func ParseHello(p []byte) (Hello, error) {
 		return s, true
 	}
 	var ok bool
-	if h.Topology, ok = str(); !ok {
+	if h.Topology, ok = str(maxHelloString); !ok {
 		return bad("bad topology id")
 	}
-	if h.Worker, ok = str(); !ok {
+	if h.Worker, ok = str(maxHelloString); !ok {
 		return bad("bad worker id")
 	}
 	if len(p) < 8 {
@@ -129,18 +166,33 @@ func ParseHello(p []byte) (Hello, error) {
 	}
 	h.Types = binary.BigEndian.Uint64(p)
 	p = p[8:]
-	if h.Assignment, ok = str(); !ok {
+	if h.Assignment, ok = str(maxHelloString); !ok {
 		return bad("bad assignment id")
 	}
+	v, k := binary.Varint(p)
+	if k <= 0 {
+		return bad("bad assignment version")
+	}
+	h.AssignmentVersion, p = v, p[k:]
+	if h.Nonce, ok = str(maxHelloAuth); !ok {
+		return bad("bad nonce")
+	}
+	if h.Proof, ok = str(maxHelloAuth); !ok {
+		return bad("bad proof")
+	}
 	if len(p) != 0 {
-		return bad("%d bytes after the assignment id", len(p))
+		return bad("%d bytes after the proof", len(p))
 	}
 	return h, nil
 }
 
 // Accept checks a peer's hello against this worker's own: same protocol
-// version, topology, registered types and assignment. A refusal wraps
-// ErrBadHello and ErrMismatch, and reads the same in either worker's log.
+// version, topology, registered types and assignment (a peer with a newer
+// assignment is refused until this worker is reassigned: the error is no
+// mismatch then, and the peer retries), and a nonce on both
+// or neither (both hold the topology's secret, or neither does; whether
+// they hold the same one the proofs show). A refusal wraps ErrBadHello and
+// ErrMismatch, and reads the same in either worker's log.
 func (h Hello) Accept(peer Hello) error {
 	mismatch := func(format string, args ...any) error {
 		return &helloError{mismatch: true, reason: fmt.Sprintf(format, args...)}
@@ -155,11 +207,61 @@ func (h Hello) Accept(peer Hello) error {
 	case peer.Types != h.Types:
 		return mismatch("worker %q registered other user types than worker %q (fingerprints %016x and %016x): build every worker from the same topology binary",
 			peer.Worker, h.Worker, peer.Types, h.Types)
+	case peer.Assignment != h.Assignment && peer.AssignmentVersion > h.AssignmentVersion:
+		return &helloError{behind: true, reason: fmt.Sprintf(
+			"worker %q holds assignment %q of version %d, newer than worker %q's %q of version %d: retry once worker %q has been reassigned",
+			peer.Worker, peer.Assignment, peer.AssignmentVersion, h.Worker, h.Assignment, h.AssignmentVersion, h.Worker)}
 	case peer.Assignment != h.Assignment:
 		return mismatch("worker %q holds assignment %q, worker %q holds %q: the two workers hold different assignments; start both with the same one",
 			peer.Worker, peer.Assignment, h.Worker, h.Assignment)
+	case h.Nonce != "" && peer.Nonce == "":
+		return mismatch("worker %q %s (it sent no proof: it holds no secret)", peer.Worker, noProof)
+	case h.Nonce == "" && peer.Nonce != "":
+		return mismatch("worker %q proves a topology secret, and worker %q holds none: the two workers hold different assignments; start both with the same one",
+			peer.Worker, h.Worker)
 	}
 	return nil
+}
+
+// noProof is what a refusal says of a peer that does not prove the
+// topology's secret.
+const noProof = "does not prove the topology's secret: is it a worker of another topology or an old assignment?"
+
+// The roles a proof is made for, so that one side's proof is never the
+// other's.
+const (
+	roleListener = "gale listener hello\x00"
+	roleDialer   = "gale dialer hello\x00"
+)
+
+// prove returns the proof that a worker holding secret sends for its
+// hello h in role, answering the other side's nonce challenge: the
+// HMAC-SHA256, keyed by secret, of the role, h's encoding without its
+// proof (every other field, its own nonce included) and the challenge.
+func prove(secret []byte, role string, h Hello, challenge string) string {
+	h.Proof = ""
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(role))
+	m.Write(AppendHello(nil, h))
+	m.Write([]byte(challenge))
+	return string(m.Sum(nil))
+}
+
+// checkProof checks the proof a peer sent for its hello h in role against
+// this worker's challenge. A wrong proof is a mismatch: retrying cannot
+// help.
+func checkProof(secret []byte, role string, h Hello, challenge, proof string) error {
+	if !hmac.Equal([]byte(proof), []byte(prove(secret, role, h, challenge))) {
+		return &helloError{mismatch: true, reason: fmt.Sprintf("worker %q %s (its proof is wrong: it holds another secret)", h.Worker, noProof)}
+	}
+	return nil
+}
+
+// newNonce makes a handshake's challenge.
+func newNonce() string {
+	b := make([]byte, nonceLen)
+	rand.Read(b) // never fails (crypto/rand)
+	return string(b)
 }
 
 // A refusal is the listener's answer to a hello it does not accept, in

@@ -36,6 +36,12 @@ type Assignment struct {
 	// assignment. When set, every hello proves it, and a peer that cannot
 	// is refused.
 	Secret string `json:"secret,omitempty"`
+	// Version orders the assignments of a topology (coord.Assignment's,
+	// which nimbus bumps with every change). A worker refuses a peer
+	// holding another assignment; if the peer's is older, for good (it is
+	// stale, and fails), if newer, until Reassign brings this worker up
+	// to date (the peer retries). 0 on both: any difference is for good.
+	Version int64 `json:"version,omitempty"`
 }
 
 // ErrInvalidAssignment is wrapped by the errors Validate returns.
@@ -89,12 +95,15 @@ type Handle interface {
 	Errors() ([]ComponentError, int64)
 	// Reassign moves the worker to a new assignment that differs from its
 	// current one only in its peers' addresses (a peer worker moved to
-	// another slot): the executor map, the parallelism, this worker's
-	// index and the worker count must be the same. It reconnects to the
-	// peers that moved, and from then on it and its peers accept only
-	// hellos carrying the new assignment's fingerprint. Any other change
-	// is an error wrapping ErrInvalidAssignment: such a worker must be
-	// restarted.
+	// another slot): the executor map, the parallelism, the secret, this
+	// worker's index and own address and the worker count must be the
+	// same. It reconnects to the peers that moved, and from then on it
+	// and its peers accept only hellos carrying the new assignment's
+	// fingerprint, so the old copy of a moved worker is refused and
+	// fails. Tuples on their way to a moved peer may be lost, and their
+	// trees replay after their timeout. Any other change is an error
+	// wrapping ErrInvalidAssignment, and the worker runs on as it was:
+	// such a worker must be restarted.
 	Reassign(a Assignment) error
 	// Stop shuts the worker down in order: its spouts are deactivated,
 	// its in-flight trees get up to topology.shutdown.drain.timeout.secs
