@@ -76,6 +76,14 @@ const (
 	// type even when the topology runs in one process (bool, default
 	// false, as in Storm). galetest turns it on unless the config sets it.
 	TopologyTestingAlwaysTrySerialize = "topology.testing.always.try.serialize"
+	// TopologyMinReplicationCount is how many nimbuses must hold a
+	// topology's artifact before nimbus schedules it, so that a standby
+	// that takes over has the code (int, default 1 = the leader alone, ≥ 1).
+	TopologyMinReplicationCount = "topology.min.replication.count"
+	// TopologyMaxReplicationWaitTimeSec is how long a submission waits for
+	// TopologyMinReplicationCount holders before nimbus schedules it
+	// anyway (int, default 60, ≥ -1; -1 = wait as long as it takes).
+	TopologyMaxReplicationWaitTimeSec = "topology.max.replication.wait.time.sec"
 
 	// SupervisorSlotsPorts lists the worker slots of a supervisor, one port
 	// each (list of ints, default [6700, 6701, 6702, 6703]).
@@ -110,6 +118,22 @@ const (
 	// NimbusMonitorFreqSecs is how often nimbus checks heartbeats and
 	// reassigns work (int, default 10, ≥ 1).
 	NimbusMonitorFreqSecs = "nimbus.monitor.freq.secs"
+	// NimbusAuthToken is Gale-specific: the bearer token every mutating
+	// nimbus call must carry when nimbus binds beyond loopback; the
+	// command line sends it as "authorization: Bearer TOKEN" (string,
+	// unset by default).
+	NimbusAuthToken = "nimbus.auth.token"
+	// NimbusAuthTokenFile is Gale-specific: a file holding the bearer token
+	// (surrounding whitespace ignored), for a token kept out of gale.yaml
+	// (string, unset by default). NimbusAuthToken wins when both are set.
+	NimbusAuthTokenFile = "nimbus.auth.token.file"
+	// NimbusTLSCert is Gale-specific: a PEM certificate file. Nimbus serves
+	// TLS with it (and NimbusTLSKey); the command line trusts it when it
+	// dials nimbus (string, unset by default: plain gRPC).
+	NimbusTLSCert = "nimbus.tls.cert"
+	// NimbusTLSKey is Gale-specific: the PEM private key of NimbusTLSCert
+	// (string, unset by default).
+	NimbusTLSKey = "nimbus.tls.key"
 
 	// WorkerHeartbeatFrequencySecs is how often a worker heartbeats (int,
 	// default 1, ≥ 1).
@@ -121,6 +145,11 @@ const (
 	// GaleEtcdEndpoints is Gale-specific: the etcd client endpoints of the
 	// coordination store (list of strings, default ["127.0.0.1:2379"]).
 	GaleEtcdEndpoints = "gale.etcd.endpoints"
+
+	// NimbusArtifactMaxMB is Gale-specific: the largest topology artifact
+	// nimbus accepts, in MiB (int, default 512, ≥ 1). A larger submission
+	// is refused before any of it is stored.
+	NimbusArtifactMaxMB = "nimbus.artifact.max.mb"
 )
 
 // Settings of a worker process's Go runtime: cluster keys, set in
@@ -310,6 +339,10 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"bind each worker process a launcher starts to its own share of the machine's CPUs", nil},
 	{TopologyTestingAlwaysTrySerialize, configBool, false, ScopeTopology,
 		"encode and decode every emitted tuple as between workers, to find values that cannot cross in tests", nil},
+	{TopologyMinReplicationCount, configInt, 1, ScopeTopology,
+		"nimbuses that must hold a topology's artifact before it is scheduled", intAtLeast(1)},
+	{TopologyMaxReplicationWaitTimeSec, configInt, 60, ScopeTopology,
+		"seconds a submission waits for topology.min.replication.count (-1 = no limit)", intAtLeast(-1)},
 	{TopologyTupleReuse, configBool, false, ScopeComponent,
 		"the bolt does not keep tuples after acking them, so their memory is reused", nil},
 	{TopologyComponentPanicPolicy, configString, PanicPolicyFailTuple, ScopeComponent,
@@ -335,6 +368,14 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"seconds without a heartbeat before an executor is reassigned", intAtLeast(1)},
 	{NimbusMonitorFreqSecs, configInt, 10, ScopeCluster,
 		"seconds between nimbus's heartbeat checks", intAtLeast(1)},
+	{NimbusAuthToken, configString, nil, ScopeCluster,
+		"bearer token of mutating nimbus calls (unset = none)", nonEmptyString},
+	{NimbusAuthTokenFile, configString, nil, ScopeCluster,
+		"file holding the bearer token of mutating nimbus calls", nonEmptyString},
+	{NimbusTLSCert, configString, nil, ScopeCluster,
+		"PEM certificate nimbus serves TLS with, and clients trust (unset = no TLS)", nonEmptyString},
+	{NimbusTLSKey, configString, nil, ScopeCluster,
+		"PEM private key of nimbus.tls.cert", nonEmptyString},
 
 	{WorkerHeartbeatFrequencySecs, configInt, 1, ScopeCluster,
 		"seconds between worker heartbeats", intAtLeast(1)},
@@ -344,6 +385,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 
 	{GaleEtcdEndpoints, configStrings, []string{"127.0.0.1:2379"}, ScopeCluster,
 		"etcd client endpoints of the coordination store", nonEmptyStrings},
+	{NimbusArtifactMaxMB, configInt, 512, ScopeCluster,
+		"largest topology artifact nimbus accepts, in MiB", intAtLeast(1)},
 })
 
 // configKeyIndex maps a key name to its spec.

@@ -127,6 +127,7 @@ func newRootCmd(opts *Options) *cobra.Command {
 		},
 	})
 	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
+	root.AddCommand(newNimbusCmd(opts))
 	return root
 }
 

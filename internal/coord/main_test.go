@@ -94,6 +94,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // received says whether ch has a value or is closed, within d.
 func received(ch <-chan struct{}, d time.Duration) bool {
+	// Look first: with d = 0 the timer may be ready too, and select
+	// would pick either.
+	select {
+	case <-ch:
+		return true
+	default:
+	}
 	select {
 	case <-ch:
 		return true

@@ -132,6 +132,22 @@ func (m *Membership) Hold(ctx context.Context, sha string) error {
 	}
 }
 
+// Release records that this nimbus no longer holds the artifact with
+// checksum sha: it deletes the hold, and the next lease does not put it
+// again.
+func (m *Membership) Release(ctx context.Context, sha string) error {
+	if m.nimbus == "" {
+		return errors.New("coord: Release needs a nimbus membership")
+	}
+	m.mu.Lock()
+	m.mu.holds = slices.DeleteFunc(m.mu.holds, func(h string) bool { return h == sha })
+	m.mu.Unlock()
+	if _, err := m.s.c.Delete(ctx, holdsPrefix+m.nimbus+"/"+sha); err != nil {
+		return fmt.Errorf("coord: release %s: %w", sha, err)
+	}
+	return nil
+}
+
 func (m *Membership) lease() clientv3.LeaseID {
 	m.mu.Lock()
 	defer m.mu.Unlock()

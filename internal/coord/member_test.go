@@ -209,3 +209,46 @@ func (p *proxy) cut() {
 	p.mu.Unlock()
 	p.wg.Wait()
 }
+
+// Holds lists every hold; a released hold is gone, and a new lease does
+// not put it back.
+func TestHoldsAndRelease(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	a, err := cl.s.JoinNimbus(ctx, Nimbus{ID: "a"}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cl.s.JoinNimbus(ctx, Nimbus{ID: "b"}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []struct {
+		m   *Membership
+		sha string
+	}{{a, "x"}, {a, "y"}, {b, "x"}} {
+		if err := h.m.Hold(ctx, h.sha); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holds, err := cl.s.Holds(ctx)
+	if err != nil || len(holds) != 2 || !slices.Equal(holds["x"], []string{"a", "b"}) || !slices.Equal(holds["y"], []string{"a"}) {
+		t.Fatalf("Holds: got %v, %v; want x: [a b], y: [a]", holds, err)
+	}
+	if err := a.Release(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := cl.s.Holders(ctx, "x"); !slices.Equal(h, []string{"b"}) {
+		t.Errorf("Holders of x after a released it: got %v, want [b]", h)
+	}
+	// A new lease puts back the holds kept, and not the released one.
+	if err := a.establish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := cl.s.Holders(ctx, "x"); !slices.Equal(h, []string{"b"}) {
+		t.Errorf("Holders of x after a's new lease: got %v, want [b]", h)
+	}
+	if h, _ := cl.s.Holders(ctx, "y"); !slices.Equal(h, []string{"a"}) {
+		t.Errorf("Holders of y after a's new lease: got %v, want [a]", h)
+	}
+}

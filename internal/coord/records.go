@@ -68,6 +68,23 @@ type Topology struct {
 	// Secret is the per-topology secret of worker hellos, hex.
 	Secret      string    `json:"secret"`
 	SubmittedAt time.Time `json:"submitted_at"`
+	// Deadline is when the wait of a kill or a rebalance in progress
+	// ends (Status KILLED or REBALANCING): the leader then removes the
+	// topology, or applies Rebalance. Kept here, not in a nimbus's
+	// memory, so that a leader that takes over finishes it. Zero
+	// otherwise.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Rebalance is what a REBALANCING topology becomes at Deadline.
+	Rebalance *Rebalance `json:"rebalance,omitempty"`
+}
+
+// Rebalance is a rebalance in progress: the topology's worker count and
+// executor overrides after it, and the status it resumes in.
+type Rebalance struct {
+	Workers     int            `json:"workers"`
+	Parallelism map[string]int `json:"parallelism,omitempty"`
+	// Resume is StatusActive or StatusInactive.
+	Resume string `json:"resume"`
 }
 
 // Slot is one worker slot: a port of a supervisor.

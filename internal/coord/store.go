@@ -235,6 +235,23 @@ func (s *Store) Holders(ctx context.Context, sha string) ([]string, error) {
 	return ids, nil
 }
 
+// Holds returns, for every artifact some live nimbus holds, the ids of
+// its holders, in order: Holders of every checksum in one read.
+func (s *Store) Holds(ctx context.Context) (map[string][]string, error) {
+	r, err := s.c.Get(ctx, holdsPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("coord: holds: %w", err)
+	}
+	holds := make(map[string][]string)
+	for _, kv := range r.Kvs {
+		id, sha, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), holdsPrefix), "/")
+		if ok {
+			holds[sha] = append(holds[sha], id)
+		}
+	}
+	return holds, nil
+}
+
 func (s *Store) get(ctx context.Context, key string, v any) error {
 	r, err := s.c.Get(ctx, key)
 	if err != nil {

@@ -1704,8 +1704,11 @@ func (x *DownloadRequest) GetSha256() string {
 }
 
 type Chunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Data  []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// size is the artifact's size in bytes, set in the first chunk, so
+	// the receiver can store it as it arrives and check it is complete.
+	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1745,6 +1748,13 @@ func (x *Chunk) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *Chunk) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
 }
 
 type ReportRequest struct {
@@ -2132,9 +2142,10 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x13\n" +
 	"\x11RebalanceResponse\")\n" +
 	"\x0fDownloadRequest\x12\x16\n" +
-	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"\x1b\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"/\n" +
 	"\x05Chunk\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"g\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"g\n" +
 	"\rReportRequest\x12\x1e\n" +
 	"\n" +
 	"supervisor\x18\x01 \x01(\tR\n" +

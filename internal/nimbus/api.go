@@ -1,0 +1,272 @@
+package nimbus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gale-stream/gale/internal/blobstore"
+	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/nimbuspb"
+)
+
+// chunkSize is the size of a Download's chunks.
+const chunkSize = 256 << 10
+
+// api implements nimbuspb.NimbusServer. ctx is the nimbus's run: a call
+// in progress returns when it ends.
+type api struct {
+	nimbuspb.UnimplementedNimbusServer
+	n   *Nimbus
+	ctx context.Context
+}
+
+// callCtx is a call's context that also ends when the nimbus stops.
+func (a *api) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(a.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// storeError maps an error from etcd to the call's status.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, coord.ErrExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.Unavailable, "nimbus: stopping or the call's deadline passed: "+err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.Unavailable, "nimbus: etcd: "+err.Error())
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// byName finds a topology by its name or its id.
+func (n *Nimbus) byName(ctx context.Context, name string) (coord.Topology, error) {
+	if name == "" {
+		return coord.Topology{}, status.Error(codes.InvalidArgument, "nimbus: no topology named: give its name or id")
+	}
+	t, err := n.store.TopologyByName(ctx, name)
+	if errors.Is(err, coord.ErrNotFound) {
+		t, err = n.store.Topology(ctx, name)
+	}
+	if errors.Is(err, coord.ErrNotFound) {
+		return coord.Topology{}, status.Errorf(codes.NotFound, "nimbus: no topology %q is running (gale list shows those that are)", name)
+	}
+	if err != nil {
+		return coord.Topology{}, storeError(err)
+	}
+	return t, nil
+}
+
+// bySubmission sorts topologies in submission order.
+func bySubmission(ts []coord.Topology) {
+	slices.SortStableFunc(ts, func(a, b coord.Topology) int {
+		return cmp.Or(a.SubmittedAt.Compare(b.SubmittedAt), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// counters are a topology's sums over its workers' reports.
+type counters struct{ emitted, acked, failed int64 }
+
+// workerReports returns the latest reports of topology t's workers
+// (matched by id or name), from supervisors that reported within the
+// supervisor timeout.
+func (n *Nimbus) workerReports(t coord.Topology, now time.Time) []*nimbuspb.WorkerReport {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*nimbuspb.WorkerReport
+	for _, sup := range sortedKeys(n.mu.reports) {
+		r := n.mu.reports[sup]
+		if now.Sub(r.at) > n.ttl {
+			delete(n.mu.reports, sup)
+			continue
+		}
+		for _, w := range r.workers {
+			if w.GetTopology() == t.ID || w.GetTopology() == t.Name {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+func sum(ws []*nimbuspb.WorkerReport) counters {
+	var c counters
+	for _, w := range ws {
+		c.emitted += w.GetEmitted()
+		c.acked += w.GetAcked()
+		c.failed += w.GetFailed()
+	}
+	return c
+}
+
+func (n *Nimbus) pendingReason(id string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.pending[id]
+}
+
+// List returns every topology in submission order. The pending reasons
+// and the counters are the leader's: a standby has neither.
+func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.ListResponse, error) {
+	ts, err := a.n.store.Topologies(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	bySubmission(ts)
+	now := time.Now()
+	resp := &nimbuspb.ListResponse{}
+	for _, t := range ts {
+		resp.Topologies = append(resp.Topologies, summary(t, a.n.pendingReason(t.ID), now, sum(a.n.workerReports(t, now))))
+	}
+	return resp, nil
+}
+
+// Get returns one topology, by name or id, with its assignment and its
+// workers' latest reports.
+func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.TopologyInfo, error) {
+	t, err := a.n.byName(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	asgs, err := a.n.store.Assignments(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	var asg *coord.Assignment
+	for i := range asgs {
+		if asgs[i].Topology == t.ID {
+			asg = &asgs[i]
+		}
+	}
+	now := time.Now()
+	ws := a.n.workerReports(t, now)
+	return topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), now, sum(ws)), ws), nil
+}
+
+// ClusterInfo returns the leader, the nimbuses, the live supervisors and
+// how many topologies there are.
+func (a *api) ClusterInfo(ctx context.Context, _ *nimbuspb.ClusterInfoRequest) (*nimbuspb.ClusterInfoResponse, error) {
+	s := a.n.store
+	resp := &nimbuspb.ClusterInfoResponse{GaleVersion: a.n.cfg.GaleVersion}
+	leader, err := s.Leader(ctx)
+	switch {
+	case err == nil:
+		resp.LeaderId, resp.LeaderAddr = leader.ID, leader.Addr
+	case !errors.Is(err, coord.ErrNotFound):
+		return nil, storeError(err)
+	}
+	nims, err := s.Nimbuses(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	now := time.Now()
+	for _, m := range nims {
+		resp.Nimbuses = append(resp.Nimbuses, &nimbuspb.NimbusSummary{
+			Id: m.ID, Addr: m.Addr, Leader: m.ID == resp.LeaderId, UptimeSecs: int64(now.Sub(m.Started).Seconds()),
+		})
+	}
+	sups, err := s.Supervisors(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	asgs, err := s.Assignments(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	used := make(map[string]int)
+	for _, as := range asgs {
+		for _, w := range as.Workers {
+			used[w.Supervisor]++
+		}
+	}
+	for _, sup := range sups {
+		ss := &nimbuspb.SupervisorSummary{
+			Id: sup.ID, Host: sup.Host, SlotsUsed: int32(used[sup.ID]),
+			UptimeSecs: int64(now.Sub(sup.Started).Seconds()), Goos: sup.GOOS, Goarch: sup.GOARCH,
+		}
+		for _, p := range sup.Ports {
+			ss.Ports = append(ss.Ports, int32(p))
+		}
+		resp.Supervisors = append(resp.Supervisors, ss)
+	}
+	ts, err := s.Topologies(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	resp.Topologies = int32(len(ts))
+	return resp, nil
+}
+
+// Download streams an artifact this nimbus holds. The first chunk carries
+// the artifact's size. A file found corrupted is deleted, and the call
+// fails with codes.DataLoss; the caller tries another holder.
+func (a *api) Download(req *nimbuspb.DownloadRequest, stream nimbuspb.Nimbus_DownloadServer) error {
+	sha := req.GetSha256()
+	r, err := a.n.blobs.Open(sha)
+	switch {
+	case errors.Is(err, blobstore.ErrInvalidKey):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, blobstore.ErrNotFound):
+		return status.Errorf(codes.NotFound, "nimbus %s does not hold artifact %s", a.n.id, sha)
+	case err != nil:
+		return status.Error(codes.Internal, err.Error())
+	}
+	defer r.Close()
+	buf := make([]byte, chunkSize)
+	size := r.Size()
+	for first := true; ; first = false {
+		k, err := io.ReadFull(r, buf)
+		if k > 0 || first {
+			c := &nimbuspb.Chunk{Data: buf[:k]}
+			if first {
+				c.Size = size
+			}
+			if serr := stream.Send(c); serr != nil {
+				return serr
+			}
+		}
+		switch {
+		case err == io.EOF, err == io.ErrUnexpectedEOF:
+			return nil
+		case errors.Is(err, blobstore.ErrCorrupt):
+			a.n.log.Error("artifact corrupted on disk; deleting it", "sha256", sha, "err", err)
+			r.Close()
+			a.n.drop(stream.Context(), sha)
+			poke(a.n.synced)
+			return status.Error(codes.DataLoss, err.Error())
+		case err != nil:
+			return status.Error(codes.Internal, err.Error())
+		}
+	}
+}
+
+// Report keeps a supervisor's summary of its workers in memory, for List
+// and Get. It never reaches etcd. A standby refuses it as it refuses the
+// mutating calls, naming the leader, so that a supervisor still
+// reporting to a nimbus that stepped down finds the one that leads.
+func (a *api) Report(ctx context.Context, req *nimbuspb.ReportRequest) (*nimbuspb.ReportResponse, error) {
+	if err := a.n.mustLead(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetSupervisor() == "" {
+		return nil, status.Error(codes.InvalidArgument, "nimbus: a report needs its supervisor's id")
+	}
+	a.n.mu.Lock()
+	a.n.mu.reports[req.GetSupervisor()] = report{at: time.Now(), workers: req.GetWorkers()}
+	a.n.mu.Unlock()
+	return &nimbuspb.ReportResponse{}, nil
+}
