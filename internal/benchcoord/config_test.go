@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/nimbus"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/scheduler"
 )
@@ -49,7 +49,7 @@ func TestValidate(t *testing.T) {
 func TestDefinitionFillsItsWorkers(t *testing.T) {
 	for _, workers := range []int{1, 2, 3, 7, 10, 1000, 3995} {
 		d := definition(workers)
-		p, err := plan.New(planTopology(d))
+		p, err := plan.New(nimbus.PlanTopology(d))
 		if err != nil {
 			t.Fatalf("%d workers: plan: %v", workers, err)
 		}
@@ -57,18 +57,4 @@ func TestDefinitionFillsItsWorkers(t *testing.T) {
 			t.Errorf("%d workers: the scheduler gives the definition %d workers (%d executors)", workers, got, len(p.Executors))
 		}
 	}
-}
-
-// planTopology is nimbus's reading of a definition.
-func planTopology(d *nimbuspb.TopologyDefinition) plan.Topology {
-	t := plan.Topology{Ackers: int(d.GetAckers())}
-	for _, c := range d.GetComponents() {
-		pc := plan.Component{ID: c.GetId(), Spout: c.GetSpout(), Tasks: int(c.GetTasks()),
-			Parallelism: int(c.GetParallelism()), Streams: c.GetStreams()}
-		for _, in := range c.GetInputs() {
-			pc.Inputs = append(pc.Inputs, plan.Input{Component: in.GetComponent(), Stream: in.GetStream()})
-		}
-		t.Components = append(t.Components, pc)
-	}
-	return t
 }

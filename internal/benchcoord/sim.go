@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/nimbus"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -147,7 +148,7 @@ func (v *view) watch(ctx context.Context, s *coord.Store, log *lineWriter) {
 func (v *view) set(asgs []coord.Assignment, at time.Time) {
 	slots := make(map[string][]slotWorker)
 	for _, a := range asgs {
-		fp := fingerprint(a)
+		fp := nimbus.Fingerprint(a) // as the workers compute it for their hellos
 		for _, w := range a.Workers {
 			slots[w.Supervisor] = append(slots[w.Supervisor], slotWorker{topology: a.Topology, port: w.Port, fingerprint: fp})
 		}

@@ -6,13 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
-	"strconv"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/scheduler"
 )
 
 // definition is a word count (sentences → split → count, acked) with
@@ -88,15 +84,4 @@ func submit(ctx context.Context, c nimbuspb.NimbusClient, name string, workers i
 		return "", fmt.Errorf("submit %s: nimbus left it %s: %s", name, resp.GetStatus(), resp.GetPendingReason())
 	}
 	return resp.GetId(), nil
-}
-
-// fingerprint is the assignment's fingerprint as workers compute it for
-// their hellos and supervisors report it: scheduler.Assignment's of the
-// workers' host:port in order, with the worker indexes as slot ids.
-func fingerprint(a coord.Assignment) string {
-	sa := scheduler.Assignment{Executors: a.Executors}
-	for i, w := range a.Workers {
-		sa.Slots = append(sa.Slots, scheduler.Slot{ID: strconv.Itoa(i), Addr: net.JoinHostPort(w.Host, strconv.Itoa(w.Port))})
-	}
-	return sa.Fingerprint()
 }
