@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -112,7 +113,8 @@ func (c Config) Validate(layer Layer) error {
 
 // normalise validates c as layer (component names the component for
 // LayerComponent) and returns its valid entries normalised to int, bool,
-// string, float64, []int or []string (or nil to unset), plus every problem
+// string, float64, []int, []string or map[string]int (or nil to unset),
+// plus every problem
 // found. Keys are checked in sorted order so errors are reported
 // deterministically.
 func (c Config) normalise(layer Layer, component string) (Config, error) {
@@ -342,8 +344,54 @@ func normaliseConfigValue(kind configKind, raw any) (v any, sentinel error, msg 
 			strs = []string{}
 		}
 		return strs, nil, ""
+	case configIntMap:
+		return normaliseIntMap(raw)
 	}
 	panic(fmt.Sprintf("gale: config kind %d has no normaliser", kind))
+}
+
+// normaliseIntMap converts a mapping of names to integers, as a YAML or
+// JSON decoder gives it (map[string]any, with JSON's float64 numbers) or a
+// Go map of string keys, to map[string]int. Entries are checked in name
+// order, so the first one at fault is reported, by its name.
+func normaliseIntMap(raw any) (v any, sentinel error, msg string) {
+	rv := reflect.ValueOf(raw)
+	if rv.Kind() != reflect.Map {
+		return nil, ErrWrongType, fmt.Sprintf("must be %s, got %s", configIntMap, describeConfigValue(raw))
+	}
+	values := make(map[string]any, rv.Len())
+	var badKeys []string
+	for it := rv.MapRange(); it.Next(); {
+		k := it.Key()
+		if k.Kind() == reflect.Interface {
+			k = k.Elem()
+		}
+		switch {
+		case !k.IsValid():
+			badKeys = append(badKeys, "null")
+		case k.Kind() != reflect.String:
+			badKeys = append(badKeys, describeConfigValue(k.Interface()))
+		default:
+			values[k.String()] = it.Value().Interface()
+		}
+	}
+	if len(badKeys) > 0 {
+		slices.Sort(badKeys)
+		return nil, ErrWrongType, fmt.Sprintf("must be %s, got the key %s (a name is a string)", configIntMap, badKeys[0])
+	}
+	out := make(map[string]int, len(values))
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		n, sentinel, desc := configInt64(values[name])
+		if sentinel != nil {
+			what := configIntMap.String()
+			if sentinel == ErrOutOfRange {
+				what += " that fit in 64 bits"
+			}
+			return nil, sentinel, fmt.Sprintf("must be %s, got %s for %q", what, desc, name)
+		}
+		out[name] = n
+	}
+	return out, nil, ""
 }
 
 // configIntPhrase says what an integer key needs, given the sentinel
@@ -488,8 +536,26 @@ func formatConfigValue(v any) string {
 		return "(unset)"
 	case string:
 		return strconv.Quote(x)
+	case map[string]int:
+		return formatIntMap(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// formatIntMap formats a mapping of names to integers as YAML's flow
+// style writes it, in name order: {billing: 1, wordcount: 2}, or {} when
+// empty.
+func formatIntMap(m map[string]int) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, name := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %d", name, m[name])
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // configSetting is one key's effective value and where it came from.
@@ -624,6 +690,15 @@ func (e *Effective) Strings(key string) []string {
 	return slices.Clone(v)
 }
 
+// IntMap returns a copy of the value of a mapping key, such as
+// IsolationSchedulerMachines (empty, not nil, when the mapping is empty;
+// nil when unset). It panics if key is unknown or not a mapping of names
+// to integers.
+func (e *Effective) IntMap(key string) map[string]int {
+	v, _ := e.setting(key, configIntMap).value.(map[string]int)
+	return maps.Clone(v)
+}
+
 // Source returns the layer that set key's effective value (LayerDefault for
 // a key no layer set). It panics if key is unknown.
 func (e *Effective) Source(key string) Layer {
@@ -644,7 +719,7 @@ type ConfigEntry struct {
 	// Key is the key's name, e.g. "topology.workers".
 	Key string
 	// Value is the effective value, normalised to int, bool, string,
-	// float64, []int or []string; nil when unset.
+	// float64, []int, []string or map[string]int; nil when unset.
 	Value any
 	// Source is the layer the value came from.
 	Source Layer
@@ -704,6 +779,8 @@ func cloneConfigValue(v any) any {
 		return slices.Clone(x)
 	case []string:
 		return slices.Clone(x)
+	case map[string]int:
+		return maps.Clone(x)
 	}
 	return v
 }
@@ -809,20 +886,13 @@ type yamlNumber string
 var yamlNumberSyntax = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?)$`)
 
 // keepBigNumbers replaces, in c as decoded from data, the strings that
-// data gives as unquoted numbers with yamlNumbers: top-level values and
-// the elements of top-level lists, except for keys that take strings,
-// which keep them as written.
+// data gives as unquoted numbers with yamlNumbers: top-level values, the
+// elements of top-level lists and the values of top-level mappings, except
+// for keys that take strings, which keep them as written.
 func keepBigNumbers(data []byte, c Config) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil || len(f.Docs) == 0 {
 		return
-	}
-	var pairs []*ast.MappingValueNode
-	switch body := f.Docs[0].Body.(type) {
-	case *ast.MappingNode:
-		pairs = body.Values
-	case *ast.MappingValueNode:
-		pairs = []*ast.MappingValueNode{body}
 	}
 	number := func(n ast.Node) (yamlNumber, bool) {
 		sn, ok := n.(*ast.StringNode)
@@ -831,7 +901,7 @@ func keepBigNumbers(data []byte, c Config) {
 		}
 		return yamlNumber(sn.Value), true
 	}
-	for _, kv := range pairs {
+	for _, kv := range yamlPairs(f.Docs[0].Body) {
 		key, ok := kv.Key.(*ast.StringNode)
 		if !ok {
 			continue
@@ -854,6 +924,29 @@ func keepBigNumbers(data []byte, c Config) {
 					v[i] = n
 				}
 			}
+		case map[string]any:
+			for _, entry := range yamlPairs(kv.Value) {
+				name, ok := entry.Key.(*ast.StringNode)
+				if !ok {
+					continue
+				}
+				if n, ok := number(entry.Value); ok && v[name.Value] == string(n) {
+					v[name.Value] = n
+				}
+			}
 		}
 	}
+}
+
+// yamlPairs returns the key-value pairs of a YAML mapping node, or nil if
+// n is not a mapping. The parser gives a mapping of one pair as the pair
+// itself.
+func yamlPairs(n ast.Node) []*ast.MappingValueNode {
+	switch n := n.(type) {
+	case *ast.MappingNode:
+		return n.Values
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{n}
+	}
+	return nil
 }

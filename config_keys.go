@@ -2,6 +2,7 @@ package gale
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -150,6 +151,14 @@ const (
 	// nimbus accepts, in MiB (int, default 512, ≥ 1). A larger submission
 	// is refused before any of it is stored.
 	NimbusArtifactMaxMB = "nimbus.artifact.max.mb"
+
+	// IsolationSchedulerMachines is Storm's isolation scheduler setting: a
+	// mapping of topology names to the number of machines (supervisors)
+	// each gets to itself, e.g. {wordcount: 2, billing: 1} (mapping of
+	// names to integers ≥ 1, default empty = every topology shares the
+	// machines). An isolated topology that cannot get its machines is
+	// pending; the other topologies share the machines left over.
+	IsolationSchedulerMachines = "isolation.scheduler.machines"
 )
 
 // Settings of a worker process's Go runtime: cluster keys, set in
@@ -268,6 +277,7 @@ const (
 	configFloat                         // float64
 	configInts                          // []int
 	configStrings                       // []string
+	configIntMap                        // map[string]int
 )
 
 // String names the kind the way a YAML or JSON author thinks of it.
@@ -285,6 +295,8 @@ func (k configKind) String() string {
 		return "a list of integers"
 	case configStrings:
 		return "a list of strings"
+	case configIntMap:
+		return "a mapping of names to integers"
 	}
 	return fmt.Sprintf("configKind(%d)", int(k))
 }
@@ -387,6 +399,9 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"etcd client endpoints of the coordination store", nonEmptyStrings},
 	{NimbusArtifactMaxMB, configInt, 512, ScopeCluster,
 		"largest topology artifact nimbus accepts, in MiB", intAtLeast(1)},
+
+	{IsolationSchedulerMachines, configIntMap, map[string]int{}, ScopeCluster,
+		"topology name → machines it gets to itself (empty = all topologies share the machines)", intMapValuesAtLeast(1)},
 })
 
 // configKeyIndex maps a key name to its spec.
@@ -418,6 +433,20 @@ func intAtLeast(min int) func(any) string {
 	return func(v any) string {
 		if n := v.(int); n < min {
 			return fmt.Sprintf("must be ≥ %d, got %d", min, n)
+		}
+		return ""
+	}
+}
+
+// intMapValuesAtLeast checks every value of a map[string]int, in key
+// order, so that the first entry at fault is the one reported.
+func intMapValuesAtLeast(min int) func(any) string {
+	return func(v any) string {
+		m := v.(map[string]int)
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if n := m[name]; n < min {
+				return fmt.Sprintf("must map names to integers ≥ %d, got %d for %q", min, n, name)
+			}
 		}
 		return ""
 	}

@@ -63,6 +63,7 @@ func TestConfigDefaults(t *testing.T) {
 		{WorkerHeartbeatFrequencySecs, 1},
 		{UIPort, 8080},
 		{GaleEtcdEndpoints, []string{"127.0.0.1:2379"}},
+		{IsolationSchedulerMachines, map[string]int{}},
 	}
 	if len(tests) != len(configKeySpecs) {
 		t.Errorf("test covers %d keys, want all %d", len(tests), len(configKeySpecs))
@@ -227,6 +228,7 @@ func TestEffectiveGetterPanics(t *testing.T) {
 		{"Int of bool key", func() { e.Int(TopologyDebug) }, `is a boolean (true or false), not an integer`},
 		{"Bool of int key", func() { e.Bool(TopologyWorkers) }, `is an integer, not a boolean`},
 		{"Strings of int list", func() { e.Strings(SupervisorSlotsPorts) }, `is a list of integers, not a list of strings`},
+		{"IntMap of int list", func() { e.IntMap(SupervisorSlotsPorts) }, `is a list of integers, not a mapping of names to integers`},
 		{"Source of unknown key", func() { e.Source("nope") }, `unknown config key "nope"`},
 	}
 	for _, tt := range tests {

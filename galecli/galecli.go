@@ -17,9 +17,18 @@
 //	clicks run clicks --duration 10s --json
 //	clicks run clicks --param rate=1000
 //
-// and the others of the stock gale binary (bench, config, version). The
-// stock gale binary is such a program too (cmd/gale), with Gale's built-in
-// examples.
+// and the others of the stock gale binary (bench, config, version), and
+// those of a cluster, which find nimbus through nimbus.seeds in gale.yaml
+// (--file) or --nimbus HOST:PORT:
+//
+//	clicks submit clicks -c topology.workers=4   # uploads this binary as the workers' artifact
+//	clicks list
+//	clicks kill clicks -w 10
+//
+// Workers on the cluster run the submitted binary, so it must be built for
+// the supervisors' OS and architecture. The stock gale binary is such a
+// program too (cmd/gale), with Gale's built-in examples (gale submit
+// --example wordcount).
 //
 // Worker processes are this same binary, started by the launcher with
 // the hidden worker subcommand. A worker calls main again, hence Main with

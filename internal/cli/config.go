@@ -3,6 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -65,11 +68,7 @@ the wrong type or a key gale.yaml may not set is reported as an error.`,
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tSCOPE")
 			for _, e := range entries {
-				v := "(unset)"
-				if e.Value != nil {
-					v = fmt.Sprint(e.Value)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, v, e.SourceName(), e.Scope)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, showValue(e.Value), e.SourceName(), e.Scope)
 			}
 			return tw.Flush()
 		},
@@ -77,4 +76,21 @@ the wrong type or a key gale.yaml may not set is reported as an error.`,
 	cmd.Flags().StringVar(&file, "file", "", "a gale.yaml to layer over the defaults")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document")
 	return cmd
+}
+
+// showValue formats an effective value for the table: "(unset)", a scalar,
+// a list as [a b], or a mapping as YAML's flow style writes it, in key
+// order: {billing: 1, wordcount: 2}.
+func showValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "(unset)"
+	case map[string]int:
+		pairs := make([]string, 0, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			pairs = append(pairs, fmt.Sprintf("%s: %d", k, x[k]))
+		}
+		return "{" + strings.Join(pairs, ", ") + "}"
+	}
+	return fmt.Sprint(v)
 }

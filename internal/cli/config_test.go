@@ -3,6 +3,8 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -71,6 +73,50 @@ func TestConfigShowFile(t *testing.T) {
 		}
 		if row := tableRow(stdout, timeoutKey); row == nil || row[1] != "60" || row[2] != "gale.yaml" {
 			t.Errorf("%s row: got %q, want value 60 from gale.yaml", timeoutKey, row)
+		}
+	})
+
+	t.Run("isolation mapping", func(t *testing.T) {
+		t.Parallel()
+		const key = "isolation.scheduler.machines"
+		f := write("iso.yaml", key+":\n  wordcount: 2\n  billing: 1\n")
+		code, stdout, stderr := runGale(t, "config", "show", "--file", f)
+		if code != exitOK {
+			t.Fatalf("exit code: got %d, want %d; stderr %q", code, exitOK, stderr)
+		}
+		if row := tableLine(stdout, key); !strings.Contains(row, "{billing: 1, wordcount: 2}") || !strings.Contains(row, "gale.yaml") || !strings.HasSuffix(row, "cluster") {
+			t.Errorf("%s row: got %q, want {billing: 1, wordcount: 2} from gale.yaml, scope cluster", key, row)
+		}
+		code, stdout, _ = runGale(t, "config", "show", "--file", f, "--json")
+		if code != exitOK {
+			t.Fatalf("--json exit code: got %d, want %d", code, exitOK)
+		}
+		type row struct {
+			Key    string `json:"key"`
+			Value  any    `json:"value"`
+			Source string `json:"source"`
+		}
+		var rows []row
+		decodeOne(t, stdout, &rows)
+		i := slices.IndexFunc(rows, func(r row) bool { return r.Key == key })
+		if i < 0 {
+			t.Fatalf("--json: no %q among %d keys", key, len(rows))
+		}
+		// A JSON object, whose numbers decode as float64.
+		if r := rows[i]; !reflect.DeepEqual(r.Value, map[string]any{"wordcount": 2.0, "billing": 1.0}) || r.Source != "gale.yaml" {
+			t.Errorf("--json %s: got value %#v, source %q; want {\"billing\": 1, \"wordcount\": 2}, gale.yaml", key, r.Value, r.Source)
+		}
+
+		code, stdout, _ = runGale(t, "config", "show")
+		if row := tableLine(stdout, key); code != exitOK || !strings.Contains(row, "{}") || !strings.Contains(row, "default") {
+			t.Errorf("without --file: exit %d, %s row %q; want {} from default", code, key, row)
+		}
+
+		bad := write("iso-bad.yaml", key+":\n  wordcount: 0\n")
+		code, stdout, stderr = runGale(t, "config", "show", "--file", bad)
+		want := `"isolation.scheduler.machines" in gale.yaml must map names to integers ≥ 1, got 0 for "wordcount"`
+		if code != exitRuntime || !strings.Contains(stderr, want) || stdout != "" {
+			t.Errorf("wordcount: 0: exit %d, stdout %q, stderr %q; want %d, nothing and %s", code, stdout, stderr, exitRuntime, want)
 		}
 	})
 
@@ -146,6 +192,16 @@ func TestConfigShowFile(t *testing.T) {
 			t.Errorf("stderr does not name the path %q", f)
 		}
 	})
+}
+
+// tableLine returns the table line whose first field is key, or "".
+func tableLine(table, key string) string {
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == key {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 // tableRow returns the fields of the table line whose first field is key, or nil.

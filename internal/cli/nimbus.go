@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -15,11 +14,6 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/nimbus"
 )
-
-// isolationKey is Storm's isolation.scheduler.machines: a mapping of
-// topology names to machine counts, which the flat key registry has no
-// type for; `gale nimbus` reads it from gale.yaml itself.
-const isolationKey = "isolation.scheduler.machines"
 
 func newNimbusCmd(opts *Options) *cobra.Command {
 	var f struct {
@@ -54,10 +48,6 @@ leaves the cluster.`,
 				}
 				file = c
 			}
-			file, iso, err := isolationFrom(file)
-			if err != nil {
-				return err
-			}
 			eff, err := gale.ResolveConfig(file, nil)
 			if err != nil {
 				return err
@@ -76,7 +66,6 @@ leaves the cluster.`,
 				Advertise:   f.advertise,
 				Endpoints:   endpoints,
 				Cluster:     file,
-				Isolation:   iso,
 				GaleVersion: currentVersion().Version,
 				Logger:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 			})
@@ -106,29 +95,4 @@ leaves the cluster.`,
 	fl.StringVar(&f.id, "id", "", "this nimbus's id (default: the one kept in --dir, made from the host name and a random suffix on the first start)")
 	fl.StringVar(&f.advertise, "advertise", "", "the `host:port` others reach this nimbus at (default: the bound address)")
 	return cmd
-}
-
-// isolationFrom takes isolation.scheduler.machines out of a gale.yaml
-// layer: topology name → machines, each ≥ 1. It returns the layer
-// without it.
-func isolationFrom(file gale.Config) (gale.Config, map[string]int, error) {
-	raw, ok := file[isolationKey]
-	if !ok {
-		return file, nil, nil
-	}
-	rest := maps.Clone(file)
-	delete(rest, isolationKey)
-	m, ok := raw.(map[string]any)
-	if !ok {
-		return nil, nil, fmt.Errorf("config: %q in gale.yaml must be a mapping of topology names to machine counts, got %T", isolationKey, raw)
-	}
-	iso := make(map[string]int, len(m))
-	for name, v := range m {
-		k, err := strconv.Atoi(fmt.Sprint(v))
-		if err != nil || k < 1 {
-			return nil, nil, fmt.Errorf("config: %q in gale.yaml gives topology %q %v machines, want an integer ≥ 1", isolationKey, name, v)
-		}
-		iso[name] = k
-	}
-	return rest, iso, nil
 }

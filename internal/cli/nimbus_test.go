@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gale-stream/gale"
 )
 
 func TestNimbusNeedsADir(t *testing.T) {
@@ -22,27 +21,16 @@ func TestNimbusRefusesOffLoopbackWithoutAToken(t *testing.T) {
 	}
 }
 
-func TestIsolationFrom(t *testing.T) {
-	file := gale.Config{
-		gale.NimbusSeeds: []any{"a"},
-		isolationKey:     map[string]any{"wordcount": 2, "big": uint64(1)},
-	}
-	rest, iso, err := isolationFrom(file)
-	if err != nil {
+// gale nimbus takes isolation.scheduler.machines from --file's gale.yaml,
+// through the config registry: a bad entry stops it before it dials etcd.
+func TestNimbusRefusesABadIsolationEntry(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "gale.yaml")
+	if err := os.WriteFile(f, []byte("isolation.scheduler.machines:\n  billing: 1\n  wordcount: two\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{"wordcount": 2, "big": 1}; !maps.Equal(iso, want) {
-		t.Errorf("isolation: got %v, want %v", iso, want)
-	}
-	if _, ok := rest[isolationKey]; ok || len(rest) != 1 {
-		t.Errorf("rest: got %v, want only nimbus.seeds", rest)
-	}
-	if _, ok := file[isolationKey]; !ok {
-		t.Error("isolationFrom changed its argument")
-	}
-	for _, bad := range []any{"two", map[string]any{"wc": 0}, map[string]any{"wc": "x"}} {
-		if _, _, err := isolationFrom(gale.Config{isolationKey: bad}); err == nil || !strings.Contains(err.Error(), isolationKey) {
-			t.Errorf("isolation %v: got %v, want an error naming the key", bad, err)
-		}
+	code, _, stderr := runGale(t, "nimbus", "--dir", t.TempDir(), "--file", f, "--etcd", "http://127.0.0.1:1")
+	const want = `"isolation.scheduler.machines" in gale.yaml must be a mapping of names to integers, got string "two" for "wordcount"`
+	if code != exitRuntime || !strings.Contains(stderr, want) {
+		t.Errorf("gale nimbus with wordcount: two: exit %d, stderr %q; want %d and %s", code, stderr, exitRuntime, want)
 	}
 }

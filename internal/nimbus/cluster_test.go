@@ -79,7 +79,7 @@ func TestIsolatedTopologyGetsAMachineToItself(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700, 6701)
 	cl.supervisor("s2", 6700, 6701)
-	nd := cl.startNimbus("n1", "", func(c *Config) { c.Isolation = map[string]int{"iso": 1} })
+	nd := cl.startNimbus("n1", "", func(c *Config) { c.Cluster = gale.Config{gale.IsolationSchedulerMachines: map[string]any{"iso": 1}} })
 	nd.leads()
 	shared := nd.mustSubmit(newSubmission("shared", 2, 1)).GetId()
 	iso := nd.mustSubmit(newSubmission("iso", 1, 2)).GetId()

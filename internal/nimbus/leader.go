@@ -223,7 +223,7 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 			pending[t.ID] = fmt.Sprintf("its definition does not plan: %v", err)
 			continue
 		}
-		reqs = append(reqs, scheduler.Request{Topology: t.ID, Plan: p, Workers: t.Workers, Machines: n.cfg.Isolation[t.Name]})
+		reqs = append(reqs, scheduler.Request{Topology: t.ID, Plan: p, Workers: t.Workers, Machines: n.isolation[t.Name]})
 	}
 	supervisors := make([]scheduler.Supervisor, 0, len(supList))
 	for _, sp := range supList {

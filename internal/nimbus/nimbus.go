@@ -53,12 +53,10 @@ type Config struct {
 	// Endpoints are etcd's client URLs. Required.
 	Endpoints []string `yaml:"endpoints"`
 	// Cluster is the cluster's configuration layer (gale.yaml): the
-	// nimbus.* keys, and the layer under every submitted topology's
-	// config.
+	// nimbus.* keys, isolation.scheduler.machines (topology name → the
+	// machines it gets to itself), and the layer under every submitted
+	// topology's config.
 	Cluster gale.Config `yaml:"cluster"`
-	// Isolation is Storm's isolation.scheduler.machines: topology name →
-	// the number of machines it gets to itself.
-	Isolation map[string]int `yaml:"isolation"`
 	// RequireAuth requires the bearer token on the mutating calls even
 	// when the API binds loopback only, where it is otherwise not asked
 	// for.
@@ -81,6 +79,9 @@ type Nimbus struct {
 	tls     *tls.Config
 	monitor time.Duration // nimbus.monitor.freq.secs
 	ttl     time.Duration // nimbus.supervisor.timeout.secs: the lease of its membership
+	// isolation is isolation.scheduler.machines: topology name → the
+	// machines it gets to itself.
+	isolation map[string]int
 
 	ready chan struct{} // closed once the API serves
 	ran   chan struct{} // closed when Run starts; Run runs once
@@ -137,11 +138,6 @@ func New(cfg Config) (*Nimbus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nimbus: listen address %q: %w (want host:port, such as %s)", cfg.Listen, err, DefaultListen)
 	}
-	for name, m := range cfg.Isolation {
-		if m < 1 {
-			return nil, fmt.Errorf("nimbus: isolation.scheduler.machines gives topology %q %d machines, want ≥ 1", name, m)
-		}
-	}
 	eff, err := gale.ResolveConfig(cfg.Cluster, nil)
 	if err != nil {
 		return nil, fmt.Errorf("nimbus: %w", err)
@@ -169,6 +165,7 @@ func New(cfg Config) (*Nimbus, error) {
 	n.mu.uploads = make(map[string]int)
 	n.monitor = time.Duration(intKey(eff, gale.NimbusMonitorFreqSecs)) * time.Second
 	n.ttl = time.Duration(intKey(eff, gale.NimbusSupervisorTimeoutSecs)) * time.Second
+	n.isolation = eff.IntMap(gale.IsolationSchedulerMachines)
 
 	if n.token, err = loadToken(eff); err != nil {
 		return nil, err

@@ -547,6 +547,17 @@ func TestNewRefusesOffLoopbackWithoutAToken(t *testing.T) {
 	}
 }
 
+// isolation.scheduler.machines comes from the cluster layer, checked by
+// the config registry: a bad entry is refused by name.
+func TestNewRefusesABadIsolationEntry(t *testing.T) {
+	_, err := New(Config{Dir: t.TempDir(), Endpoints: []string{"http://127.0.0.1:2379"},
+		Cluster: gale.Config{gale.IsolationSchedulerMachines: map[string]any{"wordcount": 0}}})
+	const want = `"isolation.scheduler.machines" in gale.yaml must map names to integers ≥ 1, got 0 for "wordcount"`
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, gale.ErrOutOfRange) {
+		t.Errorf("New with 0 machines for a topology: got %v, want gale.ErrOutOfRange containing %s", err, want)
+	}
+}
+
 func TestDownloadServesHeldArtifactsOnly(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700)

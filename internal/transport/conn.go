@@ -165,8 +165,10 @@ type Server struct {
 }
 
 // closeFrameTimeout bounds how long Server.Close tries to send its close
-// frames: a peer that does not take 5 bytes by then is not reading.
-const closeFrameTimeout = 100 * time.Millisecond
+// frames: a peer that does not take 5 bytes by then is not reading. It
+// leaves room for a dialer that is reading, but slowly, on a busy machine:
+// one that misses the frame warns of a lost connection.
+const closeFrameTimeout = time.Second
 
 // Listen starts accepting connections on addr: net.Listen, then Serve.
 func Listen(addr string, cfg ServerConfig) (*Server, error) {
@@ -237,7 +239,7 @@ func (s *Server) BytesReceived() int64 { return s.bytesReceived.Load() }
 // for their goroutines, OnClose calls included.
 //
 // The close frames are best effort, sent together, and bounded by one
-// deadline, closeFrameTimeout (100 ms) from the start. A connection whose
+// deadline, closeFrameTimeout (1 s) from the start. A connection whose
 // frame is out stays open until its dialer hangs up, its frames dropped
 // unread, since closing with bytes unread would reset it and could discard
 // the close frame; a frame that cannot go out, because a Write holds the
@@ -658,7 +660,15 @@ type SenderConfig struct {
 	// which doubles from the first to the second, with jitter. Defaults:
 	// 10 ms and 1 s.
 	MinBackoff, MaxBackoff time.Duration
-	QueueLen               int // frames waiting to be sent; default 64
+	// DialTimeout bounds one connection attempt: the dial and the
+	// listener's answers in the handshake. It is not tied to the backoff,
+	// so that a short backoff does not give up on a listener that is slow
+	// to answer because its machine is busy, or on a connection whose
+	// first SYN was lost (the kernel sends it again after 1 s). Close and
+	// Redirect cut an attempt short. ≤ 0: 10 s, as long as a listener
+	// waits for a dialer's hello (ServerConfig.HandshakeTimeout).
+	DialTimeout time.Duration
+	QueueLen    int // frames waiting to be sent; default 64
 	// Linger is how long the sender may hold frames, after the first one
 	// arrives, for more to fill the same write; 0 writes at once.
 	Linger time.Duration
@@ -712,6 +722,10 @@ type Sender struct {
 	once sync.Once
 	// wake cuts a wait between connection attempts short: Redirect.
 	wake chan struct{}
+	// life ends MaxBackoff after Close, and with it a connection attempt
+	// under way.
+	life    context.Context
+	endLife context.CancelFunc
 
 	// addr and hello are the target of the connection being made or up,
 	// owned by run's goroutine, which copies them from mu.
@@ -722,9 +736,11 @@ type Sender struct {
 		sync.Mutex
 		addr  string
 		hello Hello
-		// gen counts the Redirects; conn is the connection up, if any.
-		gen  uint64
-		conn net.Conn
+		// gen counts the Redirects; conn is the connection up, if any;
+		// abort ends the connection attempt under way, if any.
+		gen   uint64
+		conn  net.Conn
+		abort context.CancelFunc
 	}
 
 	connected             atomic.Bool
@@ -748,8 +764,12 @@ func NewSender(cfg SenderConfig) *Sender {
 	if cfg.QuietAfterClose <= 0 {
 		cfg.QuietAfterClose = defaultQuietAfterClose
 	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = defaultDialTimeout
+	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, q: make(chan Frame, cfg.QueueLen),
 		quit: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), endLog: ratelog.New(0, 0, nil)}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.mu.addr, s.mu.hello = cfg.Addr, cfg.Hello
 	if s.log == nil {
 		s.log = slog.Default()
@@ -760,6 +780,9 @@ func NewSender(cfg SenderConfig) *Sender {
 
 // defaultQuietAfterClose is SenderConfig.QuietAfterClose's default.
 const defaultQuietAfterClose = 10 * time.Second
+
+// defaultDialTimeout is SenderConfig.DialTimeout's default.
+const defaultDialTimeout = defaultHandshakeTimeout
 
 // ErrSenderClosed is returned by Send after Close.
 var ErrSenderClosed = errors.New("transport: sender closed")
@@ -789,10 +812,17 @@ func (s *Sender) Send(ctx context.Context, kind FrameKind, payload []byte) error
 func (s *Sender) Queue() chan<- Frame { return s.q }
 
 // Close sends what is queued if connected, then a close frame, and stops.
-// It gives a peer that does not read MaxBackoff to take them. No callback
-// runs after Close returns.
+// It gives a peer that does not read MaxBackoff to take them, and a
+// connection attempt under way as long to succeed, and send them. No
+// callback runs after Close returns.
 func (s *Sender) Close() {
-	s.once.Do(func() { close(s.quit) })
+	s.once.Do(func() {
+		close(s.quit)
+		end := time.AfterFunc(s.cfg.MaxBackoff, s.endLife)
+		<-s.done
+		end.Stop()
+		s.endLife()
+	})
 	<-s.done
 }
 
@@ -813,11 +843,10 @@ func (s *Sender) SetHello(h Hello) {
 }
 
 // Redirect points the sender at addr, with hello h: the peer has moved.
-// The connection up, if any, is dropped, as is a wait between attempts,
-// and the sender connects to addr at once; a connection attempt under
-// way to the old address (at most MaxBackoff to dial and as long for the
-// answer) is abandoned when it ends, whatever its result, a refusal
-// included. Frames queued stay queued and go to addr; frames written to
+// The connection up, if any, is dropped, as is a wait between attempts
+// and a connection attempt under way to the old address, whatever it
+// would have come to, a refusal included; the sender connects to addr at
+// once. Frames queued stay queued and go to addr; frames written to
 // the dropped connection are lost with it, as with any broken connection.
 // A sender that has stopped connecting after a refusal (OnRefused) stays
 // stopped. Safe for concurrent use.
@@ -825,10 +854,13 @@ func (s *Sender) Redirect(addr string, h Hello) {
 	s.mu.Lock()
 	s.mu.addr, s.mu.hello = addr, h
 	s.mu.gen++
-	c := s.mu.conn
+	c, abort := s.mu.conn, s.mu.abort
 	s.mu.Unlock()
 	if c != nil {
 		c.Close() // a write blocked on a peer that does not read ends too
+	}
+	if abort != nil {
+		abort()
 	}
 	select {
 	case s.wake <- struct{}{}:
@@ -837,12 +869,16 @@ func (s *Sender) Redirect(addr string, h Hello) {
 }
 
 // target copies the address and hello to connect with for run's
-// goroutine, and returns their generation.
-func (s *Sender) target() uint64 {
+// goroutine, and returns their generation and the context of an attempt
+// to connect to them: it ends after DialTimeout, at a Redirect, and
+// MaxBackoff after Close. The caller must call the CancelFunc.
+func (s *Sender) target() (uint64, context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(s.life, s.cfg.DialTimeout)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.addr, s.hello = s.mu.addr, s.mu.hello
-	return s.mu.gen
+	s.mu.abort = cancel
+	return s.mu.gen, ctx, cancel
 }
 
 // track records c as the connection up, unless a Redirect has come since
@@ -855,6 +891,16 @@ func (s *Sender) track(c net.Conn, gen uint64) bool {
 	}
 	s.mu.conn = c
 	return true
+}
+
+// stopping reports whether Close has been called.
+func (s *Sender) stopping() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
 }
 
 // redirected reports whether a Redirect has come since generation gen.
@@ -889,8 +935,12 @@ func (s *Sender) run() {
 	// period has not ended; zero otherwise.
 	var closedAt time.Time
 	for {
-		gen := s.target()
-		c, fr, fw, err := s.connect()
+		gen, ctx, cancel := s.target()
+		c, fr, fw, err := s.connect(ctx)
+		cancel()
+		if err != nil && s.stopping() {
+			return // the attempt was cut short by Close, or ended with it
+		}
 		if s.redirected(gen) {
 			// The peer moved while this attempt was under way: whatever
 			// answered at the old address does not count.
@@ -980,15 +1030,21 @@ func (s *Sender) connectFailed(err error, backoff time.Duration, closedAt time.T
 	return closedAt
 }
 
-// connect dials the peer and shakes hands. The reader it returns has read
-// the peer's hello (and, with a secret, its acceptance) and nothing after
-// it.
-func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
-	d := net.Dialer{Timeout: s.cfg.MaxBackoff}
-	c, err := d.Dial("tcp", s.addr)
+// connect dials the peer and shakes hands, within ctx. The reader it
+// returns has read the peer's hello (and, with a secret, its acceptance)
+// and nothing after it.
+func (s *Sender) connect(ctx context.Context) (net.Conn, *FrameReader, *FrameWriter, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", s.addr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The handshake's reads and writes end with ctx: by its deadline, or
+	// at once when it is cancelled.
+	if deadline, ok := ctx.Deadline(); ok {
+		c.SetDeadline(deadline)
+	}
+	cut := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	own := s.hello
 	if len(s.cfg.Secret) > 0 {
 		own.Nonce = newNonce()
@@ -1001,14 +1057,16 @@ func (s *Sender) connect() (net.Conn, *FrameReader, *FrameWriter, error) {
 	if err == nil {
 		s.bytesSent.Add(frameHeader + int64(len(hello)))
 		s.framesSent.Add(1)
-		c.SetReadDeadline(time.Now().Add(s.cfg.MaxBackoff))
 		var peer Hello
 		peer, err = s.checkAnswer(c, own)
 		if err == nil && len(s.cfg.Secret) > 0 {
 			err = s.prove(c, fw, own, peer)
 		}
-		c.SetReadDeadline(time.Time{})
 	}
+	if !cut() && err == nil {
+		err = ctx.Err() // the deadline may be in place: the connection is no good
+	}
+	c.SetDeadline(time.Time{})
 	if err != nil {
 		c.Close()
 		var re *RefusedError
@@ -1080,8 +1138,10 @@ var errListenerFrame = errors.New("a listener sends only backpressure and heartb
 var errPeerClosed = errors.New("transport: the peer worker closed the connection: it is shutting down")
 
 // drainTimeout bounds how long a session whose write failed waits for its
-// reader to take what the peer sent before the failure.
-const drainTimeout = 100 * time.Millisecond
+// reader to take what the peer sent before the failure: on a busy machine
+// a reader behind a full buffer needs a while to reach a close frame at
+// its end.
+const drainTimeout = time.Second
 
 // session runs one handshaken connection until the sender is closed (stop)
 // or the connection ends, and returns why it ended: errPeerClosed for an

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -81,8 +82,10 @@ func TestSenderStopsWhenRefused(t *testing.T) {
 
 // answeringListener answers every hello with answer(i), i counting the
 // connections from 0, then waits for the dialer to hang up, or, with
-// hangUp, hangs up itself.
-func answeringListener(t *testing.T, hangUp bool, answer func(i int) []byte) (addr string, accepted *atomic.Int64) {
+// hangUp, hangs up itself. A connection that ends before its hello fails
+// the test, unless closing is set: a Sender's Close cuts its connection
+// attempt short, however far it got.
+func answeringListener(t *testing.T, hangUp bool, closing *atomic.Bool, answer func(i int) []byte) (addr string, accepted *atomic.Int64) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +103,9 @@ func answeringListener(t *testing.T, hangUp bool, answer func(i int) []byte) (ad
 			wg.Go(func() {
 				defer c.Close()
 				if kind, _, err := readFirstFrame(c, nil); err != nil || kind != FrameHello {
+					if closing != nil && closing.Load() && errors.Is(err, io.EOF) {
+						return
+					}
 					t.Errorf("listener: first frame %v, %v, want a hello", kind, err)
 					return
 				}
@@ -123,7 +129,7 @@ func answeringListener(t *testing.T, hangUp bool, answer func(i int) []byte) (ad
 func TestSenderStopsWhenRefusing(t *testing.T) {
 	other := hello("b")
 	other.Assignment = "as-2"
-	addr, accepted := answeringListener(t, false, func(int) []byte {
+	addr, accepted := answeringListener(t, false, nil, func(int) []byte {
 		return encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, other)})
 	})
 	slg := newLogs()
@@ -150,7 +156,7 @@ func TestSenderStopsWhenRefusing(t *testing.T) {
 // slow) is retried with backoff, and the sender connects once the
 // listener takes it.
 func TestSenderRetriesTransientRefusal(t *testing.T) {
-	addr, accepted := answeringListener(t, false, func(i int) []byte {
+	addr, accepted := answeringListener(t, false, nil, func(i int) []byte {
 		if i < 2 {
 			return encodeFrames(t, 0, frame{FrameRefuse, appendRefusal(nil, false, "no hello within 10s")})
 		}
@@ -182,7 +188,8 @@ func TestSenderRateLimitsConnectionEnds(t *testing.T) {
 		{"hang up", "lost the connection to a peer worker", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			addr, accepted := answeringListener(t, tt.after == nil, func(int) []byte {
+			var closing atomic.Bool
+			addr, accepted := answeringListener(t, tt.after == nil, &closing, func(int) []byte {
 				return append(encodeFrames(t, 0, frame{FrameHello, AppendHello(nil, hello("b"))}), tt.after...)
 			})
 			slg := newLogs()
@@ -190,6 +197,7 @@ func TestSenderRateLimitsConnectionEnds(t *testing.T) {
 			defer snd.Close()
 			const conns = 40
 			eventually(t, "40 connections", func() bool { return accepted.Load() >= conns })
+			closing.Store(true)
 			snd.Close()
 			if n := slg.count(tt.log); n < 1 || n > 10 {
 				t.Errorf("%d lines %q for %d connections, want 1 to 10; lines:\n%s", n, tt.log, accepted.Load(), strings.Join(slg.snapshot(), "\n"))

@@ -1,0 +1,687 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/proclist"
+)
+
+// devFlags are the flags of `dev` (and `demo`).
+type devFlags struct {
+	dir  string
+	file string // a gale.yaml for nimbus and the supervisors
+	// defaults are settings for the cluster where the gale.yaml of file
+	// has none (demo's report frequency).
+	defaults    gale.Config
+	supervisors int
+	etcdPort    int
+	nimbusPort  int
+	slotsPer    int
+	slotBase    int
+	asJSON      bool
+}
+
+// bind binds the flags; withJSON adds --json.
+func (f *devFlags) bind(cmd *cobra.Command, withJSON bool) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.file, "file", "", "the cluster's gale.yaml `FILE`, for nimbus and every supervisor")
+	fl.StringVar(&f.dir, "dir", "", "the `directory` to keep the cluster's state in, kept on exit (default: a temporary directory, removed on exit)")
+	fl.IntVar(&f.supervisors, "supervisors", 2, "supervisor processes")
+	fl.IntVar(&f.etcdPort, "etcd-port", 2379, "etcd's client port")
+	fl.IntVar(&f.nimbusPort, "nimbus-port", 6627, "nimbus's API port")
+	fl.IntVar(&f.slotsPer, "slots-per", 4, "worker slots of each supervisor")
+	fl.IntVar(&f.slotBase, "slot-base", 6700, "the first slot's port: supervisor i has slot-base+i*slots-per and the next slots-per-1")
+	if withJSON {
+		fl.BoolVar(&f.asJSON, "json", false, "print the cluster's addresses and pids as one JSON document")
+	}
+}
+
+func (f *devFlags) check() error {
+	var errs []error
+	if f.supervisors < 0 {
+		errs = append(errs, fmt.Errorf("--supervisors must be ≥ 0, got %d", f.supervisors))
+	}
+	if f.slotsPer < 1 {
+		errs = append(errs, fmt.Errorf("--slots-per must be ≥ 1, got %d", f.slotsPer))
+	}
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--etcd-port", f.etcdPort}, {"--nimbus-port", f.nimbusPort}} {
+		if p.port < 0 || p.port > 65535 {
+			errs = append(errs, fmt.Errorf("%s must be a port from 0 to 65535, got %d", p.flag, p.port))
+		}
+	}
+	if last := f.slotBase + f.supervisors*f.slotsPer - 1; f.slotBase < 1 || last > 65535 {
+		errs = append(errs, fmt.Errorf("--slot-base %d with %d supervisors of %d slots needs ports %d to %d: keep them within 1 to 65535",
+			f.slotBase, f.supervisors, f.slotsPer, f.slotBase, last))
+	}
+	return errors.Join(errs...)
+}
+
+// slots are supervisor i's ports.
+func (f *devFlags) slots(i int) []int {
+	ports := make([]int, f.slotsPer)
+	for j := range ports {
+		ports[j] = f.slotBase + i*f.slotsPer + j
+	}
+	return ports
+}
+
+func newDevCmd(opts *Options) *cobra.Command {
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a whole cluster on this machine: etcd, nimbus and supervisors, until Ctrl-C",
+		Long: `Run a cluster on 127.0.0.1 as child processes of this program: an embedded
+single-node etcd, one nimbus and --supervisors supervisors, each with
+--slots-per worker slots. Once all are ready it prints their addresses and
+pids (--json: one JSON document) and runs until Ctrl-C (SIGINT or SIGTERM),
+then stops the supervisors, the workers they started, nimbus and etcd, in
+that order. A second Ctrl-C kills them at once. If one of them dies, dev
+says which, stops the rest and exits 1.
+
+The cluster's state is kept under --dir (default: a temporary directory,
+removed on exit). Topologies are submitted to it with "submit" (nimbus.seeds'
+default, 127.0.0.1, with the default --nimbus-port, names this nimbus).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return usageError{err}
+			}
+			hurry, stopSignals := hurrySignal()
+			defer stopSignals()
+			d, err := startDev(cmd.Context(), opts, f, cmd.ErrOrStderr(), hurry)
+			if err != nil {
+				return err
+			}
+			if err := d.print(cmd.OutOrStdout(), f.asJSON, true); err != nil {
+				return errors.Join(err, d.stop())
+			}
+			return d.wait(cmd.Context())
+		},
+	}
+	f.bind(cmd, true)
+	return cmd
+}
+
+// hurrySignal is closed on the second SIGINT or SIGTERM: the first asks
+// the cluster to stop in order (Run's context), the second to kill its
+// processes at once. Listening for them here keeps the default action,
+// which would kill dev and leave its children running, from happening.
+func hurrySignal() (<-chan struct{}, func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	hurry := make(chan struct{})
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(hurry)
+		for n := 0; n < 2; n++ {
+			select {
+			case <-ch:
+			case <-done:
+				return
+			}
+		}
+	})
+	return hurry, func() {
+		signal.Stop(ch)
+		close(done)
+		wg.Wait()
+	}
+}
+
+// devCluster is a running dev cluster.
+type devCluster struct {
+	name    string // the program's, in messages
+	exe     string
+	dir     string
+	tempDir bool
+	log     *lockedWriter // dev's stderr
+	hurry   <-chan struct{}
+
+	etcd        *child
+	nimbus      *child
+	supervisors []*child
+	etcdURL     string
+	nimbusAddr  string
+	// exited gets each child that exits; buffered for all of them.
+	exited chan *child
+}
+
+// lockedWriter serializes the lines of several children.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// child is one process of the cluster.
+type child struct {
+	role  string // etcd, nimbus, supervisor-0, ...
+	dir   string
+	ports []int // a supervisor's slots
+	cmd   *exec.Cmd
+	// ready gets the first line ok accepts on the child's stderr.
+	ready chan string
+	done  chan struct{} // closed once it exited and its stderr was read
+	err   error         // how it exited, set before done closes
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// running says whether the child has not exited.
+func (c *child) running() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// startDev starts etcd, nimbus and the supervisors, each once the one
+// before is ready, and returns once all are. On an error, or ctx done
+// while starting, it stops what it started.
+func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, hurry <-chan struct{}) (_ *devCluster, err error) {
+	if err := devSupported(); err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this program's binary to run the cluster's processes: %w", err)
+	}
+	var file gale.Config
+	if f.file != "" {
+		// Checked here, once, rather than by each child as it starts.
+		if file, err = gale.LoadConfigFile(f.file); err != nil {
+			return nil, err
+		}
+		if _, err := gale.ResolveConfig(file, nil); err != nil {
+			return nil, err
+		}
+		if f.file, err = filepath.Abs(f.file); err != nil {
+			return nil, err
+		}
+	}
+	d := &devCluster{name: opts.Name, exe: exe, log: &lockedWriter{w: stderr}, hurry: hurry,
+		exited: make(chan *child, 2+f.supervisors)}
+	if f.dir == "" {
+		if d.dir, err = os.MkdirTemp("", "gale-dev-"); err != nil {
+			return nil, err
+		}
+		d.tempDir = true
+	} else {
+		if d.dir, err = filepath.Abs(f.dir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(d.dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			if ctx.Err() != nil {
+				err = errors.New("interrupted while the cluster started; what had started is stopped")
+			}
+			err = errors.Join(err, d.stop())
+		}
+	}()
+	fmt.Fprintf(d.log, "%s dev: starting a cluster on 127.0.0.1, state in %s\n", d.name, d.dir)
+	if len(f.defaults) > 0 {
+		if f.file, err = writeDevConfig(d.dir, file, f.defaults); err != nil {
+			return nil, err
+		}
+	}
+
+	etcdDir := filepath.Join(d.dir, "etcd")
+	d.etcd, err = d.start(ctx, "etcd", etcdDir, nil, readyAfter(" etcd: serving on "),
+		"etcd", "--dir", etcdDir, "--listen", "http://127.0.0.1:"+strconv.Itoa(f.etcdPort))
+	if err != nil {
+		return nil, err
+	}
+	if d.etcdURL, err = d.await(ctx, d.etcd); err != nil {
+		return nil, err
+	}
+
+	var fileArgs []string
+	if f.file != "" {
+		fileArgs = []string{"--file", f.file}
+	}
+	nimbusDir := filepath.Join(d.dir, "nimbus")
+	d.nimbus, err = d.start(ctx, "nimbus", nimbusDir, nil, readyAfter(" nimbus: serving on "),
+		append([]string{"nimbus", "--dir", nimbusDir, "--host", "127.0.0.1", "--port", strconv.Itoa(f.nimbusPort), "--etcd", d.etcdURL}, fileArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	if d.nimbusAddr, err = d.await(ctx, d.nimbus); err != nil {
+		return nil, err
+	}
+
+	for i := range f.supervisors {
+		role := "supervisor-" + strconv.Itoa(i)
+		dir := filepath.Join(d.dir, role)
+		ports := f.slots(i)
+		c, err := d.start(ctx, role, dir, ports, supervisorReady,
+			append([]string{"supervisor", "--dir", dir, "--host", "127.0.0.1", "--ports", joinInts(ports, ","), "--etcd", d.etcdURL}, fileArgs...)...)
+		if err != nil {
+			return nil, err
+		}
+		d.supervisors = append(d.supervisors, c)
+	}
+	for _, c := range d.supervisors {
+		if _, err := d.await(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(d.log, "%s dev: the cluster is ready: nimbus at %s; Ctrl-C stops it\n", d.name, d.nimbusAddr)
+	return d, nil
+}
+
+// writeDevConfig writes file with defaults for the keys it lacks as the
+// cluster's gale.yaml under dir, and returns its path.
+func writeDevConfig(dir string, file, defaults gale.Config) (string, error) {
+	c := maps.Clone(defaults)
+	maps.Copy(c, file)
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "gale.yaml")
+	return p, os.WriteFile(p, b, 0o644)
+}
+
+// readyAfter accepts a line with marker and yields the word after it:
+// "gale nimbus: serving on 127.0.0.1:6627 (id n1)" → 127.0.0.1:6627.
+func readyAfter(marker string) func(string) (string, bool) {
+	return func(l string) (string, bool) {
+		i := strings.Index(l, marker)
+		if i < 0 {
+			return "", false
+		}
+		w, _, _ := strings.Cut(strings.TrimSpace(l[i+len(marker):]), " ")
+		return w, w != ""
+	}
+}
+
+// supervisorReady accepts a supervisor's ready line,
+// "gale supervisor: … slots 6700,6701".
+func supervisorReady(l string) (string, bool) {
+	return l, strings.Contains(l, " supervisor: ") && strings.Contains(l, " slots ")
+}
+
+func joinInts(ns []int, sep string) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, sep)
+}
+
+// start runs this program with args as the child role, its output going
+// to dev's stderr line by line, prefixed with the role.
+func (d *devCluster) start(ctx context.Context, role, dir string, ports []int, ok func(string) (string, bool), args ...string) (*child, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &child{role: role, dir: dir, ports: ports, ready: make(chan string, 1), done: make(chan struct{})}
+	c.cmd = exec.Command(d.exe, args...)
+	// A process group of its own: a Ctrl-C at the terminal reaches dev
+	// alone, which stops the cluster in order.
+	c.cmd.SysProcAttr = devSysProcAttr()
+	prefix := "[" + role + "] "
+	c.cmd.Stdout = &prefixWriter{prefix: prefix, w: d.log}
+	// A process the child starts may hold its output open after it exits
+	// (a worker given the supervisor's stderr): Wait waits only so long
+	// for stdout, and the stderr reader below is cut off as long after.
+	c.cmd.WaitDelay = pipeGrace
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.cmd.Stderr = w
+	err = c.cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	eof := make(chan struct{})
+	go func() { // ends at the end of the child's stderr, or when r is closed
+		defer close(eof)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		readied := false
+		for sc.Scan() {
+			l := sc.Text()
+			fmt.Fprintf(d.log, "%s%s\n", prefix, l)
+			if !readied {
+				if v, yes := ok(l); yes {
+					readied = true
+					c.ready <- v
+				}
+			}
+		}
+	}()
+	go func() { // ends once the child has exited: done closes
+		c.err = c.cmd.Wait()
+		tm := time.NewTimer(pipeGrace)
+		select {
+		case <-eof:
+		case <-tm.C:
+		}
+		tm.Stop()
+		r.Close()
+		<-eof
+		close(c.done)
+		d.exited <- c
+	}()
+	return c, nil
+}
+
+// pipeGrace is how long dev reads a child's output after it exited.
+const pipeGrace = 5 * time.Second
+
+// prefixWriter writes each line with a prefix.
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if _, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i]); err != nil {
+			return len(b), err
+		}
+		p.buf = p.buf[i+1:]
+	}
+}
+
+// childReadyTimeout bounds a child's start: etcd's first start on a cold
+// disk, or a supervisor's, takes seconds, not minutes.
+const childReadyTimeout = 2 * time.Minute
+
+// await waits for c's ready line and returns what its ok yielded.
+func (d *devCluster) await(ctx context.Context, c *child) (string, error) {
+	tm := time.NewTimer(childReadyTimeout)
+	defer tm.Stop()
+	select {
+	case v := <-c.ready:
+		return v, nil
+	case <-c.done:
+		return "", fmt.Errorf("%s (pid %d) exited before it was ready: %v", c.role, c.pid(), exitReason(c.err))
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-tm.C:
+		return "", fmt.Errorf("%s (pid %d) was not ready within %s (its output above, prefixed [%s], says why)", c.role, c.pid(), childReadyTimeout, c.role)
+	}
+}
+
+func exitReason(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// children are the cluster's processes, in start order.
+func (d *devCluster) children() []*child {
+	var cs []*child
+	for _, c := range []*child{d.etcd, d.nimbus} {
+		if c != nil {
+			cs = append(cs, c)
+		}
+	}
+	return append(cs, d.supervisors...)
+}
+
+// devReport is what dev prints once the cluster is ready; --json prints
+// it as is.
+type devReport struct {
+	Dir         string          `json:"dir"`
+	Temporary   bool            `json:"temporary"`
+	Etcd        devProcess      `json:"etcd"`
+	Nimbus      devProcess      `json:"nimbus"`
+	Supervisors []devSupervisor `json:"supervisors"`
+}
+
+type devProcess struct {
+	Addr string `json:"addr"`
+	PID  int    `json:"pid"`
+	Dir  string `json:"dir"`
+}
+
+type devSupervisor struct {
+	Name  string `json:"name"`
+	Ports []int  `json:"ports"`
+	PID   int    `json:"pid"`
+	Dir   string `json:"dir"`
+}
+
+func (d *devCluster) report() devReport {
+	r := devReport{
+		Dir: d.dir, Temporary: d.tempDir,
+		Etcd:        devProcess{Addr: d.etcdURL, PID: d.etcd.pid(), Dir: d.etcd.dir},
+		Nimbus:      devProcess{Addr: d.nimbusAddr, PID: d.nimbus.pid(), Dir: d.nimbus.dir},
+		Supervisors: []devSupervisor{},
+	}
+	for _, c := range d.supervisors {
+		r.Supervisors = append(r.Supervisors, devSupervisor{Name: c.role, Ports: c.ports, PID: c.pid(), Dir: c.dir})
+	}
+	return r
+}
+
+// print shows the cluster; hint adds how to submit to it.
+func (d *devCluster) print(w io.Writer, asJSON, hint bool) error {
+	r := d.report()
+	if asJSON {
+		return writeJSON(w, r)
+	}
+	kept := "kept on exit"
+	if r.Temporary {
+		kept = "removed on exit"
+	}
+	fmt.Fprintf(w, "%s dev: a cluster on 127.0.0.1, state in %s (%s)\n", d.name, r.Dir, kept)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  etcd\t%s\tpid %d\n", r.Etcd.Addr, r.Etcd.PID)
+	fmt.Fprintf(tw, "  nimbus\t%s\tpid %d\n", r.Nimbus.Addr, r.Nimbus.PID)
+	for _, s := range r.Supervisors {
+		fmt.Fprintf(tw, "  %s\tslots %s\tpid %d\n", s.Name, joinInts(s.Ports, ","), s.PID)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !hint {
+		return nil
+	}
+	flag := ""
+	if r.Nimbus.Addr != "127.0.0.1:6627" {
+		flag = " --nimbus " + r.Nimbus.Addr
+	}
+	_, err := fmt.Fprintf(w, "Submit a topology with \"%s submit NAME%s\"; Ctrl-C stops the cluster.\n", d.name, flag)
+	return err
+}
+
+// wait runs until ctx is done or a child exits, then stops the cluster.
+// A child's exit is an error naming it.
+func (d *devCluster) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		fmt.Fprintf(d.log, "%s dev: stopping the cluster (Ctrl-C again kills it at once)\n", d.name)
+		return d.stop()
+	case c := <-d.exited:
+		err := fmt.Errorf("%s (pid %d) exited: %v; the rest of the cluster is stopped", c.role, c.pid(), exitReason(c.err))
+		fmt.Fprintf(d.log, "%s dev: %s exited; stopping the cluster\n", d.name, c.role)
+		return errors.Join(err, d.stop())
+	}
+}
+
+// Grace periods of the stop: a supervisor, nimbus or etcd gets
+// stopGrace after SIGTERM before it is killed, a worker workerGrace (it
+// drains its trees in flight first, topology.shutdown.drain.timeout.secs).
+const (
+	stopGrace   = 15 * time.Second
+	workerGrace = 10 * time.Second
+)
+
+// stop stops the supervisors, then the workers they started, then
+// nimbus, then etcd, and removes a temporary state directory. Nothing it
+// started, nor any worker, is left running.
+func (d *devCluster) stop() error {
+	var errs []error
+	d.terminate(d.supervisors, stopGrace)
+	errs = append(errs, d.stopWorkers())
+	if d.nimbus != nil {
+		d.terminate([]*child{d.nimbus}, stopGrace)
+	}
+	if d.etcd != nil {
+		d.terminate([]*child{d.etcd}, stopGrace)
+	}
+	// Anything under the directory still running was started by the
+	// cluster and outlived it: a worker started while it stopped.
+	errs = append(errs, d.stopWorkers())
+	if d.tempDir {
+		errs = append(errs, os.RemoveAll(d.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// terminate sends SIGTERM to the children still running, and kills those
+// still running after grace (or at once on a second Ctrl-C).
+func (d *devCluster) terminate(cs []*child, grace time.Duration) {
+	for _, c := range cs {
+		if c.running() {
+			terminateProcess(c.cmd.Process)
+		}
+	}
+	tm := time.NewTimer(grace)
+	defer tm.Stop()
+	kill := false
+	for _, c := range cs {
+		select {
+		case <-c.done:
+		case <-tm.C:
+			kill = true
+		case <-d.hurry:
+			kill = true
+		}
+		if kill {
+			break
+		}
+	}
+	for _, c := range cs {
+		if kill && c.running() {
+			fmt.Fprintf(d.log, "%s dev: killing %s (pid %d)\n", d.name, c.role, c.pid())
+			c.cmd.Process.Kill()
+		}
+	}
+	for _, c := range cs {
+		<-c.done
+	}
+}
+
+// stopWorkers stops every process other than the cluster's own whose
+// command line names a path under the cluster's directory: the workers
+// its supervisors started, which outlive a supervisor by design.
+func (d *devCluster) stopWorkers() error {
+	ours := make(map[int]bool)
+	for _, c := range d.children() {
+		ours[c.pid()] = true
+	}
+	find := func() ([]proclist.Proc, error) {
+		ps, err := proclist.Under(d.dir)
+		if err != nil {
+			return nil, err
+		}
+		out := ps[:0]
+		for _, p := range ps {
+			if !ours[p.PID] {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	ps, err := find()
+	if err != nil || len(ps) == 0 {
+		return err
+	}
+	for _, p := range ps {
+		if proc, err := os.FindProcess(p.PID); err == nil {
+			terminateProcess(proc)
+		}
+	}
+	deadline := time.Now().Add(workerGrace)
+	tk := time.NewTicker(50 * time.Millisecond)
+	defer tk.Stop()
+	for {
+		if ps, err = find(); err != nil || len(ps) == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-tk.C:
+		case <-d.hurry:
+			deadline = time.Now()
+		}
+	}
+	for _, p := range ps {
+		fmt.Fprintf(d.log, "%s dev: killing worker pid %d\n", d.name, p.PID)
+		if proc, err := os.FindProcess(p.PID); err == nil {
+			proc.Kill()
+		}
+	}
+	// Killed processes vanish once their parent, a supervisor that has
+	// exited, hands them to init: wait for that briefly.
+	for range 100 {
+		if ps, err = find(); err != nil || len(ps) == 0 {
+			return err
+		}
+		<-tk.C
+	}
+	return fmt.Errorf("processes still running under %s after SIGKILL: %v", d.dir, pidsOf(ps))
+}
+
+func pidsOf(ps []proclist.Proc) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = p.PID
+	}
+	return out
+}

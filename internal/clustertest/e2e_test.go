@@ -1,0 +1,139 @@
+//go:build unix
+
+package clustertest
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gale-stream/gale/internal/proclist"
+)
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+// needCluster skips a test until the binary has the cluster's processes.
+func needCluster(t *testing.T) {
+	t.Helper()
+	for _, sub := range []string{"etcd", "nimbus", "supervisor"} {
+		if !Has(sub) {
+			t.Skipf("the gale binary has no %q command yet (issue 13: the nimbus and supervisor land separately)", sub)
+		}
+	}
+}
+
+// TestHas: Has tells the binary's commands from others.
+func TestHas(t *testing.T) {
+	if !Has("etcd") || !Has("submit") || Has("frobnicate") {
+		t.Errorf("Has: etcd %v, submit %v, frobnicate %v; want true, true, false", Has("etcd"), Has("submit"), Has("frobnicate"))
+	}
+}
+
+// TestSubmitListKill: the word count submitted to a dev cluster gets its
+// trees acked, and once killed it is gone, with its workers.
+func TestSubmitListKill(t *testing.T) {
+	needCluster(t)
+	// Reports each second, so that the first ack shows within one.
+	c := Start(t, Options{Supervisors: 2, Config: "supervisor.heartbeat.frequency.secs: 1\n"})
+	if code, out, _ := c.Gale(t, "submit", "wordcount", "--nimbus", c.Nimbus, "--json"); code != 0 {
+		t.Fatalf("gale submit: exit %d\n%s", code, out)
+	}
+	submitted := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var last []Topology
+	if err := Poll(ctx, func() bool {
+		last = c.List(t)
+		return len(last) == 1 && last[0].Acked > 0
+	}); err != nil {
+		t.Fatalf("no tree acked within 2 minutes of submit; last list: %+v", last)
+	}
+	// A measurement, not a bound (the machine may be busy): the issue's
+	// goal is 3 s; it includes a report interval and a list's start.
+	t.Logf("the first acked trees were listed %s after submit returned", time.Since(submitted).Round(time.Millisecond))
+	if w, err := c.Workers(); err != nil || len(w) == 0 {
+		t.Fatalf("workers of the running word count: %v, %v; want some", w, err)
+	}
+
+	if code, _, _ := c.Gale(t, "kill", "wordcount", "-w", "1", "--nimbus", c.Nimbus); code != 0 {
+		t.Fatalf("gale kill: exit %d", code)
+	}
+	var workers []int
+	if err := Poll(ctx, func() bool {
+		last = c.List(t)
+		var err error
+		workers, err = c.Workers()
+		return err == nil && len(last) == 0 && len(workers) == 0
+	}); err != nil {
+		t.Fatalf("after kill: list %+v, workers %v; want neither", last, workers)
+	}
+	if err := c.Stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDemo: gale demo prints live numbers with trees acked, and stops
+// everything on SIGINT.
+func TestDemo(t *testing.T) {
+	needCluster(t)
+	ports, err := freePorts(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := freePorts(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "gale-ct-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(Binary(), "demo", "--dir", dir, "--supervisors", "2", "--slots-per", "2",
+		"--etcd-port", strconv.Itoa(ports[0]), "--nimbus-port", strconv.Itoa(ports[1]), "--slot-base", strconv.Itoa(slots[0]))
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("gale demo stderr:\n%s", stderr.String())
+		}
+	}()
+	acked := regexp.MustCompile(`acked\s+([0-9]+)`)
+	sc := bufio.NewScanner(out)
+	seen := false
+	for !seen && sc.Scan() {
+		t.Log(sc.Text())
+		if m := acked.FindStringSubmatch(sc.Text()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			seen = n > 0
+		}
+	}
+	if !seen {
+		t.Fatal("gale demo ended before a line with trees acked")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("gale demo after SIGINT: %v, want exit 0", err)
+	}
+	if left, err := proclist.Under(dir); err != nil || len(left) > 0 {
+		t.Errorf("processes left under %s: %v (%v)", dir, left, err)
+	}
+}

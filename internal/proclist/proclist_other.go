@@ -1,0 +1,5 @@
+//go:build !unix
+
+package proclist
+
+func list() ([]Proc, error) { return nil, ErrUnsupported }

@@ -1,0 +1,32 @@
+//go:build unix && !linux
+
+package proclist
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// list asks ps for every process's command line.
+func list() ([]Proc, error) {
+	out, err := exec.Command("ps", "-axww", "-o", "pid=,command=").Output()
+	if err != nil {
+		return nil, fmt.Errorf("proclist: ps: %w", err)
+	}
+	var procs []Proc
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		pid, cmd, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil {
+			continue
+		}
+		procs = append(procs, Proc{PID: n, Args: []string{strings.TrimSpace(cmd)}})
+	}
+	return procs, sc.Err()
+}

@@ -1,0 +1,77 @@
+//go:build unix
+
+package proclist
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// helperEnv makes the test binary a process that waits for its stdin to
+// close, with a path under a directory among its arguments.
+const helperEnv = "GALE_PROCLIST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Stdin.Read(make([]byte, 1))
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func pids(ps []Proc) []int {
+	var out []int
+	for _, p := range ps {
+		out = append(out, p.PID)
+	}
+	return out
+}
+
+// TestUnder: a process with an argument under the directory is found,
+// one with a path in a sibling directory is not, and neither once gone.
+func TestUnder(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "cluster")
+	start := func(arg string) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$", arg)
+		cmd.Env = append(os.Environ(), helperEnv+"=1")
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			w.Close()
+			cmd.Wait()
+		})
+		return cmd
+	}
+	in := start("--spec=" + filepath.Join(dir, "supervisor-0", "worker.json"))
+	out := start(filepath.Join(root, "cluster2", "x"))
+
+	got, err := Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := pids(got); !slices.Contains(ps, in.Process.Pid) || slices.Contains(ps, out.Process.Pid) || slices.Contains(ps, os.Getpid()) {
+		t.Errorf("Under(%s): got pids %v, want %d and not %d (sibling) nor %d (this process)", dir, ps, in.Process.Pid, out.Process.Pid, os.Getpid())
+	}
+	if err := in.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	in.Wait()
+	got, err = Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := pids(got); slices.Contains(ps, in.Process.Pid) {
+		t.Errorf("Under(%s) after the process exited: got pids %v, want it gone", dir, ps)
+	}
+}
