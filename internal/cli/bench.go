@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  runGroup,
 	}
-	cmd.AddCommand(newWordcountCmd())
+	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd())
 	return cmd
 }
 

@@ -31,7 +31,10 @@ type Membership struct {
 	// keepAlives counts keep-alive responses and losses the leases
 	// lost, for tests.
 	keepAlives, losses atomic.Int64
-	mu                 struct {
+	// abandoned says the goroutine leaves the lease to expire instead of
+	// revoking it.
+	abandoned atomic.Bool
+	mu        struct {
 		sync.Mutex
 		lease clientv3.LeaseID
 		holds []string // sha256s
@@ -84,6 +87,17 @@ func (s *Store) join(ctx context.Context, key string, rec any, nimbus string, tt
 // waits for the membership's goroutine. It is idempotent. Store.Close
 // does the same for every membership still open.
 func (m *Membership) Close() {
+	m.cancel()
+	<-m.done
+}
+
+// Abandon stops keeping the lease alive, without revoking it, and waits
+// for the membership's goroutine: the key stays until the lease's TTL
+// runs out, as when the process is killed. It is how a benchmark or a
+// test plays a member's death without killing its process. Close after
+// Abandon, and Abandon after Close, do nothing more.
+func (m *Membership) Abandon() {
+	m.abandoned.Store(true)
 	m.cancel()
 	<-m.done
 }
@@ -185,7 +199,11 @@ func (m *Membership) revoke(lease clientv3.LeaseID) {
 // until ctx is done; then it revokes the lease.
 func (m *Membership) run(ctx context.Context) {
 	defer close(m.done)
-	defer func() { m.revoke(m.lease()) }()
+	defer func() {
+		if !m.abandoned.Load() {
+			m.revoke(m.lease())
+		}
+	}()
 	for {
 		// The client closes the channel when the lease is gone, when no
 		// response came within the TTL, or when ctx is done.
