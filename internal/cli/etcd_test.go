@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,8 +48,23 @@ func TestEtcdServesAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	status := func() (idx, rev int64) {
+		code, out, stderr := runGale(t, "etcd", "status", "--etcd", url, "--json")
+		var st struct {
+			RaftIndex int64 `json:"raft_index"`
+			Revision  int64 `json:"revision"`
+		}
+		if code != exitOK || json.Unmarshal([]byte(out), &st) != nil {
+			t.Fatalf("etcd status: exit %d, stdout %q, stderr %q", code, out, stderr)
+		}
+		return st.RaftIndex, st.Revision
+	}
+	idx0, rev0 := status()
 	if _, err := c.Put(ctx, "/gale/test", "kept"); err != nil {
 		t.Fatalf("put to %s: %v", url, err)
+	}
+	if idx, rev := status(); idx <= idx0 || rev != rev0+1 {
+		t.Errorf("etcd status after a put: raft index %d → %d, revision %d → %d; want the index to move and the revision to move by 1", idx0, idx, rev0, rev)
 	}
 	c.Close()
 	stop()
