@@ -287,7 +287,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	rate := "unlimited"
 	if r.Rate > 0 {
-		rate = commas(int64(r.Rate)) + " sentences/s"
+		rate = Commas(int64(r.Rate)) + " sentences/s"
 	}
 	if r.Error != "" {
 		row("error", "%s", r.Error)
@@ -295,20 +295,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("runner", "%s, mode %s, rate %s", r.Runner, r.Mode, rate)
 	pending := "unset (automatic)"
 	if r.MaxSpoutPending > 0 {
-		pending = commas(int64(r.MaxSpoutPending))
+		pending = Commas(int64(r.MaxSpoutPending))
 	}
 	row("topology", "spouts %d, splitters %d, counters %d, ackers %d, max spout pending %s, count delay %v",
 		r.Spouts, r.Splitters, r.Counters, r.Ackers, pending, time.Duration(r.CountDelayS*1e9))
 	row("duration", "%.2fs (after %.2fs start-up, + %.3fs drain)", r.DurationS, r.StartupS, r.DrainS)
-	row("sentences", "%s\t%s/s", commas(r.Sentences), commas(int64(r.SentencesPerSec)))
-	row("words", "%s\t%s/s", commas(r.Words), commas(int64(r.WordsPerSec)))
+	row("sentences", "%s\t%s/s", Commas(r.Sentences), Commas(int64(r.SentencesPerSec)))
+	row("words", "%s\t%s/s", Commas(r.Words), Commas(int64(r.WordsPerSec)))
 	if r.Mode == ModeAck {
-		row("acked", "%s", commas(r.Acked))
-		row("failed", "%s", commas(r.Failed))
-		row("timeouts", "%s", commas(r.Timeouts))
-		row("unfinished", "%s", commas(r.Unfinished))
-		row("replayed", "%s", commas(r.Replayed))
-		row("lost", "%s", commas(r.Lost))
+		row("acked", "%s", Commas(r.Acked))
+		row("failed", "%s", Commas(r.Failed))
+		row("timeouts", "%s", Commas(r.Timeouts))
+		row("unfinished", "%s", Commas(r.Unfinished))
+		row("replayed", "%s", Commas(r.Replayed))
+		row("lost", "%s", Commas(r.Lost))
 		row("latency", "p50 %s  p99 %s  p99.9 %s", fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), fmtMS(r.LatencyMS.P999))
 		if l := r.LatencyAfterWarmupMS; l != nil {
 			row("", "p50 %s  p99 %s  p99.9 %s (after %ds warm-up)", fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.P999), warmupSamples)
@@ -326,7 +326,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.Workers > 1 {
 		row("workers", "%d processes, wire %s in %s tuples, %.1f bytes per tuple",
-			r.Workers, commas(r.WireBytes)+" bytes", commas(r.WireTuples), r.WireBytesPerTuple)
+			r.Workers, Commas(r.WireBytes)+" bytes", Commas(r.WireTuples), r.WireBytesPerTuple)
 		if r.WorkerRestarts > 0 {
 			row("", "%d worker restarts", r.WorkerRestarts)
 		}
@@ -354,8 +354,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return nil
 }
 
-// commas formats n with thousands separators: 6498760 → "6,498,760".
-func commas(n int64) string {
+// Commas formats n with thousands separators: 6498760 → "6,498,760".
+func Commas(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := len(s) > 0 && s[0] == '-'
 	if neg {

@@ -243,8 +243,8 @@ func TestCommas(t *testing.T) {
 		want string
 	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {6498760, "6,498,760"}, {-1234567, "-1,234,567"}}
 	for _, tt := range tests {
-		if got := commas(tt.in); got != tt.want {
-			t.Errorf("commas(%d) = %q, want %q", tt.in, got, tt.want)
+		if got := Commas(tt.in); got != tt.want {
+			t.Errorf("Commas(%d) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

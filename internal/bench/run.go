@@ -232,7 +232,7 @@ func (m *monitor) sample(now time.Time) {
 	}
 	c := m.stats.load()
 	dt := now.Sub(m.prevAt).Seconds()
-	perSec := func(cur, prev int64) string { return commas(int64(float64(cur-prev) / dt)) }
+	perSec := func(cur, prev int64) string { return Commas(int64(float64(cur-prev) / dt)) }
 	ack := m.opts.Mode == ModeAck
 	var p99 time.Duration
 	if ack {
@@ -252,7 +252,7 @@ func (m *monitor) sample(now time.Time) {
 			perSec(c.sentences, m.prev.sentences), perSec(c.words, m.prev.words))
 		if ack {
 			line += fmt.Sprintf("  acked %s  failed %s  timeouts %s  p99 %s",
-				commas(c.acked), commas(c.failed), commas(c.timeouts), fmtMS(ms(p99)))
+				Commas(c.acked), Commas(c.failed), Commas(c.timeouts), fmtMS(ms(p99)))
 		}
 		if err == nil {
 			line += "  rss " + mib(rss)

@@ -3,9 +3,9 @@ package benchcoord
 import (
 	"encoding/json"
 	"fmt"
+	wordbench "github.com/gale-stream/gale/internal/bench"
 	"io"
 	"runtime"
-	"strconv"
 	"text/tabwriter"
 )
 
@@ -132,15 +132,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("error", "%s", r.Error)
 	}
 	row("cluster", "%s supervisors × %d slots = %s slots; %s workers assigned (topology %s, filler %s)",
-		commas(int64(r.Supervisors)), r.WorkersPer, commas(int64(r.Slots)), commas(int64(r.Workers)),
-		commas(int64(r.TopologyWorkers)), commas(int64(r.FillerWorkers)))
+		wordbench.Commas(int64(r.Supervisors)), r.WorkersPer, wordbench.Commas(int64(r.Slots)), wordbench.Commas(int64(r.Workers)),
+		wordbench.Commas(int64(r.TopologyWorkers)), wordbench.Commas(int64(r.FillerWorkers)))
 	row("settings", "lease TTL %gs, a report every %gs, %d report connections, %d etcd clients",
 		r.SupervisorTimeoutS, r.ReportEveryS, r.Conns, r.EtcdClients)
-	row("join", "%.2fs in etcd, %.2fs until nimbus listed them all (%s raft entries)", r.JoinS, r.JoinSeenS, commas(int64(r.JoinRaftEntries)))
+	row("join", "%.2fs in etcd, %.2fs until nimbus listed them all (%s raft entries)", r.JoinS, r.JoinSeenS, wordbench.Commas(int64(r.JoinRaftEntries)))
 	row("schedule", "%.3fs from submit to the assignment of %s workers in etcd (submit took %.3fs; +%.3fs after it returned)",
-		r.ScheduleS, commas(int64(r.TopologyWorkers)), r.SubmitS, r.ScheduleAfterSubmitS)
+		r.ScheduleS, wordbench.Commas(int64(r.TopologyWorkers)), r.SubmitS, r.ScheduleAfterSubmitS)
 	if r.FillerWorkers > 0 {
-		row("", "%.3fs for the filler's %s workers", r.FillerScheduleS, commas(int64(r.FillerWorkers)))
+		row("", "%.3fs for the filler's %s workers", r.FillerScheduleS, wordbench.Commas(int64(r.FillerWorkers)))
 	}
 	row("steady state", "%.1fs", r.SteadyS)
 	row("etcd", "raft index %d → %d, revision %d → %d: %.2f writes/s",
@@ -150,12 +150,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	} else {
 		row("cpu", "nimbus %.4f s/s, etcd %.4f s/s, the simulated supervisors %.4f s/s", r.NimbusCPUSPerS, r.EtcdCPUSPerS, r.BenchCPUSPerS)
 	}
-	row("reports", "%.1f/s carrying %s worker summaries/s; %d failed", r.ReportsPerS, commas(int64(r.WorkerSummariesPerS)), r.ReportFailures)
+	row("reports", "%.1f/s carrying %s worker summaries/s; %d failed", r.ReportsPerS, wordbench.Commas(int64(r.WorkerSummariesPerS)), r.ReportFailures)
 	if r.ReportError != "" {
 		row("", "first failure: %s", r.ReportError)
 	}
 	row("rpc bytes", "%s/s protobuf, %s/s on the wire out (gRPC + HTTP/2 framing), %s/s in",
-		commas(int64(r.RPCProtoBytesPerS)), commas(int64(r.RPCBytesPerS)), commas(int64(r.RPCBytesInPerS)))
+		wordbench.Commas(int64(r.RPCProtoBytesPerS)), wordbench.Commas(int64(r.RPCBytesPerS)), wordbench.Commas(int64(r.RPCBytesInPerS)))
 	row("detection", "%.2fs from %s's death to its workers' reassignment: %.2fs until its lease expired + %.2fs for nimbus",
 		r.DetectS, orNone(r.Killed), r.DetectTTLS, r.DetectNimbusS)
 	row("", "it ran %d of the topology's workers; %d moved", r.KilledWorkers, r.MovedWorkers)
@@ -171,24 +171,4 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-// commas formats n with thousands separators: 6498760 → "6,498,760".
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	b := make([]byte, 0, len(s)+len(s)/3+1)
-	if neg {
-		b = append(b, '-')
-	}
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b = append(b, ',')
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	wordbench "github.com/gale-stream/gale/internal/bench"
 	"net"
 	"os"
 	"path/filepath"
@@ -447,7 +448,7 @@ func (b *bench) steady() error {
 		}
 		b.log.printf("gale bench coordination: steady %.0fs/%.0fs: raft index +%d, revision +%d; nimbus %.4f cpu s/s; %.1f reports/s, %s bytes/s on the wire",
 			b.r.SteadyS, b.cfg.Steady.Seconds(), b.r.RaftIndexEnd-idx0, b.r.RevisionEnd-rev0, b.r.NimbusCPUSPerS,
-			b.r.ReportsPerS, commas(int64(b.r.RPCBytesPerS)))
+			b.r.ReportsPerS, wordbench.Commas(int64(b.r.RPCBytesPerS)))
 	}
 	return nil
 }
