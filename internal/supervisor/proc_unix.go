@@ -28,11 +28,18 @@ func startProcess(cmd *exec.Cmd) (int, error) {
 
 // reap reports whether worker pid has exited, collecting it if it is
 // this process's child. It counts as exited, too, when its command line
-// no longer names spec: another process reuses the pid.
+// no longer names spec: another process reuses the pid. An exiting
+// child's command line is empty a moment before it can be collected: it
+// counts as exited only once collected, not left a zombie.
 func reap(pid int, spec string) (exited bool) {
 	var ws syscall.WaitStatus
-	if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && got == pid {
+	got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	switch {
+	case err == nil && got == pid:
 		return true
+	case err == nil: // a child, running or exiting
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		return err == nil && len(b) > 0 && !bytes.Contains(b, append([]byte(spec), 0))
 	}
 	return !isWorker(pid, spec)
 }
