@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/gale-stream/gale/internal/supervisor"
+)
+
+// newSupervisorStatusCmd is `supervisor status`: the workers of the
+// supervisor running in a directory, asked of the supervisor itself.
+func newSupervisorStatusCmd() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status --dir DIR [--json]",
+		Short: "Show the workers of the supervisor running with --dir DIR, from the supervisor itself",
+		Long: `Show what the supervisor running with --dir DIR runs: each worker's slot,
+topology, pid, state and counts (emitted, acked, failed), as it reports them
+to the nimbus leader every supervisor.heartbeat.frequency.secs. It asks the
+supervisor over a unix socket in DIR, so it answers on the machine even when
+etcd or nimbus cannot be reached. --json prints the report as one JSON
+document (the fields of the nimbus API's ReportRequest).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return usageError{errors.New("--dir is required: the supervisor's state directory")}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			r, err := supervisor.ReadStatus(ctx, dir)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true, Multiline: true}.Marshal(r)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(w, "%s\n", b)
+				return err
+			}
+			fmt.Fprintf(w, "supervisor %s: %d workers\n", r.GetSupervisor(), len(r.GetWorkers()))
+			if len(r.GetWorkers()) == 0 {
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PORT\tTOPOLOGY\tPID\tSTATE\tEMITTED\tACKED\tFAILED\tREASON")
+			for _, wr := range r.GetWorkers() {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\n", wr.GetPort(), wr.GetTopology(), wr.GetPid(), wr.GetState(),
+					wr.GetEmitted(), wr.GetAcked(), wr.GetFailed(), wr.GetReason())
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the supervisor's state `directory`")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document")
+	return cmd
+}
