@@ -90,7 +90,7 @@ type Supervisor struct {
 	nimbus *nimbusConn
 	ready  chan struct{}
 
-	wg          sync.WaitGroup // every goroutine of Run
+	wg          sync.WaitGroup         // every goroutine of Run
 	status      atomic.Pointer[[]byte] // the latest report, as JSON, for the status socket
 	connsMu     sync.Mutex
 	conns       map[*ctlConn]struct{}
