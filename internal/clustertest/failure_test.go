@@ -416,3 +416,105 @@ func TestNimbusLeaderKilled(t *testing.T) {
 		}
 	}
 }
+
+// etcdOutage is how long TestEtcdDown keeps etcd down, as the issue asks.
+const etcdOutage = 30 * time.Second
+
+// supervisorsAcked sums the trees acked by topology name's workers as
+// the supervisors themselves report them (gale supervisor status):
+// what flows with neither etcd nor nimbus answering.
+func supervisorsAcked(t *testing.T, f *Fleet, name string) (int64, []int, error) {
+	t.Helper()
+	var acked int64
+	var pids []int
+	for _, s := range f.Supervisors {
+		r, err := s.SupervisorStatus(context.Background())
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, w := range r.Workers {
+			if strings.HasPrefix(w.Topology, name+"-") {
+				acked += w.Acked
+				pids = append(pids, w.PID)
+			}
+		}
+	}
+	slices.Sort(pids)
+	return acked, pids, nil
+}
+
+// TestEtcdDown: with etcd killed for 30 s, the topology keeps flowing
+// (its trees acked, as the supervisors report them) and no process of
+// the cluster exits; once etcd is back on its data and port, nimbus
+// leads again with every supervisor, and a rebalance and a kill work.
+func TestEtcdDown(t *testing.T) {
+	needCluster(t)
+	f := Launch(t, Options{Supervisors: 2, SlotsPer: 2, Config: failureConfig(shortLease)})
+	submitPaced(t, f, 2)
+	var acked int64
+	var pids []int
+	pollCmd(t, "the supervisors' status showing both workers with trees acked", func() bool {
+		var err error
+		acked, pids, err = supervisorsAcked(t, f, paced)
+		return err == nil && len(pids) == 2 && acked > 0
+	})
+	if err := f.Etcd.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Logf("killed etcd (pid %d); the workers %v had %d trees acked", f.Etcd.PID(), pids, acked)
+
+	// Every few seconds through the outage: the same workers, acking
+	// more; nimbus and the supervisors running.
+	tk := time.NewTicker(3 * time.Second)
+	defer tk.Stop()
+	samples := []int64{acked}
+	for time.Since(killed) < etcdOutage {
+		<-tk.C
+		a, now, err := supervisorsAcked(t, f, paced)
+		if err != nil {
+			t.Fatalf("%s into etcd's outage: %v", time.Since(killed).Round(time.Second), err)
+		}
+		if !slices.Equal(now, pids) {
+			t.Fatalf("%s into etcd's outage the workers are %v, want %v running on", time.Since(killed).Round(time.Second), now, pids)
+		}
+		for _, p := range append(slices.Clone(f.Nimbuses), f.Supervisors...) {
+			if !p.Running() {
+				t.Fatalf("%s exited %s into etcd's outage: %v", p.Role, time.Since(killed).Round(time.Second), p.exitErr())
+			}
+		}
+		samples = append(samples, a)
+	}
+	t.Logf("trees acked every 3 s through the outage: %v", samples)
+	// Past the leases' expiry, when no nimbus leads and nothing can
+	// reach etcd, trees are still acked: the last half of the samples
+	// grows.
+	half := samples[len(samples)/2:]
+	for i := 1; i < len(half); i++ {
+		if half[i] <= half[i-1] {
+			t.Fatalf("trees acked through the outage, every 3 s: %v; the count stalled after %s", samples, etcdOutage/2)
+		}
+	}
+
+	f.Etcd.Restart(t)
+	back := time.Now()
+	t.Logf("etcd restarted on %s after %s down", f.Etcd.Addr, back.Sub(killed).Round(time.Millisecond))
+	f.WaitSupervisors(t, len(f.Supervisors))
+	t.Logf("a nimbus leads with every supervisor again %s after etcd's restart", time.Since(back).Round(time.Millisecond))
+	pollCmd(t, "gale rebalance succeeding after etcd's return", func() bool {
+		code, _, _ := f.Gale(t, "rebalance", paced, "-w", "0")
+		return code == 0
+	})
+	t.Logf("a rebalance succeeded %s after etcd's restart", time.Since(back).Round(time.Millisecond))
+	after := waitAcked(t, f, paced, 0, "after etcd's return")
+	waitAcked(t, f, paced, after, "after etcd's return")
+	if code, _, _ := f.Gale(t, "kill", paced, "-w", "0"); code != 0 {
+		t.Fatalf("gale kill after etcd's return: exit %d", code)
+	}
+	pollCmd(t, "the killed topology's workers stopping and its listing gone", func() bool {
+		ts, err := f.TryList(t)
+		ws, werr := f.Workers()
+		return err == nil && werr == nil && len(ts) == 0 && len(ws) == 0
+	})
+	t.Logf("killed and gone %s after etcd's restart", time.Since(back).Round(time.Millisecond))
+}

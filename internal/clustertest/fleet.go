@@ -786,6 +786,44 @@ func (p *Proc) Workers() ([]int, error) {
 	return workersUnder(p.Dir, p.allPIDs())
 }
 
+// SupervisorStatus is what `gale supervisor status --json` prints.
+type SupervisorStatus struct {
+	Supervisor string         `json:"supervisor"`
+	Workers    []WorkerStatus `json:"workers"`
+}
+
+// WorkerStatus is a worker of a SupervisorStatus.
+type WorkerStatus struct {
+	Topology string `json:"topology"` // its id
+	Port     int    `json:"port"`
+	PID      int    `json:"pid"`
+	State    string `json:"state"`
+	Reason   string `json:"reason"`
+	Emitted  int64  `json:"emitted"`
+	Acked    int64  `json:"acked"`
+	Failed   int64  `json:"failed"`
+}
+
+// SupervisorStatus runs `gale supervisor status --json` for a
+// supervisor: its workers and their counts, from the supervisor itself
+// (neither etcd nor nimbus is asked).
+func (p *Proc) SupervisorStatus(ctx context.Context) (SupervisorStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(), "supervisor", "status", "--dir", p.Dir, "--json")
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	var st SupervisorStatus
+	out, err := cmd.Output()
+	if err != nil {
+		return st, fmt.Errorf("gale supervisor status --dir %s: %v: %s", p.Dir, err, strings.TrimSpace(errOut.String()))
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return st, fmt.Errorf("gale supervisor status --json: %v\n%s", err, out)
+	}
+	return st, nil
+}
+
 // readyAfter accepts a line with marker and yields the word after it:
 // "gale nimbus: serving on 127.0.0.1:6627 (id n1)" → 127.0.0.1:6627.
 func readyAfter(marker string) func(string) (string, bool) {
