@@ -443,12 +443,21 @@ func supervisorsAcked(t *testing.T, f *Fleet, name string) (int64, []int, error)
 	return acked, pids, nil
 }
 
-// TestEtcdDown: with etcd killed for 30 s, the topology keeps flowing
-// (its trees acked, as the supervisors report them) and no process of
-// the cluster exits; once etcd is back on its data and port, nimbus
-// leads again with every supervisor, and a rebalance and a kill work.
+// TestEtcdDown: with etcd down for 30 s, killed or paused, the topology
+// keeps flowing (its trees acked, as the supervisors report them) and no
+// process of the cluster exits; once etcd is back on its data and port,
+// nimbus leads again with every supervisor, and a rebalance and a kill
+// work.
 func TestEtcdDown(t *testing.T) {
 	needCluster(t)
+	// Killed, and restarted on its data and port: its clients' connections
+	// are refused. Paused (SIGSTOP) and resumed: they stay open and
+	// nothing answers on them, as in a partition.
+	t.Run("killed", func(t *testing.T) { testEtcdDown(t, false) })
+	t.Run("paused", func(t *testing.T) { testEtcdDown(t, true) })
+}
+
+func testEtcdDown(t *testing.T, pause bool) {
 	f := Launch(t, Options{Supervisors: 2, SlotsPer: 2, Config: failureConfig(shortLease)})
 	submitPaced(t, f, 2)
 	var acked int64
@@ -458,11 +467,15 @@ func TestEtcdDown(t *testing.T) {
 		acked, pids, err = supervisorsAcked(t, f, paced)
 		return err == nil && len(pids) == 2 && acked > 0
 	})
-	if err := f.Etcd.Kill(); err != nil {
+	down := f.Etcd.Kill
+	if pause {
+		down = f.Etcd.Pause
+	}
+	if err := down(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	t.Logf("killed etcd (pid %d); the workers %v had %d trees acked", f.Etcd.PID(), pids, acked)
+	t.Logf("etcd (pid %d) down (paused: %v); the workers %v had %d trees acked", f.Etcd.PID(), pause, pids, acked)
 
 	// Every few seconds through the outage: the same workers, acking
 	// more; nimbus and the supervisors running.
@@ -496,16 +509,22 @@ func TestEtcdDown(t *testing.T) {
 		}
 	}
 
-	f.Etcd.Restart(t)
+	if pause {
+		if err := f.Etcd.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		f.Etcd.Restart(t)
+	}
 	back := time.Now()
-	t.Logf("etcd restarted on %s after %s down", f.Etcd.Addr, back.Sub(killed).Round(time.Millisecond))
+	t.Logf("etcd back on %s after %s down", f.Etcd.Addr, back.Sub(killed).Round(time.Millisecond))
 	f.WaitSupervisors(t, len(f.Supervisors))
-	t.Logf("a nimbus leads with every supervisor again %s after etcd's restart", time.Since(back).Round(time.Millisecond))
+	t.Logf("a nimbus leads with every supervisor again %s after etcd's return", time.Since(back).Round(time.Millisecond))
 	pollCmd(t, "gale rebalance succeeding after etcd's return", func() bool {
 		code, _, _ := f.Gale(t, "rebalance", paced, "-w", "0")
 		return code == 0
 	})
-	t.Logf("a rebalance succeeded %s after etcd's restart", time.Since(back).Round(time.Millisecond))
+	t.Logf("a rebalance succeeded %s after etcd's return", time.Since(back).Round(time.Millisecond))
 	after := waitAcked(t, f, paced, 0, "after etcd's return")
 	waitAcked(t, f, paced, after, "after etcd's return")
 	if code, _, _ := f.Gale(t, "kill", paced, "-w", "0"); code != 0 {
@@ -516,5 +535,5 @@ func TestEtcdDown(t *testing.T) {
 		ws, werr := f.Workers()
 		return err == nil && werr == nil && len(ts) == 0 && len(ws) == 0
 	})
-	t.Logf("killed and gone %s after etcd's restart", time.Since(back).Round(time.Millisecond))
+	t.Logf("killed and gone %s after etcd's return", time.Since(back).Round(time.Millisecond))
 }
