@@ -418,6 +418,27 @@ func TestNimbusLeaderKilled(t *testing.T) {
 			t.Errorf("worker %d of the first topology is gone after the leader's death (workers now %v)", pid, now)
 		}
 	}
+
+	// The old leader, started again, stands by: one leader, two members.
+	leader.Restart(t)
+	var last string
+	if err := Poll(ctx, func() bool {
+		info, err := f.ClusterInfo(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		var leaders []string
+		for _, n := range info.GetNimbuses() {
+			if n.GetLeader() {
+				leaders = append(leaders, n.GetId())
+			}
+		}
+		last = fmt.Sprintf("leader %s, %d nimbuses, leading %v", info.GetLeaderId(), len(info.GetNimbuses()), leaders)
+		return info.GetLeaderId() == standby.ID && len(info.GetNimbuses()) == 2 && slices.Equal(leaders, []string{standby.ID})
+	}); err != nil {
+		t.Fatalf("the restarted %s did not stand by with %s leading (last: %s)", leader.Role, standby.Role, last)
+	}
 }
 
 // etcdOutage is how long TestEtcdDown keeps etcd down, as the issue asks.
