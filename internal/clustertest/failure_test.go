@@ -468,10 +468,10 @@ func supervisorsAcked(t *testing.T, f *Fleet, name string) (int64, []int, error)
 }
 
 // TestEtcdDown: with etcd down for 30 s, killed or paused, the topology
-// keeps flowing (its trees acked, as the supervisors report them) and no
-// process of the cluster exits; once etcd is back on its data and port,
-// nimbus leads again with every supervisor, and a rebalance and a kill
-// work.
+// keeps flowing (its trees acked, as the supervisors report them), no
+// process of the cluster exits, and a worker that crashes is restarted;
+// once etcd is back on its data and port, nimbus leads again with every
+// supervisor, and a rebalance and a kill work.
 func TestEtcdDown(t *testing.T) {
 	needCluster(t)
 	// Killed, and restarted on its data and port: its clients' connections
@@ -529,6 +529,23 @@ func testEtcdDown(t *testing.T, pause bool) {
 	if mid, end := samples[len(samples)/2], samples[len(samples)-1]; end <= mid {
 		t.Fatalf("trees acked through the outage, every 3 s: %v; no more acked in its second half", samples)
 	}
+
+	// A worker that crashes now is started again by its supervisor,
+	// which has what it needs (the assignment, the artifact) at hand.
+	sup := f.Supervisors[0]
+	old, err := sup.Workers()
+	if err != nil || len(old) != 1 {
+		t.Fatalf("%s's workers: %v (%v), want one", sup.Role, old, err)
+	}
+	if err := killPID(old[0]); err != nil {
+		t.Fatal(err)
+	}
+	var now []int
+	took := pollFor(t, fmt.Sprintf("%s restarting its worker (pid %d) killed while etcd is down", sup.Role, old[0]), func() bool {
+		now, err = sup.Workers()
+		return err == nil && len(now) == 1 && now[0] != old[0]
+	})
+	t.Logf("%s restarted its killed worker %d as %d, %s after the kill, with etcd down", sup.Role, old[0], now[0], took.Round(time.Millisecond))
 
 	if pause {
 		if err := f.Etcd.Resume(); err != nil {
