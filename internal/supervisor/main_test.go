@@ -19,5 +19,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(workerproc.RunProcess("supervisor test worker", args))
 	}
+	if os.Getenv(hogEnv) == "1" {
+		hog()
+	}
 	goleak.VerifyTestMain(m)
 }
