@@ -36,8 +36,22 @@ import (
 // is stopped, and the test fails if a process exited on its own or
 // something is left running once the fleet has stopped.
 //
-// A Fleet's methods are for the test's goroutine, except those of Proc
-// that say otherwise.
+// Built process by process, each on a Host of its own, a fleet spans
+// network namespaces (internal/netnstest): etcd and nimbus on the main
+// host's address of the Net, a supervisor in each host. Bound beyond
+// loopback, nimbus needs nimbus.auth.token in the Config, which the
+// fleet's commands (Gale) pass on.
+//
+//	f := clustertest.NewFleet(t, clustertest.Options{Config: "nimbus.auth.token: secret\n"})
+//	main := clustertest.Host{Addr: n.Addr()}
+//	f.StartEtcd(t, main)
+//	f.StartNimbus(t, main)
+//	h := n.Host("s1")
+//	f.StartSupervisor(t, clustertest.Host{Addr: h.Addr(), Command: h.Command})
+//	f.WaitSupervisors(t, 1)
+//
+// A Fleet's methods are for the test's goroutine; Proc's are safe for
+// concurrent use.
 type Fleet struct {
 	// Dir holds the fleet's state: a directory per process.
 	Dir string
@@ -324,8 +338,25 @@ func (f *Fleet) clientFile() (string, error) {
 	}
 	seeds, _ := json.Marshal(f.Seeds())
 	fmt.Fprintf(&b, "nimbus.seeds: %s\n", seeds)
+	// Renamed into place: a command running meanwhile reads the old
+	// file or the new, never a part.
+	tmp, err := os.CreateTemp(f.Dir, ".client-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.WriteString(b.String())
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
 	p := filepath.Join(f.Dir, "client.yaml")
-	return p, os.WriteFile(p, []byte(b.String()), 0o644)
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return p, nil
 }
 
 // Gale runs the gale binary with args and --file naming a gale.yaml
