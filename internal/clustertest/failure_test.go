@@ -469,7 +469,8 @@ func supervisorsAcked(t *testing.T, f *Fleet, name string) (int64, []int, error)
 
 // TestEtcdDown: with etcd down for 30 s, killed or paused, the topology
 // keeps flowing (its trees acked, as the supervisors report them), no
-// process of the cluster exits, and a worker that crashes is restarted;
+// process of the cluster exits, a worker that crashes is restarted, and
+// gale list says that nimbus cannot reach etcd;
 // once etcd is back on its data and port, nimbus leads again with every
 // supervisor, and a rebalance and a kill work.
 func TestEtcdDown(t *testing.T) {
@@ -528,6 +529,11 @@ func testEtcdDown(t *testing.T, pause bool) {
 	// outage's second half.
 	if mid, end := samples[len(samples)/2], samples[len(samples)-1]; end <= mid {
 		t.Fatalf("trees acked through the outage, every 3 s: %v; no more acked in its second half", samples)
+	}
+
+	// A command that asks nimbus hears that etcd is out of reach.
+	if code, _, errOut := f.Gale(t, "list"); code == 0 || !strings.Contains(errOut, "cannot reach etcd") {
+		t.Errorf("gale list with etcd down: exit %d, stderr %q; want a failure saying nimbus cannot reach etcd", code, errOut)
 	}
 
 	// A worker that crashes now is started again by its supervisor,
