@@ -13,23 +13,6 @@ import (
 	"time"
 )
 
-// hogEnv makes the test binary a process with a large heap that waits to
-// be killed (hog): one whose exit takes a while, tearing its memory down.
-const hogEnv = "GALE_SUPERVISOR_TEST_HOG"
-
-func hog() {
-	b := make([]byte, 128<<20)
-	for i := range b {
-		if i%4096 == 0 {
-			b[i] = 1
-		}
-	}
-	os.Stdout.WriteString("ready\n")
-	os.Stdin.Read(make([]byte, 1)) // until killed
-	os.Stdout.Write(b[:1])
-	os.Exit(0)
-}
-
 // reap collects a worker started by this process: once it reports the
 // worker exited, no zombie is left, even for a worker caught in the
 // middle of its exit (its command line gone, not yet waitable).
