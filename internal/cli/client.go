@@ -174,12 +174,14 @@ func (c *client) conn(addr string) (*grpc.ClientConn, error) {
 // connects to it.
 func (c *client) findLeader(ctx context.Context) error {
 	var tried []string
+	answered := false // a nimbus answered, with its own error
 	for _, seed := range c.cfg.seeds {
 		info, err := c.clusterInfoAt(ctx, seed)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			answered = answered || fromNimbus(err)
 			tried = append(tried, fmt.Sprintf("%s (%s)", seed, grpcReason(err)))
 			continue
 		}
@@ -193,6 +195,9 @@ func (c *client) findLeader(ctx context.Context) error {
 		c.leader = info.LeaderAddr
 		c.nimbus = nimbuspb.NewNimbusClient(cc)
 		return nil
+	}
+	if answered {
+		return fmt.Errorf("no nimbus could tell the cluster's leader: %s", strings.Join(tried, ", "))
 	}
 	return fmt.Errorf("no nimbus answered at %s: check that nimbus runs there (gale nimbus, or gale dev on this machine) and that nimbus.seeds and nimbus.thrift.port in gale.yaml (--file), or --nimbus, name it",
 		strings.Join(tried, ", "))
@@ -244,6 +249,13 @@ func callError(addr string, err error) error {
 	return errors.New(st.Message())
 }
 
+// fromNimbus says whether a failed call's error is nimbus's own account
+// (such as "nimbus N cannot reach etcd …"), rather than the transport's.
+func fromNimbus(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "nimbus")
+}
+
 // grpcReason is a short account of a failed call.
 func grpcReason(err error) string {
 	st, ok := status.FromError(err)
@@ -253,6 +265,9 @@ func grpcReason(err error) string {
 	switch st.Code() {
 	case codes.Unavailable:
 		msg := st.Message()
+		if fromNimbus(err) {
+			return msg
+		}
 		if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg, "dial") {
 			msg = strings.TrimSuffix(msg[i+2:], `"`)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -50,6 +51,31 @@ func storeError(err error) error {
 		return err
 	}
 	return status.Error(codes.Unavailable, "nimbus: etcd: "+err.Error())
+}
+
+// etcdReadTimeout bounds the etcd reads of the calls that only read
+// (ClusterInfo, List, Get): with etcd unreachable the caller hears so,
+// within its own deadline (the CLI gives each nimbus 5 s), instead of a
+// silence that looks like no nimbus at all.
+const etcdReadTimeout = 3 * time.Second
+
+// errEtcdSilent is the cause of a read call's context that ran out of
+// etcdReadTimeout.
+var errEtcdSilent = errors.New("nimbus: etcd did not answer")
+
+// readCtx is a read call's context, bounded by etcdReadTimeout.
+func (a *api) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, etcdReadTimeout, errEtcdSilent)
+}
+
+// readError is the status of a read call's failure: Unavailable naming
+// etcd if etcd did not answer in time, else as storeError says.
+func (a *api) readError(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errEtcdSilent) {
+		return status.Errorf(codes.Unavailable, "nimbus %s cannot reach etcd at %s: no answer within %s (is etcd running, and reachable from this nimbus?)",
+			a.n.id, strings.Join(a.n.cfg.Endpoints, ","), etcdReadTimeout)
+	}
+	return storeError(err)
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
@@ -136,9 +162,11 @@ func (n *Nimbus) pendingReason(id string) string {
 // List returns every topology in submission order. The pending reasons
 // and the counters are the leader's: a standby has neither.
 func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.ListResponse, error) {
+	ctx, cancel := a.readCtx(ctx)
+	defer cancel()
 	ts, err := a.n.store.Topologies(ctx)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, a.readError(ctx, err)
 	}
 	bySubmission(ts)
 	now := time.Now()
@@ -152,13 +180,18 @@ func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.List
 // Get returns one topology, by name or id, with its assignment and its
 // workers' latest reports.
 func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.TopologyInfo, error) {
+	ctx, cancel := a.readCtx(ctx)
+	defer cancel()
 	t, err := a.n.byName(ctx, req.GetName())
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, a.readError(ctx, err)
+		}
 		return nil, err
 	}
 	asgs, err := a.n.store.Assignments(ctx)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, a.readError(ctx, err)
 	}
 	var asg *coord.Assignment
 	for i := range asgs {
@@ -174,6 +207,8 @@ func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.Topo
 // ClusterInfo returns the leader, the nimbuses, the live supervisors and
 // how many topologies there are.
 func (a *api) ClusterInfo(ctx context.Context, _ *nimbuspb.ClusterInfoRequest) (*nimbuspb.ClusterInfoResponse, error) {
+	ctx, cancel := a.readCtx(ctx)
+	defer cancel()
 	s := a.n.store
 	resp := &nimbuspb.ClusterInfoResponse{GaleVersion: a.n.cfg.GaleVersion}
 	leader, err := s.Leader(ctx)
@@ -181,11 +216,11 @@ func (a *api) ClusterInfo(ctx context.Context, _ *nimbuspb.ClusterInfoRequest) (
 	case err == nil:
 		resp.LeaderId, resp.LeaderAddr = leader.ID, leader.Addr
 	case !errors.Is(err, coord.ErrNotFound):
-		return nil, storeError(err)
+		return nil, a.readError(ctx, err)
 	}
 	nims, err := s.Nimbuses(ctx)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, a.readError(ctx, err)
 	}
 	now := time.Now()
 	for _, m := range nims {
@@ -195,11 +230,11 @@ func (a *api) ClusterInfo(ctx context.Context, _ *nimbuspb.ClusterInfoRequest) (
 	}
 	sups, err := s.Supervisors(ctx)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, a.readError(ctx, err)
 	}
 	asgs, err := s.Assignments(ctx)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, a.readError(ctx, err)
 	}
 	used := make(map[string]int)
 	for _, as := range asgs {
@@ -219,7 +254,7 @@ func (a *api) ClusterInfo(ctx context.Context, _ *nimbuspb.ClusterInfoRequest) (
 	}
 	ts, err := s.Topologies(ctx)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, a.readError(ctx, err)
 	}
 	resp.Topologies = int32(len(ts))
 	return resp, nil

@@ -19,5 +19,25 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(workerproc.RunProcess("supervisor test worker", args))
 	}
+	if os.Getenv(hogEnv) == "1" {
+		hog()
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// hogEnv makes the test binary a process with a large heap that waits to
+// be killed (hog): one whose exit takes a while, tearing its memory down.
+const hogEnv = "GALE_SUPERVISOR_TEST_HOG"
+
+func hog() {
+	b := make([]byte, 128<<20)
+	for i := range b {
+		if i%4096 == 0 {
+			b[i] = 1
+		}
+	}
+	os.Stdout.WriteString("ready\n")
+	os.Stdin.Read(make([]byte, 1)) // until killed
+	os.Stdout.Write(b[:1])
+	os.Exit(0)
 }

@@ -28,20 +28,27 @@ func startProcess(cmd *exec.Cmd) (int, error) {
 
 // reap reports whether worker pid has exited, collecting it if it is
 // this process's child. It counts as exited, too, when its command line
-// no longer names spec: another process reuses the pid. An exiting
-// child's command line is empty a moment before it can be collected: it
-// counts as exited only once collected, not left a zombie.
+// no longer names spec: another process reuses the pid.
+//
+// A child of this process that is exiting has no command line (or none
+// to read) for a while, as it tears its memory down, before it can be
+// collected: it is not taken for gone then, which would leave it a
+// zombie for the supervisor's life, but collected by a later call.
 func reap(pid int, spec string) (exited bool) {
 	var ws syscall.WaitStatus
 	got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 	switch {
 	case err == nil && got == pid:
 		return true
-	case err == nil: // a child, running or exiting
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		return err == nil && len(b) > 0 && !bytes.Contains(b, append([]byte(spec), 0))
+	case err != nil: // not a child: a worker adopted from a supervisor before
+		return !isWorker(pid, spec)
 	}
-	return !isWorker(pid, spec)
+	// A child that runs, or is exiting: its command line read once.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	return !bytes.Contains(b, append([]byte(spec), 0))
 }
 
 // isWorker reports whether process pid runs with spec on its command
