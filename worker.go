@@ -280,15 +280,14 @@ func (rt *runtime) setupPeers() {
 			continue
 		}
 		// A local executor gets remote input in a queue of its own, with
-		// room for a reconnection's worth beyond every peer's credits:
-		// a (re)connection refills the sender's credits while batches
-		// sent on the old ones may still be here, in the peer's queue
-		// (peerQueueLen frames, which a Redirect sends on to the peer's
-		// new copy) or in its executors' hands (one each). The
-		// connection's reader must not wait for room here: the grants
-		// that would free this executor, stuck sending to that peer,
-		// arrive on the same connection behind the batch.
-		perPeer := 2*k + peerQueueLen + len(rt.execs)
+		// room for twice every peer's credits: a (re)connection refills
+		// the sender's credits while batches sent on the old ones may
+		// still be on their way (a Redirect sends a moved peer's queue on
+		// to its new copy) or here, so one reconnection can bring up to
+		// 2k. The connection's reader must not wait for room here: the
+		// grants that would free this executor, when it waits for credit
+		// to send to that peer, arrive on the same connection.
+		perPeer := 2 * k
 		switch {
 		case slot.in != nil:
 			slot.rin = make(chan *batch, perPeer*remotePeers)
