@@ -284,12 +284,19 @@ func (rt *runtime) setupPeers() {
 			continue
 		}
 		// A local executor gets remote input in a queue of its own, with
-		// room for every peer's credits.
+		// room for twice every peer's credits: a (re)connection refills
+		// the sender's credits while batches sent on the old ones may
+		// still be on their way (a Redirect sends a moved peer's queue on
+		// to its new copy) or here, so one reconnection can bring up to
+		// 2k. The connection's reader must not wait for room here: the
+		// grants that would free this executor, when it waits for credit
+		// to send to that peer, arrive on the same connection.
+		perPeer := 2 * k
 		switch {
 		case slot.in != nil:
-			slot.rin = make(chan *batch, k*remotePeers)
+			slot.rin = make(chan *batch, perPeer*remotePeers)
 		case !slot.isSpout:
-			slot.rctl = make(chan *ackBatch, k*remotePeers)
+			slot.rctl = make(chan *ackBatch, perPeer*remotePeers)
 		}
 	}
 }
@@ -643,8 +650,8 @@ func (rt *runtime) checkAcks(exec int, b *ackBatch) error {
 }
 
 // deliverTo hands b to a local executor's queue. With credits there is
-// room; only a spout's completions, or batches sent just before a
-// reconnect, can wait.
+// room, for one reconnection's over-credit too; only a spout's
+// completions, or batches of reconnections in quick succession, can wait.
 func deliverTo[B any](rt *runtime, ch chan<- B, b B) {
 	select {
 	case ch <- b:

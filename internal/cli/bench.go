@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  runGroup,
 	}
-	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd())
+	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd(), newFailoverCmd())
 	return cmd
 }
 

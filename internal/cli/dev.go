@@ -685,3 +685,57 @@ func pidsOf(ps []proclist.Proc) []int {
 	}
 	return out
 }
+
+// killSupervisor kills supervisor c and every process under its
+// directory (the workers it started) with SIGKILL, as the loss of its
+// machine would, and waits until they are gone. It returns how many
+// workers it killed. c's exit still arrives on exited: the caller, which
+// asked for it, takes it as no error; stop skips what is gone.
+func (d *devCluster) killSupervisor(c *child) (workers int, err error) {
+	if c.running() {
+		c.cmd.Process.Kill()
+	}
+	<-c.done
+	// The supervisor is gone, so no worker starts under its directory
+	// after this look; each is killed at once, not stopped.
+	killed := make(map[int]bool)
+	for range 100 {
+		ps, err := d.workersUnder(c.dir)
+		if err != nil {
+			return len(killed), err
+		}
+		if len(ps) == 0 {
+			return len(killed), nil
+		}
+		for _, p := range ps {
+			if proc, err := os.FindProcess(p.PID); err == nil {
+				proc.Kill()
+			}
+			killed[p.PID] = true
+		}
+		time.Sleep(20 * time.Millisecond) // a killed process lingers until init reaps it
+	}
+	ps, _ := d.workersUnder(c.dir)
+	return len(killed), fmt.Errorf("processes still running under %s after SIGKILL: %v", c.dir, pidsOf(ps))
+}
+
+// workersUnder lists the processes other than the cluster's own whose
+// command line names a path under dir: the workers of the supervisors
+// whose directories are under it.
+func (d *devCluster) workersUnder(dir string) ([]proclist.Proc, error) {
+	ours := make(map[int]bool)
+	for _, c := range d.children() {
+		ours[c.pid()] = true
+	}
+	ps, err := proclist.Under(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := ps[:0]
+	for _, p := range ps {
+		if !ours[p.PID] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

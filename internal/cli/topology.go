@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/benchfail"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
 
@@ -32,6 +33,8 @@ func (o *Options) register() error {
 			errs = append(errs, fmt.Errorf("topology %d has no name", i))
 		case strings.ContainsAny(t.Name, " \t\n=/"):
 			errs = append(errs, fmt.Errorf("topology name %q: use no spaces, '=' or '/'", t.Name))
+		case t.Name == benchfail.TopologyName:
+			errs = append(errs, fmt.Errorf("topology name %q is taken by \"bench failover\": choose another", t.Name))
 		case seen[t.Name]:
 			errs = append(errs, fmt.Errorf("topology %q is given twice", t.Name))
 		case t.Build == nil:
@@ -42,7 +45,10 @@ func (o *Options) register() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	for _, t := range o.Topologies {
+	// The failover bench's topology, in every program: the bench submits
+	// this program, whose workers must rebuild it.
+	topologies := append(slices.Clone(o.Topologies), failoverTopology)
+	for _, t := range topologies {
 		workerproc.Replace(workerFactory(t.Name), func(raw json.RawMessage) (*workerproc.Built, error) {
 			var params map[string]string
 			if len(raw) > 0 {
