@@ -14,6 +14,7 @@ import (
 // Close), or when its election key is deleted; Lost then closes. Its
 // methods are safe for concurrent use.
 type Leadership struct {
+	s      *Store
 	e      *concurrency.Election
 	sess   *concurrency.Session
 	cancel context.CancelFunc
@@ -42,7 +43,7 @@ func (s *Store) Campaign(ctx context.Context, m *Membership) (*Leadership, error
 		cancel()
 		return nil, fmt.Errorf("coord: campaign of nimbus %s: %w", m.nimbus, err)
 	}
-	l := &Leadership{e: e, sess: sess, cancel: cancel, lost: make(chan struct{})}
+	l := &Leadership{s: s, e: e, sess: sess, cancel: cancel, lost: make(chan struct{})}
 	if !s.start(func() { l.run(lctx, s.c) }) {
 		sess.Orphan()
 		cancel()
@@ -126,4 +127,54 @@ func (s *Store) Leader(ctx context.Context) (Nimbus, error) {
 		return Nimbus{}, err
 	}
 	return n, nil
+}
+
+// The leader's writes. Each is a transaction conditioned on the term's
+// election key being the one this term created: a nimbus that has lost
+// its lease but not yet noticed (its keep-alives late, its watch behind)
+// cannot overwrite what the next leader wrote. Each fails with
+// ErrNotLeader, writing nothing, once the term has ended in etcd.
+
+// PutAssignment stores a while the term holds.
+func (l *Leadership) PutAssignment(ctx context.Context, a Assignment) error {
+	return l.s.putAssignment(ctx, a, l.fence())
+}
+
+// DeleteAssignment removes a topology's assignment while the term holds.
+func (l *Leadership) DeleteAssignment(ctx context.Context, id string) error {
+	return l.s.deleteAssignment(ctx, id, l.fence())
+}
+
+// DeleteTopology is Store.DeleteTopology while the term holds.
+func (l *Leadership) DeleteTopology(ctx context.Context, id string) error {
+	return l.s.deleteTopology(ctx, id, l.fence())
+}
+
+func (l *Leadership) fence() *fence { return &fence{key: l.e.Key(), rev: l.e.Rev()} }
+
+// fence is a leader's term as etcd holds it: its election key and the
+// revision that created it.
+type fence struct {
+	key string
+	rev int64
+}
+
+func (f *fence) cmp() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)
+}
+
+func (f *fence) lost() error {
+	return fmt.Errorf("%w: the election key %s of revision %d is gone", ErrNotLeader, f.key, f.rev)
+}
+
+// check reads the fence's key: ErrNotLeader if the term has ended.
+func (f *fence) check(ctx context.Context, c *clientv3.Client) error {
+	r, err := c.Get(ctx, f.key)
+	if err != nil {
+		return err
+	}
+	if len(r.Kvs) == 0 || r.Kvs[0].CreateRevision != f.rev {
+		return f.lost()
+	}
+	return nil
 }

@@ -179,3 +179,79 @@ func TestCampaignResignAndLostLease(t *testing.T) {
 		t.Errorf("Leader after the leader left: got %+v, %v; want ErrNotFound", n, err)
 	}
 }
+
+// A leader's writes are fenced by its term: once its election key is
+// gone from etcd (its lease expired while it was cut off, say), a write
+// it makes before it notices is refused and changes nothing, and the
+// next leader's writes stand.
+func TestLeaderWritesAreFenced(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	join := func(id string) (*Store, *Membership) {
+		c := dial(t, cl.e.Endpoints)
+		s := NewStore(c)
+		t.Cleanup(func() { s.Close(); c.Close() })
+		m, err := s.JoinNimbus(ctx, Nimbus{ID: id}, testTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, m
+	}
+	sa, a := join("a")
+	sb, b := join("b")
+	la, err := sa.Campaign(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := Topology{ID: "t-1", Name: "t"}
+	if err := cl.s.CreateTopology(ctx, topo); err != nil {
+		t.Fatal(err)
+	}
+	if err := la.PutAssignment(ctx, Assignment{Topology: "t-1", Version: 1}); err != nil {
+		t.Fatalf("the leader's write: %v", err)
+	}
+	// What the expiry of a's lease does in etcd, before a can notice.
+	if _, err := cl.c.Delete(ctx, la.e.Key()); err != nil {
+		t.Fatal(err)
+	}
+	version := func() int64 {
+		t.Helper()
+		as, err := cl.s.Assignments(ctx)
+		if err != nil || len(as) != 1 {
+			t.Fatalf("assignments: %+v, %v; want one", as, err)
+		}
+		return as[0].Version
+	}
+	if err := la.PutAssignment(ctx, Assignment{Topology: "t-1", Version: 2}); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a's put after its term ended: %v, want ErrNotLeader", err)
+	}
+	if v := version(); v != 1 {
+		t.Errorf("after a's refused put the assignment has version %d, want 1", v)
+	}
+	lb, err := sb.Campaign(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Resign(ctx)
+	if err := lb.PutAssignment(ctx, Assignment{Topology: "t-1", Version: 3}); err != nil {
+		t.Fatalf("the new leader's write: %v", err)
+	}
+	if err := la.DeleteAssignment(ctx, "t-1"); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a's delete of the assignment: %v, want ErrNotLeader", err)
+	}
+	if err := la.DeleteTopology(ctx, "t-1"); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a's delete of the topology: %v, want ErrNotLeader", err)
+	}
+	if v := version(); v != 3 {
+		t.Errorf("the assignment has version %d after a's refused writes, want b's 3", v)
+	}
+	if _, err := cl.s.Topology(ctx, "t-1"); err != nil {
+		t.Errorf("the topology after a's refused delete: %v", err)
+	}
+	if err := lb.DeleteTopology(ctx, "t-1"); err != nil {
+		t.Errorf("b's delete of the topology: %v", err)
+	}
+	if ts, err := cl.s.Topologies(ctx); err != nil || len(ts) != 0 {
+		t.Errorf("topologies after b's delete: %+v, %v; want none", ts, err)
+	}
+}

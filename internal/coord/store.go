@@ -19,6 +19,9 @@ var (
 	ErrExists = errors.New("coord: exists")
 	// ErrClosed says the Store was closed.
 	ErrClosed = errors.New("coord: store closed")
+	// ErrNotLeader says a leader's write was refused because its term
+	// had ended: another nimbus may lead, and the write is its to make.
+	ErrNotLeader = errors.New("coord: no longer the leader")
 )
 
 // Store reads and writes Gale's records in etcd. It is safe for
@@ -152,6 +155,12 @@ func (s *Store) Topologies(ctx context.Context) ([]Topology, error) {
 // assignment in one transaction; ErrNotFound if there is no such
 // topology.
 func (s *Store) DeleteTopology(ctx context.Context, id string) error {
+	return s.deleteTopology(ctx, id, nil)
+}
+
+// deleteTopology is DeleteTopology, done only while fence, when not
+// nil, holds.
+func (s *Store) deleteTopology(ctx context.Context, id string, fence *fence) error {
 	tk := TopologiesPrefix + id
 	for {
 		r, err := s.c.Get(ctx, tk)
@@ -165,8 +174,12 @@ func (s *Store) DeleteTopology(ctx context.Context, id string) error {
 		if err := json.Unmarshal(r.Kvs[0].Value, &t); err != nil {
 			return fmt.Errorf("coord: %s: bad record: %w", tk, err)
 		}
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(tk), "=", r.Kvs[0].ModRevision)}
+		if fence != nil {
+			cmps = append(cmps, fence.cmp())
+		}
 		tr, err := s.c.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(tk), "=", r.Kvs[0].ModRevision)).
+			If(cmps...).
 			Then(clientv3.OpDelete(tk), clientv3.OpDelete(namesPrefix+t.Name),
 				clientv3.OpDelete(AssignmentsPrefix+id)).
 			Commit()
@@ -176,12 +189,27 @@ func (s *Store) DeleteTopology(ctx context.Context, id string) error {
 		if tr.Succeeded {
 			return nil
 		}
+		if fence != nil {
+			if err := fence.check(ctx, s.c); err != nil {
+				return fmt.Errorf("coord: delete topology %s: %w", id, err)
+			}
+		}
 		// Changed between the read and the delete: read it again.
 	}
 }
 
 // PutAssignment stores a, replacing the topology's assignment.
 func (s *Store) PutAssignment(ctx context.Context, a Assignment) error {
+	return s.putAssignment(ctx, a, nil)
+}
+
+// DeleteAssignment removes a topology's assignment; none is no error.
+func (s *Store) DeleteAssignment(ctx context.Context, id string) error {
+	return s.deleteAssignment(ctx, id, nil)
+}
+
+// putAssignment stores a if fence, when not nil, holds.
+func (s *Store) putAssignment(ctx context.Context, a Assignment, fence *fence) error {
 	if a.Topology == "" {
 		return errors.New("coord: assignment needs a topology id")
 	}
@@ -189,16 +217,34 @@ func (s *Store) PutAssignment(ctx context.Context, a Assignment) error {
 	if err != nil {
 		return fmt.Errorf("coord: assignment of %s: %w", a.Topology, err)
 	}
-	if _, err := s.c.Put(ctx, AssignmentsPrefix+a.Topology, string(v)); err != nil {
+	if err := s.write(ctx, fence, clientv3.OpPut(AssignmentsPrefix+a.Topology, string(v))); err != nil {
 		return fmt.Errorf("coord: put assignment of %s: %w", a.Topology, err)
 	}
 	return nil
 }
 
-// DeleteAssignment removes a topology's assignment; none is no error.
-func (s *Store) DeleteAssignment(ctx context.Context, id string) error {
-	if _, err := s.c.Delete(ctx, AssignmentsPrefix+id); err != nil {
+// deleteAssignment removes a topology's assignment if fence, when not
+// nil, holds.
+func (s *Store) deleteAssignment(ctx context.Context, id string, fence *fence) error {
+	if err := s.write(ctx, fence, clientv3.OpDelete(AssignmentsPrefix+id)); err != nil {
 		return fmt.Errorf("coord: delete assignment of %s: %w", id, err)
+	}
+	return nil
+}
+
+// write applies op, in a transaction conditioned on fence when there is
+// one: ErrNotLeader if the fence no longer holds.
+func (s *Store) write(ctx context.Context, f *fence, op clientv3.Op) error {
+	if f == nil {
+		_, err := s.c.Do(ctx, op)
+		return err
+	}
+	r, err := s.c.Txn(ctx).If(f.cmp()).Then(op).Commit()
+	if err != nil {
+		return err
+	}
+	if !r.Succeeded {
+		return f.lost()
 	}
 	return nil
 }

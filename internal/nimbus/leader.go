@@ -188,9 +188,14 @@ func (n *Nimbus) reconcileNow(ctx context.Context) error {
 func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 	n.reconcileMu.Lock()
 	defer n.reconcileMu.Unlock()
-	if !n.IsLeader() {
+	n.mu.Lock()
+	l := n.mu.leader
+	n.mu.Unlock()
+	if l == nil {
 		return time.Time{}, errNotLeader
 	}
+	// Reads from the store; writes through the term, which etcd refuses
+	// once it has ended, even before this nimbus notices.
 	s := n.store
 	ts, err := s.Topologies(ctx)
 	if err != nil {
@@ -216,7 +221,7 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 		due := !t.Deadline.IsZero() && !now.Before(t.Deadline)
 		switch {
 		case t.Status == coord.StatusKilled && due:
-			if err := n.remove(ctx, t, ts); err != nil {
+			if err := n.remove(ctx, l, t, ts); err != nil {
 				return next, err
 			}
 			delete(asgs, t.ID)
@@ -305,7 +310,7 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 				other, ok := taken[scheduler.Placement{Supervisor: w.Supervisor, Port: w.Port}]
 				return ok && other != t.ID
 			}) {
-				if err := s.DeleteAssignment(ctx, t.ID); err != nil {
+				if err := l.DeleteAssignment(ctx, t.ID); err != nil {
 					return next, err
 				}
 				n.log.Warn("withdrew the assignment of a pending topology whose slots another took", "topology", t.Name, "pending", r.Pending)
@@ -324,14 +329,14 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 			continue
 		}
 		want.Version = old.Version + 1
-		if err := s.PutAssignment(ctx, want); err != nil {
+		if err := l.PutAssignment(ctx, want); err != nil {
 			return next, err
 		}
 		n.log.Info("assigned", "topology", t.Name, "version", want.Version, "workers", len(want.Workers), "active", want.Active)
 	}
 	for id := range asgs {
 		if !slices.ContainsFunc(live, func(t coord.Topology) bool { return t.ID == id }) {
-			if err := s.DeleteAssignment(ctx, id); err != nil {
+			if err := l.DeleteAssignment(ctx, id); err != nil {
 				return next, err
 			}
 		}
@@ -344,8 +349,8 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 
 // remove deletes a killed topology whose wait is over, and its artifact
 // if no other topology of all uses it.
-func (n *Nimbus) remove(ctx context.Context, t coord.Topology, all []coord.Topology) error {
-	if err := n.store.DeleteTopology(ctx, t.ID); err != nil {
+func (n *Nimbus) remove(ctx context.Context, l *coord.Leadership, t coord.Topology, all []coord.Topology) error {
+	if err := l.DeleteTopology(ctx, t.ID); err != nil {
 		return err
 	}
 	n.log.Info("killed topology", "topology", t.Name, "id", t.ID)
