@@ -28,13 +28,24 @@ func startProcess(cmd *exec.Cmd) (int, error) {
 
 // reap reports whether worker pid has exited, collecting it if it is
 // this process's child. It counts as exited, too, when its command line
-// no longer names spec: another process reuses the pid.
+// no longer names spec: another process reuses the pid. A child of this
+// process whose command line reads empty is exiting (it has released its
+// memory and is about to become a zombie): it counts as running until a
+// later call collects it, so that no zombie is left behind.
 func reap(pid int, spec string) (exited bool) {
 	var ws syscall.WaitStatus
-	if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && got == pid {
+	got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	if err == nil && got == pid {
 		return true
 	}
-	return !isWorker(pid, spec)
+	if isWorker(pid, spec) {
+		return false
+	}
+	if err == nil {
+		b, rerr := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		return rerr != nil || len(b) > 0
+	}
+	return true
 }
 
 // isWorker reports whether process pid runs with spec on its command
