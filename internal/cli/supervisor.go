@@ -46,7 +46,8 @@ spec and worker.log, and state.json, the workers it runs.
 Stopping a supervisor (SIGTERM, SIGINT, even kill -9) does not stop its
 workers, as in Storm: they keep running, and a supervisor started again in
 the same --dir adopts them without restarting them. It prints one line on
-stderr once it has joined the cluster.`,
+stderr once it has joined the cluster. "supervisor status --dir DIR" shows
+its workers, from the supervisor itself.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.dir == "" {
@@ -115,6 +116,7 @@ stderr once it has joined the cluster.`,
 			})
 		},
 	}
+	cmd.AddCommand(newSupervisorStatusCmd())
 	fl := cmd.Flags()
 	fl.StringVar(&f.file, "file", "", "a gale.yaml with the cluster's settings")
 	fl.StringVar(&f.dir, "dir", "", "the supervisor's state `directory`")

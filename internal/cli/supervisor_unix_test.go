@@ -44,11 +44,21 @@ func TestSupervisorCommand(t *testing.T) {
 	if len(sups) != 1 || sups[0].ID != "sup-a" || len(sups[0].Ports) != 2 || sups[0].Ports[0] != 6790 {
 		t.Fatalf("supervisors in etcd: %+v, want sup-a with slots 6790, 6791", sups)
 	}
+	// gale supervisor status asks the supervisor itself.
+	if code, out, errOut := runGale(t, "supervisor", "status", "--dir", dir); code != exitOK || !strings.Contains(out, "supervisor sup-a: 0 workers") {
+		t.Errorf("supervisor status: exit %d, stdout %q, stderr %q; want 0 and sup-a with 0 workers", code, out, errOut)
+	}
+	if code, out, _ := runGale(t, "supervisor", "status", "--dir", dir, "--json"); code != exitOK || !strings.Contains(out, `"supervisor": "sup-a"`) {
+		t.Errorf("supervisor status --json: exit %d, stdout %q; want 0 and sup-a", code, out)
+	}
 	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if st := p.Wait(t); st.ExitCode() != exitOK {
 		t.Fatalf("exit after SIGTERM: %v, want 0", st)
+	}
+	if code, _, errOut := runGale(t, "supervisor", "status", "--dir", dir); code != exitRuntime || !strings.Contains(errOut, "no supervisor answers") {
+		t.Errorf("supervisor status of a stopped supervisor: exit %d, stderr %q; want %d saying no supervisor answers", code, errOut, exitRuntime)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "id")); err != nil || strings.TrimSpace(string(b)) != "sup-a" {
 		t.Fatalf("--dir's id: %q, %v; want sup-a", b, err)

@@ -14,6 +14,12 @@
 //		c.Gale(t, "submit", "wordcount", "--nimbus", c.Nimbus)
 //		...
 //	}
+//
+// Launch is the other way (unix only): a Fleet of processes the test owns
+// one by one (etcd, nimbuses, supervisors, each a Proc to kill, pause,
+// stop and restart), for the failure tests. Its processes are made by a
+// Host's Command, so that a test may run them inside network namespaces
+// (internal/netnstest's Host.Command).
 package clustertest
 
 import (
@@ -112,6 +118,38 @@ type Options struct {
 	// Config is the cluster's gale.yaml (YAML text), given to nimbus and
 	// every supervisor; empty for none.
 	Config string
+	// Nimbuses is the number of nimbuses Launch starts (default 1);
+	// Start's dev cluster has one.
+	Nimbuses int
+	// Host is where Launch starts the processes (default: 127.0.0.1,
+	// with exec.CommandContext); Start ignores it.
+	Host Host
+}
+
+// Command makes the command that runs prog with args: the shape of
+// exec.CommandContext (the default) and of netnstest's Host.Command,
+// which runs it inside a network namespace.
+type Command func(ctx context.Context, prog string, args ...string) *exec.Cmd
+
+// Host is where a process of a Fleet runs: how its command is made and
+// the address it binds and advertises.
+type Host struct {
+	// Addr is the address to bind (default 127.0.0.1).
+	Addr string
+	// Command makes the process's command (default exec.CommandContext).
+	// The process must be the command's own (a wrapper must exec it, as
+	// ip netns exec does): Proc signals the command's pid.
+	Command Command
+}
+
+func (h Host) withDefaults() Host {
+	if h.Addr == "" {
+		h.Addr = "127.0.0.1"
+	}
+	if h.Command == nil {
+		h.Command = exec.CommandContext
+	}
+	return h
 }
 
 // Cluster is a running `gale dev`.
@@ -370,6 +408,19 @@ func (c *Cluster) Workers() ([]int, error) {
 // exit code and output; it logs the command line and stderr.
 func (c *Cluster) Gale(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runGale(t, args...)
+}
+
+// runGale runs the gale binary with args, up to two minutes, and returns
+// its exit code and output; it logs the command line and stderr.
+func runGale(t testing.TB, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runGaleLogged(t, true, args...)
+}
+
+// runGaleLogged is runGale that logs a run that exits 0 only if always.
+func runGaleLogged(t testing.TB, always bool, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, Binary(), args...)
@@ -384,7 +435,9 @@ func (c *Cluster) Gale(t testing.TB, args ...string) (code int, stdout, stderr s
 	default:
 		t.Fatalf("gale %s: %v", strings.Join(args, " "), err)
 	}
-	t.Logf("gale %s → exit %d\nstderr:\n%s", strings.Join(args, " "), code, errOut.String())
+	if always || code != 0 {
+		t.Logf("gale %s → exit %d\nstderr:\n%s", strings.Join(args, " "), code, errOut.String())
+	}
 	return code, out.String(), errOut.String()
 }
 
@@ -411,13 +464,21 @@ func (c *Cluster) List(t testing.TB) []Topology {
 	if code != 0 {
 		t.Fatalf("gale list: exit %d", code)
 	}
+	ts, err := decodeList(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func decodeList(out string) ([]Topology, error) {
 	var l struct {
 		Topologies []Topology `json:"topologies"`
 	}
 	if err := json.Unmarshal([]byte(out), &l); err != nil {
-		t.Fatalf("gale list --json: %v\n%s", err, out)
+		return nil, fmt.Errorf("gale list --json: %v\n%s", err, out)
 	}
-	return l.Topologies
+	return l.Topologies, nil
 }
 
 // Stop stops dev with SIGTERM, which stops the cluster in order, and

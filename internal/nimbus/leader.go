@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gale-stream/gale/internal/coord"
@@ -85,9 +86,24 @@ func (n *Nimbus) missing(ctx context.Context) ([]coord.Topology, error) {
 // supervisors, topologies or assignments, every nimbus.monitor.freq.secs,
 // when a kill's or rebalance's wait ends, and when a call asks. It
 // returns when ctx is done or the leadership is lost, and reports which.
+// A lost leadership also cancels the reconcile in progress: one blocked
+// on an etcd that does not answer would otherwise keep this nimbus
+// leading, taking reports and calls, long after its lease has expired
+// and another may lead.
 func (n *Nimbus) lead(ctx context.Context, l *coord.Leadership) (lost bool) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-l.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	n.mu.Lock()
 	n.mu.leader = l
 	n.mu.Unlock()
@@ -110,21 +126,20 @@ func (n *Nimbus) lead(ctx context.Context, l *coord.Leadership) (lost bool) {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return n.lostLeadership(l)
 		case <-l.Lost():
-			n.log.Warn("leadership lost")
-			return true
+			return n.lostLeadership(l)
 		case _, ok := <-sups:
-			if !ok {
-				return false
+			if !ok { // ctx is done
+				return n.lostLeadership(l)
 			}
 		case _, ok := <-topos:
-			if !ok {
-				return false
+			if !ok { // ctx is done
+				return n.lostLeadership(l)
 			}
 		case _, ok := <-asgs:
-			if !ok {
-				return false
+			if !ok { // ctx is done
+				return n.lostLeadership(l)
 			}
 		case <-tick.C:
 		case <-due.C:
@@ -132,14 +147,27 @@ func (n *Nimbus) lead(ctx context.Context, l *coord.Leadership) (lost bool) {
 		}
 		next, err := n.reconcile(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				n.log.Warn("reconcile", "err", err)
+			if ctx.Err() != nil {
+				return n.lostLeadership(l)
 			}
+			n.log.Warn("reconcile", "err", err)
 			continue
 		}
 		if !next.IsZero() {
 			due.Reset(max(time.Until(next), 0))
 		}
+	}
+}
+
+// lostLeadership says whether l has ended (and logs it); false means
+// the nimbus is stopping.
+func (n *Nimbus) lostLeadership(l *coord.Leadership) bool {
+	select {
+	case <-l.Lost():
+		n.log.Warn("leadership lost")
+		return true
+	default:
+		return false
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -89,7 +90,8 @@ type Supervisor struct {
 	nimbus *nimbusConn
 	ready  chan struct{}
 
-	wg          sync.WaitGroup // every goroutine of Run
+	wg          sync.WaitGroup         // every goroutine of Run
+	status      atomic.Pointer[[]byte] // the latest report, as JSON, for the status socket
 	connsMu     sync.Mutex
 	conns       map[*ctlConn]struct{}
 	connsClosed bool
@@ -227,6 +229,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("supervisor: control socket: %w", err)
 	}
 	defer ln.Close()
+	sock := StatusSocket(s.cfg.Dir)
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("supervisor: %w", err)
+	}
+	sln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("supervisor: status socket: %w", err)
+	}
+	defer sln.Close()
+	s.setStatus(s.report())
 	jctx, jcancel := context.WithTimeout(ctx, joinTimeout)
 	mem, err := s.cfg.Store.JoinSupervisor(jctx, coord.Supervisor{ID: s.cfg.ID, Host: s.cfg.Host, Ports: s.cfg.Ports,
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GaleVersion: s.cfg.GaleVersion, WireVersion: s.cfg.WireVersion,
@@ -250,10 +262,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	dls := make(chan dlResult, len(s.cfg.Ports)+1)
 	reports := make(chan *nimbuspb.ReportRequest, 1)
 	s.wg.Go(func() { s.serveControl(lctx, ln, events) })
+	s.wg.Go(func() { s.serveStatus(sln) })
 	s.wg.Go(func() { s.watch(lctx, assigns) })
 	s.wg.Go(func() { s.reporter(lctx, reports) })
 	defer func() {
 		ln.Close()
+		sln.Close()
 		s.closeConns()
 		cancel()
 		s.wg.Wait()
@@ -289,7 +303,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			case <-reports:
 			default:
 			}
-			reports <- s.report()
+			r := s.report()
+			s.setStatus(r)
+			reports <- r
 			continue
 		}
 		s.reconcile(lctx, dls)

@@ -350,6 +350,24 @@ func TestSupervisor(t *testing.T) {
 		t.Fatalf("artifact stored: %v, %v; want mode 0755", info, err)
 	}
 
+	// The status socket serves the same report, on the machine.
+	var st *nimbuspb.ReportRequest
+	for deadline := time.Now().Add(time.Minute); ; {
+		var err error
+		if st, err = ReadStatus(ctx, dir); err == nil {
+			if w := workerOn(st, ports[1]); w != nil && w.Pid == pid && w.State == "valid" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status socket did not serve the valid worker %d within a minute: %v, %v", pid, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.Supervisor != "s1" {
+		t.Errorf("the status names supervisor %q, want s1", st.Supervisor)
+	}
+
 	// A crash: the supervisor starts it again.
 	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -364,6 +382,9 @@ func TestSupervisor(t *testing.T) {
 	stopA()
 	if !alive(int(pid2)) {
 		t.Fatalf("worker %d stopped with its supervisor", pid2)
+	}
+	if _, err := ReadStatus(ctx, dir); err == nil {
+		t.Error("ReadStatus answered after the supervisor stopped, want an error")
 	}
 	stopB := runSupervisor(t, cfg)
 	adopted := pid2

@@ -1,0 +1,47 @@
+package nimbus
+
+import (
+	"testing"
+
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/coord"
+)
+
+// A leader whose etcd stops answering steps down once its lease has
+// expired, though its reconcile is blocked on etcd then (it reconciles
+// every second), so that it takes no reports or calls as a leader it no
+// longer is; it leads again once etcd is back.
+func TestLeaderStepsDownWhileEtcdIsDown(t *testing.T) {
+	dir := t.TempDir()
+	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := e.Endpoints[0]
+	c, err := coord.Dial(e.Endpoints)
+	if err != nil {
+		e.Close()
+		t.Fatal(err)
+	}
+	cl := &cluster{t: t, etcd: e, store: coord.NewStore(c)}
+	t.Cleanup(func() {
+		cl.store.Close()
+		c.Close()
+		if cl.etcd != nil { // the etcd running at the end
+			cl.etcd.Close()
+		}
+	})
+	nd := cl.startNimbus("n1", "", func(c *Config) {
+		c.Cluster = gale.Config{gale.NimbusSupervisorTimeoutSecs: 2, gale.NimbusMonitorFreqSecs: 1}
+	})
+	nd.leads()
+	cl.etcd.Close()
+	cl.etcd = nil
+	eventually(t, "the leader steps down while etcd is down", func() bool { return !nd.n.IsLeader() })
+	e2, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: dir, ClientURL: url})
+	if err != nil {
+		t.Fatalf("restart etcd on %s: %v", url, err)
+	}
+	cl.etcd = e2
+	nd.leads()
+}
