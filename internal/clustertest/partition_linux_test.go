@@ -223,7 +223,11 @@ worker.heartbeat.frequency.secs: 1
 					left = append(left, pid)
 				}
 			}
-			held := strings.Contains(sups[victim.Addr()].Output(), `msg="holding a worker's start until the assignments are read again"`)
+			out := sups[victim.Addr()].Output()
+			if n := strings.Count(out, `msg="launched worker"`); n > len(stale) {
+				t.Fatalf("the cut-off supervisor launched %d workers, %d of them while cut off: want it to start no stale copy again from the assignment it holds\n%s", n, n-len(stale), out)
+			}
+			held := strings.Contains(out, `msg="holding a worker's start until the assignments are read again"`)
 			return len(left) == 0 && held, fmt.Sprintf("still running: %v; restart held: %v", left, held)
 		})
 		t.Logf("the stale worker exited and its restart was held %s after the cut", since(cut))
