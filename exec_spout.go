@@ -5,6 +5,8 @@ import (
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // spoutTask is one spout instance with its collector and in-flight trees.
@@ -77,6 +79,9 @@ type spoutExec struct {
 	// goroutine; publish copies them and the tasks' emits for spoutStats.
 	acked, failed                   int64
 	pubEmitted, pubAcked, pubFailed atomic.Int64
+	// latency: the complete latency of the trees acked, recorded by its
+	// goroutine, read by spoutStats.
+	latency runstats.LatencyRecorder
 
 	timeoutTk, tuneTk Ticker // made by start, so their phase is fixed before any executor runs
 }
@@ -324,6 +329,7 @@ func (x *spoutExec) publish(emitted bool) {
 
 func (x *spoutExec) handleCtl(b *ackBatch) {
 	freed := false
+	var now int64 // read at the batch's first completion
 	for i := range b.msgs {
 		m := &b.msgs[i]
 		t := x.tasks[m.task-x.first]
@@ -333,6 +339,10 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 				freed = true
 				x.resolved++
 				x.acked++
+				if now == 0 {
+					now = x.rt.clock.Now().UnixNano()
+				}
+				x.latency.Record(time.Duration(now - e.emitted))
 				x.call(t, func() { t.spout.Ack(e.msgID) })
 				if x.rt.obs.Ack != nil {
 					x.rt.obs.Ack(x.comp.id, int(m.task), e.msgID)

@@ -23,7 +23,9 @@ func init() {
 
 // spoutStats sums the counters of this process's spout executors by
 // component, in component id order. Executors publish them after each
-// round and each batch of acks, and a last time when they stop.
+// round and each batch of acks, and a last time when they stop; the
+// complete latencies as each tree is acked, from its emit (the clock
+// read at the start of the emitting round) to the handling of its ack.
 func (rt *runtime) spoutStats() []runstats.Spout {
 	byComp := make(map[string]*runstats.Spout)
 	for _, x := range rt.spoutExecs {
@@ -37,6 +39,7 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		s.Acked += x.pubAcked.Load()
 		s.Failed += x.pubFailed.Load()
 		s.Pending += x.pendingCount.Load()
+		x.latency.AddTo(&s.Latency)
 	}
 	out := make([]runstats.Spout, 0, len(byComp))
 	for _, s := range byComp {

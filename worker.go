@@ -150,10 +150,14 @@ func (rt *runtime) peerUp() {
 	rt.active.Store(rt.wantActive && rt.peersUp == len(rt.asg.Workers)-1)
 }
 
-func (w *workerShare) Stop() {
+func (w *workerShare) Stop() { w.stop(true) }
+
+func (w *workerShare) StopNow() { w.stop(false) }
+
+func (w *workerShare) stop(drain bool) {
 	w.stopOnce.Do(func() {
 		secs, _ := w.rt.conf.Int(TopologyShutdownDrainTimeoutSecs)
-		if w.rt.died.Load() {
+		if w.rt.died.Load() || !drain {
 			secs = 0 // a component's panic under kill-worker: no drain, as RunLocal
 		}
 		w.rt.stop(time.Duration(secs) * time.Second)

@@ -542,14 +542,14 @@ func selfSigned(t *testing.T) (tls.Certificate, string) {
 		string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
-// TestList: list shows every topology with its counters, and why one is
-// pending.
+// TestList: list shows every topology with its counters, its workers
+// running of those asked for, and why one is pending.
 func TestList(t *testing.T) {
 	t.Parallel()
 	fake := startFakeNimbus(t, nil)
 	fake.mu.Lock()
 	fake.topologies = []*nimbuspb.TopologySummary{
-		{Name: "wordcount", Id: "wordcount-1", Status: "ACTIVE", Workers: 2, Executors: 7, Tasks: 7, UptimeSecs: 3725, Emitted: 100, Acked: 90, Failed: 3},
+		{Name: "wordcount", Id: "wordcount-1", Status: "ACTIVE", Workers: 2, WorkersRunning: 2, Executors: 7, Tasks: 7, UptimeSecs: 3725, Emitted: 100, Acked: 90, Failed: 3},
 		{Name: "big", Id: "big-2", Status: "ACTIVE", PendingReason: "needs 9 slots, 3 are free", Workers: 9},
 	}
 	fake.mu.Unlock()
@@ -560,7 +560,7 @@ func TestList(t *testing.T) {
 	var r listReport
 	decodeOne(t, stdout, &r)
 	want := []listedTopology{
-		{Name: "wordcount", ID: "wordcount-1", Status: "ACTIVE", Workers: 2, Executors: 7, Tasks: 7, UptimeSecs: 3725, Emitted: 100, Acked: 90, Failed: 3},
+		{Name: "wordcount", ID: "wordcount-1", Status: "ACTIVE", Workers: 2, WorkersRunning: 2, Executors: 7, Tasks: 7, UptimeSecs: 3725, Emitted: 100, Acked: 90, Failed: 3},
 		{Name: "big", ID: "big-2", Status: "ACTIVE", PendingReason: "needs 9 slots, 3 are free", Workers: 9},
 	}
 	if !slices.Equal(r.Topologies, want) {
@@ -570,7 +570,7 @@ func TestList(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
 	}
-	for _, w := range []string{"wordcount-1", "1h 2m 5s", "big is pending: needs 9 slots, 3 are free"} {
+	for _, w := range []string{"wordcount-1", "2/2", "0/9", "1h 2m 5s", "big is pending: needs 9 slots, 3 are free"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout does not contain %q:\n%s", w, stdout)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // demoTopology is the topology demo submits: the stock word count, whose
@@ -23,8 +24,10 @@ func newDemoCmd(opts *Options) *cobra.Command {
 		Short: "Run a dev cluster with the word count submitted, and its live numbers, until Ctrl-C",
 		Long: `Run a cluster on this machine as "dev" does, submit the word count to it
 (sentences → split → count, every sentence tracked to its end), and print
-each second the sentences emitted per second and the trees acked and failed
-so far, from the supervisors' reports to nimbus. Ctrl-C stops everything.`,
+each second the sentences emitted per second, the trees acked and failed
+so far, the p99 of the complete latency (emit to ack) of the trees acked
+in the last second, and the workers running of those asked for, from the
+supervisors' reports to nimbus. Ctrl-C stops everything.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
@@ -79,6 +82,7 @@ func demo(cmd *cobra.Command, opts *Options, d *devCluster) error {
 	tk := time.NewTicker(time.Second)
 	defer tk.Stop()
 	var rate demoRate
+	var lat demoLatency
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,7 +108,7 @@ func demo(cmd *cobra.Command, opts *Options, d *devCluster) error {
 					cur = t
 				}
 			}
-			writeDemoLine(out, now.Sub(start), rate.update(now, cur), cur)
+			writeDemoLine(out, now.Sub(start), rate.update(now, cur), lat.update(cur), cur)
 		}
 	}
 }
@@ -141,7 +145,40 @@ func (r *demoRate) update(now time.Time, s *nimbuspb.TopologySummary) float64 {
 	return r.rate
 }
 
-func writeDemoLine(w io.Writer, elapsed time.Duration, rate float64, s *nimbuspb.TopologySummary) {
+// demoLatency is the p99 complete latency of the trees acked between two
+// changes of the histogram nimbus lists (the sum of the workers' latest
+// reports, which come each supervisor.heartbeat.frequency.secs: 1 s in the
+// demo), kept in between.
+type demoLatency struct {
+	prev runstats.Latency
+	p99  time.Duration
+}
+
+// update takes the summary (nil: not listed) and returns the p99, 0 while
+// there is none.
+func (d *demoLatency) update(s *nimbuspb.TopologySummary) time.Duration {
+	var cur runstats.Latency
+	if h := s.GetCompleteLatency(); h != nil {
+		var err error
+		if cur, err = runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
+			return d.p99 // nimbus checks the reports: not expected
+		}
+	}
+	n, was := cur.Count(), d.prev.Count()
+	switch {
+	case n < was:
+		// A worker started again, its counts from zero: the next
+		// change is measured from here.
+		d.p99 = 0
+	case n > was:
+		win := cur.Since(&d.prev)
+		d.p99 = win.Quantile(0.99)
+	}
+	d.prev = cur
+	return d.p99
+}
+
+func writeDemoLine(w io.Writer, elapsed time.Duration, rate float64, p99 time.Duration, s *nimbuspb.TopologySummary) {
 	if s == nil {
 		fmt.Fprintf(w, "%5.0fs  %s is not listed by nimbus\n", elapsed.Seconds(), demoTopology)
 		return
@@ -150,6 +187,21 @@ func writeDemoLine(w io.Writer, elapsed time.Duration, rate float64, s *nimbuspb
 	if s.GetPendingReason() != "" {
 		status += " (pending: " + s.GetPendingReason() + ")"
 	}
-	fmt.Fprintf(w, "%5.0fs  sentences/s %8.0f  acked %10d  failed %6d  workers %d  %s\n",
-		elapsed.Seconds(), rate, s.GetAcked(), s.GetFailed(), s.GetWorkers(), status)
+	fmt.Fprintf(w, "%5.0fs  sentences/s %8.0f  acked %10d  failed %6d  p99 %8s  workers %d/%d  %s\n",
+		elapsed.Seconds(), rate, s.GetAcked(), s.GetFailed(), latencyText(p99), s.GetWorkersRunning(), s.GetWorkers(), status)
+}
+
+// latencyText is d in milliseconds, to two or three digits: 0.42ms,
+// 3.1ms, 250ms, 1250ms; "-" for none.
+func latencyText(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case d <= 0:
+		return "-"
+	case ms < 1:
+		return fmt.Sprintf("%.2fms", ms)
+	case ms < 10:
+		return fmt.Sprintf("%.1fms", ms)
+	}
+	return fmt.Sprintf("%.0fms", ms)
 }

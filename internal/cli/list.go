@@ -17,13 +17,16 @@ type listedTopology struct {
 	ID            string `json:"id"`
 	Status        string `json:"status"`
 	PendingReason string `json:"pending_reason,omitempty"`
-	Workers       int32  `json:"workers"`
-	Executors     int32  `json:"executors"`
-	Tasks         int32  `json:"tasks"`
-	UptimeSecs    int64  `json:"uptime_secs"`
-	Emitted       int64  `json:"emitted"`
-	Acked         int64  `json:"acked"`
-	Failed        int64  `json:"failed"`
+	// Workers is topology.workers, WorkersRunning those the supervisors
+	// report running (valid).
+	Workers        int32 `json:"workers"`
+	WorkersRunning int32 `json:"workers_running"`
+	Executors      int32 `json:"executors"`
+	Tasks          int32 `json:"tasks"`
+	UptimeSecs     int64 `json:"uptime_secs"`
+	Emitted        int64 `json:"emitted"`
+	Acked          int64 `json:"acked"`
+	Failed         int64 `json:"failed"`
 }
 
 type listReport struct {
@@ -34,7 +37,7 @@ type listReport struct {
 func listed(s *nimbuspb.TopologySummary) listedTopology {
 	return listedTopology{
 		Name: s.GetName(), ID: s.GetId(), Status: s.GetStatus(), PendingReason: s.GetPendingReason(),
-		Workers: s.GetWorkers(), Executors: s.GetExecutors(), Tasks: s.GetTasks(), UptimeSecs: s.GetUptimeSecs(),
+		Workers: s.GetWorkers(), WorkersRunning: s.GetWorkersRunning(), Executors: s.GetExecutors(), Tasks: s.GetTasks(), UptimeSecs: s.GetUptimeSecs(),
 		Emitted: s.GetEmitted(), Acked: s.GetAcked(), Failed: s.GetFailed(),
 	}
 }
@@ -47,9 +50,9 @@ func newListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the cluster's topologies: status, workers, executors, tasks, uptime, acked and failed",
 		Long: `List the topologies the cluster runs, as nimbus knows them: name, id, status
-(and why a topology waits for slots, if it does), workers, executors, tasks,
-uptime, and the trees acked and failed so far, from the supervisors' latest
-reports.`,
+(and why a topology waits for slots, if it does), workers (running of those
+asked for: 2/4 is a topology short of 2), executors, tasks, uptime, and the
+trees acked and failed so far, from the supervisors' latest reports.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.clientConfig()
@@ -96,7 +99,7 @@ func writeList(w io.Writer, r listReport) error {
 		if t.PendingReason != "" {
 			st += " (pending)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\n", t.Name, t.ID, st, t.Workers, t.Executors, t.Tasks,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%d\t%d\n", t.Name, t.ID, st, t.WorkersRunning, t.Workers, t.Executors, t.Tasks,
 			uptime(t.UptimeSecs), t.Acked, t.Failed)
 	}
 	if err := tw.Flush(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -113,14 +114,25 @@ func TestDemo(t *testing.T) {
 			t.Logf("gale demo stderr:\n%s", stderr.String())
 		}
 	}()
-	acked := regexp.MustCompile(`acked\s+([0-9]+)`)
+	// A line with trees acked shows their p99 complete latency, which
+	// must be plausible: above zero, and below topology.message.timeout.secs
+	// (30 s: a tree older fails instead).
+	acked := regexp.MustCompile(`acked\s+([0-9]+).*\sp99\s+(\S+)`)
 	sc := bufio.NewScanner(out)
 	seen := false
 	for !seen && sc.Scan() {
 		t.Log(sc.Text())
-		if m := acked.FindStringSubmatch(sc.Text()); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			seen = n > 0
+		m := acked.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		if n, _ := strconv.Atoi(m[1]); n == 0 {
+			continue
+		}
+		seen = true
+		ms, err := strconv.ParseFloat(strings.TrimSuffix(m[2], "ms"), 64)
+		if err != nil || !strings.HasSuffix(m[2], "ms") || ms <= 0 || ms >= 30000 {
+			t.Errorf("the first line with trees acked shows p99 %q: want a latency in ms, above 0 and below 30 s", m[2])
 		}
 	}
 	if !seen {

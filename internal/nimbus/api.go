@@ -15,6 +15,7 @@ import (
 	"github.com/gale-stream/gale/internal/blobstore"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // chunkSize is the size of a Download's chunks.
@@ -78,8 +79,13 @@ func bySubmission(ts []coord.Topology) {
 	})
 }
 
-// counters are a topology's sums over its workers' reports.
-type counters struct{ emitted, acked, failed int64 }
+// counters are a topology's sums over its workers' reports: its trees,
+// their complete latencies, and how many of its workers are valid.
+type counters struct {
+	emitted, acked, failed int64
+	latency                runstats.Latency
+	running                int
+}
 
 // workerReports returns the latest reports of topology t's workers
 // (matched by id or name), from supervisors that reported within the
@@ -109,6 +115,14 @@ func sum(ws []*nimbuspb.WorkerReport) counters {
 		c.emitted += w.GetEmitted()
 		c.acked += w.GetAcked()
 		c.failed += w.GetFailed()
+		if h := w.GetCompleteLatency(); h != nil {
+			// Checked when the report came (Report).
+			l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+			c.latency.Add(&l)
+		}
+		if w.GetState() == "valid" {
+			c.running++
+		}
 	}
 	return c
 }
@@ -264,6 +278,14 @@ func (a *api) Report(ctx context.Context, req *nimbuspb.ReportRequest) (*nimbusp
 	}
 	if req.GetSupervisor() == "" {
 		return nil, status.Error(codes.InvalidArgument, "nimbus: a report needs its supervisor's id")
+	}
+	for _, w := range req.GetWorkers() {
+		if h := w.GetCompleteLatency(); h != nil {
+			if _, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "nimbus: the report of supervisor %s, worker on port %d: %v",
+					req.GetSupervisor(), w.GetPort(), err)
+			}
+		}
 	}
 	a.n.mu.Lock()
 	a.n.mu.reports[req.GetSupervisor()] = report{at: time.Now(), workers: req.GetWorkers()}

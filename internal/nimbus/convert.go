@@ -72,15 +72,20 @@ func effectiveDefinition(t coord.Topology) (plan.Topology, error) {
 
 func summary(t coord.Topology, pending string, now time.Time, counts counters) *nimbuspb.TopologySummary {
 	s := &nimbuspb.TopologySummary{
-		Id:            t.ID,
-		Name:          t.Name,
-		Status:        t.Status,
-		PendingReason: pending,
-		Workers:       int32(t.Workers),
-		UptimeSecs:    int64(now.Sub(t.SubmittedAt).Seconds()),
-		Emitted:       counts.emitted,
-		Acked:         counts.acked,
-		Failed:        counts.failed,
+		Id:             t.ID,
+		Name:           t.Name,
+		Status:         t.Status,
+		PendingReason:  pending,
+		Workers:        int32(t.Workers),
+		UptimeSecs:     int64(now.Sub(t.SubmittedAt).Seconds()),
+		Emitted:        counts.emitted,
+		Acked:          counts.acked,
+		Failed:         counts.failed,
+		WorkersRunning: int32(counts.running),
+	}
+	if counts.latency.Count() > 0 {
+		s.CompleteLatency = &nimbuspb.LatencyHistogram{}
+		s.CompleteLatency.Buckets, s.CompleteLatency.Counts = counts.latency.Sparse()
 	}
 	if d, err := effectiveDefinition(t); err == nil {
 		if p, err := plan.New(d); err == nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -19,6 +20,7 @@ import (
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/scheduler"
 )
 
@@ -104,21 +106,57 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 		t.Errorf("ClusterInfo: got %v", ci)
 	}
 
-	// Reports feed List and Get, and never etcd.
+	// Reports feed List and Get, and never etcd. The workers' complete
+	// latencies add up, across supervisors; the workers running are the
+	// valid ones.
 	rev := cl.etcd.RaftIndex()
+	hist := func(ds ...time.Duration) *nimbuspb.LatencyHistogram {
+		var l runstats.Latency
+		for _, d := range ds {
+			l.Record(d)
+		}
+		h := &nimbuspb.LatencyHistogram{}
+		h.Buckets, h.Counts = l.Sparse()
+		return h
+	}
 	_, err = nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
-		{Topology: resp.GetId(), Port: 6700, State: "valid", Emitted: 10, Acked: 7, Failed: 1},
-		{Topology: resp.GetId(), Port: 6701, State: "valid", Emitted: 5, Acked: 5},
+		{Topology: resp.GetId(), Port: 6700, State: "valid", Emitted: 10, Acked: 7, Failed: 1,
+			CompleteLatency: hist(time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, 50*time.Millisecond)},
+		{Topology: resp.GetId(), Port: 6701, State: "starting", Emitted: 5, Acked: 5},
 	}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s2", Workers: []*nimbuspb.WorkerReport{
+		{Topology: resp.GetId(), Port: 6700, State: "valid", CompleteLatency: hist(2*time.Millisecond, 2*time.Millisecond, 2*time.Millisecond)},
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	list, _ = nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
 	if s := list.GetTopologies()[0]; s.GetEmitted() != 15 || s.GetAcked() != 12 || s.GetFailed() != 1 {
 		t.Errorf("List after a report: emitted/acked/failed %d/%d/%d, want 15/12/1", s.GetEmitted(), s.GetAcked(), s.GetFailed())
 	}
-	if info, _ := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: resp.GetId()}); len(info.GetWorkers()) != 2 {
-		t.Errorf("Get by id: workers %v, want the two reported", info.GetWorkers())
+	s := list.GetTopologies()[0]
+	h := s.GetCompleteLatency()
+	lat, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+	if err != nil || lat.Count() != 10 {
+		t.Fatalf("List's complete latency: %v (%d trees), want the 10 reported", err, lat.Count())
+	}
+	if p50, p99 := lat.Quantile(0.5), lat.Quantile(0.99); p50 < 900*time.Microsecond || p50 > 1100*time.Microsecond ||
+		p99 < 45*time.Millisecond || p99 > 55*time.Millisecond {
+		t.Errorf("List's complete latency: p50 %v, p99 %v; want about 1ms and 50ms", p50, p99)
+	}
+	if s.GetWorkers() != 2 || s.GetWorkersRunning() != 2 {
+		t.Errorf("List's workers: %d running of %d, want 2 of 2 (two valid, one starting)", s.GetWorkersRunning(), s.GetWorkers())
+	}
+	_, err = nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
+		{Topology: resp.GetId(), Port: 6700, State: "valid", CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{300}, Counts: []int64{1}}},
+	}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "out of range") || !strings.Contains(err.Error(), "port 6700") {
+		t.Errorf("a report with a bad histogram: %v, want InvalidArgument naming the bucket and the worker", err)
+	}
+	if info, _ := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: resp.GetId()}); len(info.GetWorkers()) != 3 {
+		t.Errorf("Get by id: workers %v, want the three reported", info.GetWorkers())
 	}
 	if got := cl.etcd.RaftIndex(); got != rev {
 		t.Errorf("a report moved etcd's raft index from %d to %d", rev, got)

@@ -647,11 +647,17 @@ type TopologySummary struct {
 	Tasks         int32  `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"`
 	UptimeSecs    int64  `protobuf:"varint,8,opt,name=uptime_secs,json=uptimeSecs,proto3" json:"uptime_secs,omitempty"`
 	// From the supervisors' reports.
-	Emitted       int64 `protobuf:"varint,9,opt,name=emitted,proto3" json:"emitted,omitempty"`
-	Acked         int64 `protobuf:"varint,10,opt,name=acked,proto3" json:"acked,omitempty"`
-	Failed        int64 `protobuf:"varint,11,opt,name=failed,proto3" json:"failed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Emitted int64 `protobuf:"varint,9,opt,name=emitted,proto3" json:"emitted,omitempty"`
+	Acked   int64 `protobuf:"varint,10,opt,name=acked,proto3" json:"acked,omitempty"`
+	Failed  int64 `protobuf:"varint,11,opt,name=failed,proto3" json:"failed,omitempty"`
+	// complete_latency: the topology's trees acked, by complete latency,
+	// since its workers started: the sum of its workers' latest reports.
+	CompleteLatency *LatencyHistogram `protobuf:"bytes,12,opt,name=complete_latency,json=completeLatency,proto3" json:"complete_latency,omitempty"`
+	// workers_running: its workers the supervisors report valid (running
+	// and heartbeating), against the workers asked for (workers).
+	WorkersRunning int32 `protobuf:"varint,13,opt,name=workers_running,json=workersRunning,proto3" json:"workers_running,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TopologySummary) Reset() {
@@ -761,6 +767,80 @@ func (x *TopologySummary) GetFailed() int64 {
 	return 0
 }
 
+func (x *TopologySummary) GetCompleteLatency() *LatencyHistogram {
+	if x != nil {
+		return x.CompleteLatency
+	}
+	return nil
+}
+
+func (x *TopologySummary) GetWorkersRunning() int32 {
+	if x != nil {
+		return x.WorkersRunning
+	}
+	return 0
+}
+
+// LatencyHistogram counts trees by their complete latency, the time from
+// the spout's emit to the ack, in fixed buckets; histograms merge by adding
+// the counts of the same bucket. Bucket b < 8 holds the latencies in
+// [b, b+1) µs; bucket b >= 8 holds [(8 + b%8) * 2^(b/8-1),
+// (9 + b%8) * 2^(b/8-1)) µs (eight buckets to each power of two, each at
+// most 1/8 of its lower bound wide); the last bucket, 215, also holds
+// everything longer (internal/runstats.Latency). Only the buckets that are
+// not empty are listed, in increasing order, with their counts.
+type LatencyHistogram struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Buckets       []int32                `protobuf:"varint,1,rep,packed,name=buckets,proto3" json:"buckets,omitempty"`
+	Counts        []int64                `protobuf:"varint,2,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LatencyHistogram) Reset() {
+	*x = LatencyHistogram{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LatencyHistogram) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LatencyHistogram) ProtoMessage() {}
+
+func (x *LatencyHistogram) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LatencyHistogram.ProtoReflect.Descriptor instead.
+func (*LatencyHistogram) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *LatencyHistogram) GetBuckets() []int32 {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *LatencyHistogram) GetCounts() []int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // the name or the id
@@ -770,7 +850,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -782,7 +862,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -795,7 +875,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetRequest) GetName() string {
@@ -819,7 +899,7 @@ type TopologyInfo struct {
 
 func (x *TopologyInfo) Reset() {
 	*x = TopologyInfo{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +911,7 @@ func (x *TopologyInfo) String() string {
 func (*TopologyInfo) ProtoMessage() {}
 
 func (x *TopologyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +924,7 @@ func (x *TopologyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyInfo.ProtoReflect.Descriptor instead.
 func (*TopologyInfo) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TopologyInfo) GetSummary() *TopologySummary {
@@ -903,7 +983,7 @@ type AssignmentInfo struct {
 
 func (x *AssignmentInfo) Reset() {
 	*x = AssignmentInfo{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +995,7 @@ func (x *AssignmentInfo) String() string {
 func (*AssignmentInfo) ProtoMessage() {}
 
 func (x *AssignmentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1008,7 @@ func (x *AssignmentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentInfo.ProtoReflect.Descriptor instead.
 func (*AssignmentInfo) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AssignmentInfo) GetVersion() int64 {
@@ -977,7 +1057,7 @@ type WorkerSlot struct {
 
 func (x *WorkerSlot) Reset() {
 	*x = WorkerSlot{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1069,7 @@ func (x *WorkerSlot) String() string {
 func (*WorkerSlot) ProtoMessage() {}
 
 func (x *WorkerSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1082,7 @@ func (x *WorkerSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSlot.ProtoReflect.Descriptor instead.
 func (*WorkerSlot) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerSlot) GetSupervisor() string {
@@ -1034,7 +1114,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1126,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1139,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
 }
 
 type ClusterInfoResponse struct {
@@ -1076,7 +1156,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1168,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1181,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -1158,7 +1238,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1250,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1263,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NimbusSummary) GetId() string {
@@ -1229,7 +1309,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1321,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1334,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SupervisorSummary) GetId() string {
@@ -1317,7 +1397,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1409,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1422,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KillRequest) GetName() string {
@@ -1367,7 +1447,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1459,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1472,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
 }
 
 type ActivateRequest struct {
@@ -1404,7 +1484,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1496,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1509,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ActivateRequest) GetName() string {
@@ -1447,7 +1527,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1539,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1552,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
 }
 
 type DeactivateRequest struct {
@@ -1484,7 +1564,7 @@ type DeactivateRequest struct {
 
 func (x *DeactivateRequest) Reset() {
 	*x = DeactivateRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1576,7 @@ func (x *DeactivateRequest) String() string {
 func (*DeactivateRequest) ProtoMessage() {}
 
 func (x *DeactivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1589,7 @@ func (x *DeactivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeactivateRequest) GetName() string {
@@ -1527,7 +1607,7 @@ type DeactivateResponse struct {
 
 func (x *DeactivateResponse) Reset() {
 	*x = DeactivateResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1619,7 @@ func (x *DeactivateResponse) String() string {
 func (*DeactivateResponse) ProtoMessage() {}
 
 func (x *DeactivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1632,7 @@ func (x *DeactivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 type RebalanceRequest struct {
@@ -1567,7 +1647,7 @@ type RebalanceRequest struct {
 
 func (x *RebalanceRequest) Reset() {
 	*x = RebalanceRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1659,7 @@ func (x *RebalanceRequest) String() string {
 func (*RebalanceRequest) ProtoMessage() {}
 
 func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1672,7 @@ func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RebalanceRequest) GetName() string {
@@ -1631,7 +1711,7 @@ type RebalanceResponse struct {
 
 func (x *RebalanceResponse) Reset() {
 	*x = RebalanceResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1723,7 @@ func (x *RebalanceResponse) String() string {
 func (*RebalanceResponse) ProtoMessage() {}
 
 func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1736,7 @@ func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 type DownloadRequest struct {
@@ -1668,7 +1748,7 @@ type DownloadRequest struct {
 
 func (x *DownloadRequest) Reset() {
 	*x = DownloadRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1680,7 +1760,7 @@ func (x *DownloadRequest) String() string {
 func (*DownloadRequest) ProtoMessage() {}
 
 func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1693,7 +1773,7 @@ func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadRequest.ProtoReflect.Descriptor instead.
 func (*DownloadRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DownloadRequest) GetSha256() string {
@@ -1715,7 +1795,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1807,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1820,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -1767,7 +1847,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1859,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1872,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReportRequest) GetSupervisor() string {
@@ -1830,14 +1910,17 @@ type WorkerReport struct {
 	// reason says why a worker is in its state: why it was killed, why a
 	// desired worker does not run (state waiting or refused: an artifact
 	// for another platform, a slot that is not the supervisor's).
-	Reason        string `protobuf:"bytes,15,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason string `protobuf:"bytes,15,opt,name=reason,proto3" json:"reason,omitempty"`
+	// complete_latency: the worker's spouts' trees acked since it started,
+	// by complete latency.
+	CompleteLatency *LatencyHistogram `protobuf:"bytes,16,opt,name=complete_latency,json=completeLatency,proto3" json:"complete_latency,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *WorkerReport) Reset() {
 	*x = WorkerReport{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +1932,7 @@ func (x *WorkerReport) String() string {
 func (*WorkerReport) ProtoMessage() {}
 
 func (x *WorkerReport) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +1945,7 @@ func (x *WorkerReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerReport.ProtoReflect.Descriptor instead.
 func (*WorkerReport) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WorkerReport) GetTopology() string {
@@ -1970,6 +2053,13 @@ func (x *WorkerReport) GetReason() string {
 	return ""
 }
 
+func (x *WorkerReport) GetCompleteLatency() *LatencyHistogram {
+	if x != nil {
+		return x.CompleteLatency
+	}
+	return nil
+}
+
 type ReportResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1978,7 +2068,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1990,7 +2080,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2003,7 +2093,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
 }
 
 var File_gale_nimbus_v1_nimbus_proto protoreflect.FileDescriptor
@@ -2060,7 +2150,7 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\fListResponse\x12?\n" +
 	"\n" +
 	"topologies\x18\x01 \x03(\v2\x1f.gale.nimbus.v1.TopologySummaryR\n" +
-	"topologies\"\xab\x02\n" +
+	"topologies\"\xa1\x03\n" +
 	"\x0fTopologySummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -2074,7 +2164,12 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\aemitted\x18\t \x01(\x03R\aemitted\x12\x14\n" +
 	"\x05acked\x18\n" +
 	" \x01(\x03R\x05acked\x12\x16\n" +
-	"\x06failed\x18\v \x01(\x03R\x06failed\" \n" +
+	"\x06failed\x18\v \x01(\x03R\x06failed\x12K\n" +
+	"\x10complete_latency\x18\f \x01(\v2 .gale.nimbus.v1.LatencyHistogramR\x0fcompleteLatency\x12'\n" +
+	"\x0fworkers_running\x18\r \x01(\x05R\x0eworkersRunning\"D\n" +
+	"\x10LatencyHistogram\x12\x18\n" +
+	"\abuckets\x18\x01 \x03(\x05R\abuckets\x12\x16\n" +
+	"\x06counts\x18\x02 \x03(\x03R\x06counts\" \n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xdc\x02\n" +
@@ -2162,7 +2257,7 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"supervisor\x18\x01 \x01(\tR\n" +
 	"supervisor\x126\n" +
-	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xb1\x03\n" +
+	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xfe\x03\n" +
 	"\fWorkerReport\x12\x1a\n" +
 	"\btopology\x18\x01 \x01(\tR\btopology\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x10\n" +
@@ -2181,7 +2276,8 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"supervisor\x18\r \x01(\tR\n" +
 	"supervisor\x12\x12\n" +
 	"\x04host\x18\x0e \x01(\tR\x04host\x12\x16\n" +
-	"\x06reason\x18\x0f \x01(\tR\x06reason\"\x10\n" +
+	"\x06reason\x18\x0f \x01(\tR\x06reason\x12K\n" +
+	"\x10complete_latency\x18\x10 \x01(\v2 .gale.nimbus.v1.LatencyHistogramR\x0fcompleteLatency\"\x10\n" +
 	"\x0eReportResponse2\xf7\x05\n" +
 	"\x06Nimbus\x12I\n" +
 	"\x06Submit\x12\x1d.gale.nimbus.v1.SubmitRequest\x1a\x1e.gale.nimbus.v1.SubmitResponse(\x01\x12A\n" +
@@ -2208,7 +2304,7 @@ func file_gale_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 	return file_gale_nimbus_v1_nimbus_proto_rawDescData
 }
 
-var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: gale.nimbus.v1.SubmitRequest
 	(*SubmitHeader)(nil),        // 1: gale.nimbus.v1.SubmitHeader
@@ -2220,75 +2316,78 @@ var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*ListRequest)(nil),         // 7: gale.nimbus.v1.ListRequest
 	(*ListResponse)(nil),        // 8: gale.nimbus.v1.ListResponse
 	(*TopologySummary)(nil),     // 9: gale.nimbus.v1.TopologySummary
-	(*GetRequest)(nil),          // 10: gale.nimbus.v1.GetRequest
-	(*TopologyInfo)(nil),        // 11: gale.nimbus.v1.TopologyInfo
-	(*AssignmentInfo)(nil),      // 12: gale.nimbus.v1.AssignmentInfo
-	(*WorkerSlot)(nil),          // 13: gale.nimbus.v1.WorkerSlot
-	(*ClusterInfoRequest)(nil),  // 14: gale.nimbus.v1.ClusterInfoRequest
-	(*ClusterInfoResponse)(nil), // 15: gale.nimbus.v1.ClusterInfoResponse
-	(*NimbusSummary)(nil),       // 16: gale.nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),   // 17: gale.nimbus.v1.SupervisorSummary
-	(*KillRequest)(nil),         // 18: gale.nimbus.v1.KillRequest
-	(*KillResponse)(nil),        // 19: gale.nimbus.v1.KillResponse
-	(*ActivateRequest)(nil),     // 20: gale.nimbus.v1.ActivateRequest
-	(*ActivateResponse)(nil),    // 21: gale.nimbus.v1.ActivateResponse
-	(*DeactivateRequest)(nil),   // 22: gale.nimbus.v1.DeactivateRequest
-	(*DeactivateResponse)(nil),  // 23: gale.nimbus.v1.DeactivateResponse
-	(*RebalanceRequest)(nil),    // 24: gale.nimbus.v1.RebalanceRequest
-	(*RebalanceResponse)(nil),   // 25: gale.nimbus.v1.RebalanceResponse
-	(*DownloadRequest)(nil),     // 26: gale.nimbus.v1.DownloadRequest
-	(*Chunk)(nil),               // 27: gale.nimbus.v1.Chunk
-	(*ReportRequest)(nil),       // 28: gale.nimbus.v1.ReportRequest
-	(*WorkerReport)(nil),        // 29: gale.nimbus.v1.WorkerReport
-	(*ReportResponse)(nil),      // 30: gale.nimbus.v1.ReportResponse
-	nil,                         // 31: gale.nimbus.v1.TopologyDefinition.ParamsEntry
-	nil,                         // 32: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	nil,                         // 33: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	(*LatencyHistogram)(nil),    // 10: gale.nimbus.v1.LatencyHistogram
+	(*GetRequest)(nil),          // 11: gale.nimbus.v1.GetRequest
+	(*TopologyInfo)(nil),        // 12: gale.nimbus.v1.TopologyInfo
+	(*AssignmentInfo)(nil),      // 13: gale.nimbus.v1.AssignmentInfo
+	(*WorkerSlot)(nil),          // 14: gale.nimbus.v1.WorkerSlot
+	(*ClusterInfoRequest)(nil),  // 15: gale.nimbus.v1.ClusterInfoRequest
+	(*ClusterInfoResponse)(nil), // 16: gale.nimbus.v1.ClusterInfoResponse
+	(*NimbusSummary)(nil),       // 17: gale.nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),   // 18: gale.nimbus.v1.SupervisorSummary
+	(*KillRequest)(nil),         // 19: gale.nimbus.v1.KillRequest
+	(*KillResponse)(nil),        // 20: gale.nimbus.v1.KillResponse
+	(*ActivateRequest)(nil),     // 21: gale.nimbus.v1.ActivateRequest
+	(*ActivateResponse)(nil),    // 22: gale.nimbus.v1.ActivateResponse
+	(*DeactivateRequest)(nil),   // 23: gale.nimbus.v1.DeactivateRequest
+	(*DeactivateResponse)(nil),  // 24: gale.nimbus.v1.DeactivateResponse
+	(*RebalanceRequest)(nil),    // 25: gale.nimbus.v1.RebalanceRequest
+	(*RebalanceResponse)(nil),   // 26: gale.nimbus.v1.RebalanceResponse
+	(*DownloadRequest)(nil),     // 27: gale.nimbus.v1.DownloadRequest
+	(*Chunk)(nil),               // 28: gale.nimbus.v1.Chunk
+	(*ReportRequest)(nil),       // 29: gale.nimbus.v1.ReportRequest
+	(*WorkerReport)(nil),        // 30: gale.nimbus.v1.WorkerReport
+	(*ReportResponse)(nil),      // 31: gale.nimbus.v1.ReportResponse
+	nil,                         // 32: gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	nil,                         // 33: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	nil,                         // 34: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
 }
 var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: gale.nimbus.v1.SubmitRequest.header:type_name -> gale.nimbus.v1.SubmitHeader
 	2,  // 1: gale.nimbus.v1.SubmitHeader.definition:type_name -> gale.nimbus.v1.TopologyDefinition
 	5,  // 2: gale.nimbus.v1.SubmitHeader.artifact:type_name -> gale.nimbus.v1.Artifact
-	31, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	32, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
 	3,  // 4: gale.nimbus.v1.TopologyDefinition.components:type_name -> gale.nimbus.v1.Component
 	4,  // 5: gale.nimbus.v1.Component.inputs:type_name -> gale.nimbus.v1.Input
 	9,  // 6: gale.nimbus.v1.ListResponse.topologies:type_name -> gale.nimbus.v1.TopologySummary
-	9,  // 7: gale.nimbus.v1.TopologyInfo.summary:type_name -> gale.nimbus.v1.TopologySummary
-	2,  // 8: gale.nimbus.v1.TopologyInfo.definition:type_name -> gale.nimbus.v1.TopologyDefinition
-	5,  // 9: gale.nimbus.v1.TopologyInfo.artifact:type_name -> gale.nimbus.v1.Artifact
-	12, // 10: gale.nimbus.v1.TopologyInfo.assignment:type_name -> gale.nimbus.v1.AssignmentInfo
-	29, // 11: gale.nimbus.v1.TopologyInfo.workers:type_name -> gale.nimbus.v1.WorkerReport
-	13, // 12: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
-	32, // 13: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	16, // 14: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
-	17, // 15: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
-	33, // 16: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
-	29, // 17: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
-	0,  // 18: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
-	7,  // 19: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
-	10, // 20: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
-	14, // 21: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
-	18, // 22: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
-	20, // 23: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
-	22, // 24: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
-	24, // 25: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
-	26, // 26: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
-	28, // 27: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
-	6,  // 28: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
-	8,  // 29: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
-	11, // 30: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
-	15, // 31: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
-	19, // 32: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
-	21, // 33: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
-	23, // 34: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
-	25, // 35: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
-	27, // 36: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
-	30, // 37: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	10, // 7: gale.nimbus.v1.TopologySummary.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	9,  // 8: gale.nimbus.v1.TopologyInfo.summary:type_name -> gale.nimbus.v1.TopologySummary
+	2,  // 9: gale.nimbus.v1.TopologyInfo.definition:type_name -> gale.nimbus.v1.TopologyDefinition
+	5,  // 10: gale.nimbus.v1.TopologyInfo.artifact:type_name -> gale.nimbus.v1.Artifact
+	13, // 11: gale.nimbus.v1.TopologyInfo.assignment:type_name -> gale.nimbus.v1.AssignmentInfo
+	30, // 12: gale.nimbus.v1.TopologyInfo.workers:type_name -> gale.nimbus.v1.WorkerReport
+	14, // 13: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
+	33, // 14: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	17, // 15: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
+	18, // 16: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
+	34, // 17: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	30, // 18: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
+	10, // 19: gale.nimbus.v1.WorkerReport.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	0,  // 20: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
+	7,  // 21: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
+	11, // 22: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
+	15, // 23: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
+	19, // 24: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
+	21, // 25: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
+	23, // 26: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
+	25, // 27: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
+	27, // 28: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
+	29, // 29: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
+	6,  // 30: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
+	8,  // 31: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
+	12, // 32: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
+	16, // 33: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
+	20, // 34: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
+	22, // 35: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
+	24, // 36: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
+	26, // 37: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
+	28, // 38: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
+	31, // 39: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
+	30, // [30:40] is the sub-list for method output_type
+	20, // [20:30] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_gale_nimbus_v1_nimbus_proto_init() }
@@ -2306,7 +2405,7 @@ func file_gale_nimbus_v1_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gale_nimbus_v1_nimbus_proto_rawDesc), len(file_gale_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

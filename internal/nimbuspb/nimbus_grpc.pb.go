@@ -62,7 +62,8 @@ type NimbusClient interface {
 	// standby nimbuses. Any nimbus that holds it serves it.
 	Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
 	// Report is a supervisor's summary of its workers, sent to the leader
-	// every supervisor.heartbeat.frequency.secs. It never reaches etcd.
+	// every supervisor.heartbeat.frequency.secs, and at once when a worker
+	// changes state or sees its first ack. It never reaches etcd.
 	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
 }
 
@@ -211,7 +212,8 @@ type NimbusServer interface {
 	// standby nimbuses. Any nimbus that holds it serves it.
 	Download(*DownloadRequest, grpc.ServerStreamingServer[Chunk]) error
 	// Report is a supervisor's summary of its workers, sent to the leader
-	// every supervisor.heartbeat.frequency.secs. It never reaches etcd.
+	// every supervisor.heartbeat.frequency.secs, and at once when a worker
+	// changes state or sees its first ack. It never reaches etcd.
 	Report(context.Context, *ReportRequest) (*ReportResponse, error)
 	mustEmbedUnimplementedNimbusServer()
 }

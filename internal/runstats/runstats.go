@@ -1,6 +1,7 @@
-// Package runstats is a running topology's spout counters as the command
-// line (`run`'s live numbers and report) and worker heartbeats carry them;
-// bridge.SpoutStats reads them out of package gale.
+// Package runstats is a running topology's spout counters and complete
+// latencies as the command line (`run`'s live numbers and report) and
+// worker heartbeats carry them; bridge.SpoutStats reads them out of
+// package gale.
 package runstats
 
 import (
@@ -22,6 +23,8 @@ type Spout struct {
 	Acked   int64 `json:"acked"`
 	Failed  int64 `json:"failed"`
 	Pending int64 `json:"pending"`
+	// Latency is the complete latency of the trees acked.
+	Latency Latency `json:"latency,omitzero"`
 }
 
 // Add sums b into a by component, keeping the result in component order.
@@ -38,6 +41,7 @@ func Add(a, b []Spout) []Spout {
 		o.Acked += s.Acked
 		o.Failed += s.Failed
 		o.Pending += s.Pending
+		o.Latency.Add(&s.Latency)
 	}
 	return out
 }
@@ -51,6 +55,7 @@ func Total(ss []Spout) Spout {
 		t.Acked += s.Acked
 		t.Failed += s.Failed
 		t.Pending += s.Pending
+		t.Latency.Add(&s.Latency)
 	}
 	return t
 }

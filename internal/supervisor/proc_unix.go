@@ -28,24 +28,20 @@ func startProcess(cmd *exec.Cmd) (int, error) {
 
 // reap reports whether worker pid has exited, collecting it if it is
 // this process's child. It counts as exited, too, when its command line
-// no longer names spec: another process reuses the pid. A child of this
-// process whose command line reads empty is exiting (it has released its
-// memory and is about to become a zombie): it counts as running until a
-// later call collects it, so that no zombie is left behind.
+// no longer names spec: another process reuses the pid. An exiting
+// child's command line is empty a moment before it can be collected: it
+// counts as exited only once collected, not left a zombie.
 func reap(pid int, spec string) (exited bool) {
 	var ws syscall.WaitStatus
 	got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-	if err == nil && got == pid {
+	switch {
+	case err == nil && got == pid:
 		return true
+	case err == nil: // a child, running or exiting
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		return err == nil && len(b) > 0 && !bytes.Contains(b, append([]byte(spec), 0))
 	}
-	if isWorker(pid, spec) {
-		return false
-	}
-	if err == nil {
-		b, rerr := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		return rerr != nil || len(b) > 0
-	}
-	return true
+	return !isWorker(pid, spec)
 }
 
 // isWorker reports whether process pid runs with spec on its command

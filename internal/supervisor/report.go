@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // report summarises the workers for the nimbus leader: every worker
-// known, with its state, its last heartbeat's counters, and every
+// known, with its state, its last heartbeat's counters and complete
+// latencies, and every
 // desired worker that does not run, with why.
 func (s *Supervisor) report() *nimbuspb.ReportRequest {
 	r := &nimbuspb.ReportRequest{Supervisor: s.cfg.ID}
@@ -28,10 +30,16 @@ func (s *Supervisor) report() *nimbuspb.ReportRequest {
 			if b.Status != nil {
 				wr.Pending = int64(b.Status.Pending)
 			}
+			var lat runstats.Latency
 			for _, sp := range b.Spouts {
 				wr.Emitted += sp.Emitted
 				wr.Acked += sp.Acked
 				wr.Failed += sp.Failed
+				lat.Add(&sp.Latency)
+			}
+			if lat.Count() > 0 {
+				wr.CompleteLatency = &nimbuspb.LatencyHistogram{}
+				wr.CompleteLatency.Buckets, wr.CompleteLatency.Counts = lat.Sparse()
 			}
 		}
 		r.Workers = append(r.Workers, wr)

@@ -101,7 +101,9 @@ type Supervisor struct {
 	arts      map[string]ArtifactState
 	states    []WorkerState
 	desired   []Desired
-	known     bool // desired has been read from etcd
+	assigned  map[string]bool // the topologies with an assignment, anywhere
+	known     bool            // desired has been read from etcd
+	reported  []WorkerState   // the states of the last report sent
 	logged    map[string]bool
 	launchErr map[int]string
 	crashes   map[int]int // consecutive quick exits, by port
@@ -133,7 +135,20 @@ type proc struct {
 	stopAt, termAt time.Time
 	pending        *Desired // the reassignment sent
 	beat           workerproc.Message
+	closedAt       time.Time // when its control connection closed; zero while connected
 }
+
+// exitPoll is how often the supervisor looks for the exit of a worker
+// whose control connection closed, for up to exitWatch: a worker closes
+// it as it exits, and its slot is free again at once.
+const (
+	exitPoll  = 20 * time.Millisecond
+	exitWatch = 2 * time.Second
+)
+
+// reportGap is how long a report due at once (a worker's first ack, a
+// change of a worker's state) waits for more of the same to send one.
+const reportGap = 20 * time.Millisecond
 
 // New checks cfg and returns a supervisor; Run runs it.
 func New(cfg Config) (*Supervisor, error) {
@@ -277,6 +292,23 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer tick.Stop()
 	report := time.NewTicker(s.cfg.ReportEvery)
 	defer report.Stop()
+	// exits: polling for the exit of workers whose connection closed;
+	// soon: a report due at once.
+	exits := time.NewTimer(exitPoll)
+	exits.Stop()
+	soon := time.NewTimer(reportGap)
+	soon.Stop()
+	soonSet := false
+	sendReport := func() {
+		select {
+		case <-reports:
+		default:
+		}
+		r := s.report()
+		s.reported = slices.Clone(s.states)
+		s.setStatus(r)
+		reports <- r
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -284,10 +316,29 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			return nil
 		case r := <-assigns:
 			s.desired, s.known, s.read = DesiredFor(s.cfg.ID, r.assignments), true, r.exits
+			s.assigned = make(map[string]bool, len(r.assignments))
+			for _, a := range r.assignments {
+				s.assigned[a.Topology] = true
+			}
 		case <-tick.C:
 			s.checkProcs()
+		case <-exits.C:
+			s.checkProcs()
+			if s.exiting(time.Now()) {
+				exits.Reset(exitPoll)
+			}
 		case ev := <-events:
-			if !s.handle(ev) {
+			reconcile, urgent := s.handle(ev)
+			if ev.closed && s.exiting(time.Now()) {
+				s.checkProcs()
+				exits.Reset(exitPoll)
+				reconcile = true
+			}
+			if urgent && !soonSet {
+				soon.Reset(reportGap)
+				soonSet = true
+			}
+			if !reconcile {
 				continue
 			}
 		case r := <-dls:
@@ -299,17 +350,40 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				s.arts[r.sha] = ArtifactState{Ready: true}
 			}
 		case <-report.C:
-			select {
-			case <-reports:
-			default:
-			}
-			r := s.report()
-			s.setStatus(r)
-			reports <- r
+			sendReport()
+			continue
+		case <-soon.C:
+			soonSet = false
+			sendReport()
 			continue
 		}
 		s.reconcile(lctx, dls)
+		if !soonSet && !sameStates(s.states, s.reported) {
+			// A worker started, stopped or changed state: nimbus hears of
+			// it now, not a report period later.
+			soon.Reset(reportGap)
+			soonSet = true
+		}
 	}
+}
+
+// exiting reports whether a live worker's control connection closed less
+// than exitWatch ago: it is probably exiting.
+func (s *Supervisor) exiting(now time.Time) bool {
+	for _, p := range s.procs {
+		if p.Alive && p.conn == nil && !p.closedAt.IsZero() && now.Sub(p.closedAt) < exitWatch {
+			return true
+		}
+	}
+	return false
+}
+
+// sameStates compares the workers' states as a report shows them,
+// without the reasons (which carry clocks).
+func sameStates(a, b []WorkerState) bool {
+	return slices.EqualFunc(a, b, func(x, y WorkerState) bool {
+		return x.Port == y.Port && x.Topology == y.Topology && x.State == y.State
+	})
 }
 
 type dlResult struct {
@@ -462,23 +536,24 @@ func (s *Supervisor) checkProcs() {
 	}
 }
 
-// handle takes a line from a worker, and says whether to reconcile.
-func (s *Supervisor) handle(ev ctlEvent) bool {
+// handle takes a line from a worker, and says whether to reconcile and
+// whether to report to nimbus at once (a worker's first ack).
+func (s *Supervisor) handle(ev ctlEvent) (reconcile, urgent bool) {
 	now := time.Now()
 	if ev.closed {
 		for _, p := range s.procs {
 			if p.conn == ev.conn {
-				p.conn, p.Connected = nil, false
+				p.conn, p.Connected, p.closedAt = nil, false, now
 			}
 		}
-		return false
+		return false, false
 	}
 	m := ev.msg
 	if m.Event == workerproc.EventHello {
 		p := s.procs[m.Port]
 		switch {
 		case p != nil && p.Alive && p.PID == m.PID && p.Running.Topology == m.Topology:
-			p.conn, p.Connected, p.LastBeat = ev.conn, true, now
+			p.conn, p.Connected, p.LastBeat, p.closedAt = ev.conn, true, now, time.Time{}
 			if m.Active != nil {
 				p.Running.Active = *m.Active
 			}
@@ -508,7 +583,7 @@ func (s *Supervisor) handle(ev ctlEvent) bool {
 			s.log.Warn("ignored a worker that claims a slot another runs", "port", m.Port, "pid", m.PID, "running", p.PID)
 			ev.conn.c.Close()
 		}
-		return true
+		return true, false
 	}
 	var p *proc
 	for _, q := range s.procs {
@@ -517,21 +592,24 @@ func (s *Supervisor) handle(ev ctlEvent) bool {
 		}
 	}
 	if p == nil {
-		return false
+		return false, false
 	}
 	switch m.Event {
 	case workerproc.EventHeartbeat, workerproc.EventStopped:
+		first := p.LastBeat.IsZero() || p.beat.Time.IsZero()
+		firstAck := acked(p.beat) == 0 && acked(m) > 0
 		p.LastBeat, p.beat = now, m
 		if m.Active != nil {
 			p.Running.Active = *m.Active
 		}
-		return false
+		// The first heartbeat makes a starting worker valid.
+		return first, firstAck
 	case workerproc.EventFailed:
 		s.log.Error("worker failed", "port", p.Port, "pid", p.PID, "err", m.Error)
-		return false
+		return false, false
 	case workerproc.EventReassigned:
 		if p.pending == nil || p.pending.Version != m.Version {
-			return false
+			return false, false
 		}
 		if m.Error != "" {
 			s.log.Warn("worker refused its reassignment; restarting it", "port", p.Port, "version", m.Version, "err", m.Error)
@@ -544,9 +622,18 @@ func (s *Supervisor) handle(ev ctlEvent) bool {
 			s.save()
 		}
 		p.ReassignSent, p.pending = 0, nil
-		return true
+		return true, false
 	}
-	return false
+	return false, false
+}
+
+// acked is the trees a heartbeat says the worker's spouts acked.
+func acked(m workerproc.Message) int64 {
+	var n int64
+	for _, sp := range m.Spouts {
+		n += sp.Acked
+	}
+	return n
 }
 
 func (s *Supervisor) observed() []Observed {
@@ -610,9 +697,13 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 			}
 			s.launch(*a.Desired, now)
 		case Kill:
-			s.log.Info("stopping worker", "port", a.Port, "pid", p.PID, "topology", p.Running.Topology, "why", a.Why)
+			// A topology assigned nowhere was killed, after the kill's
+			// wait: its workers stop without draining again, each waiting
+			// for trees that need its peers, which stop too.
+			noDrain := !s.assigned[p.Running.Topology]
+			s.log.Info("stopping worker", "port", a.Port, "pid", p.PID, "topology", p.Running.Topology, "why", a.Why, "drain", !noDrain)
 			p.Stopping, p.StopWhy, p.stopAt = true, a.Why, now
-			if p.conn == nil || p.conn.send(workerproc.Message{Cmd: workerproc.CmdStop}) != nil {
+			if p.conn == nil || p.conn.send(workerproc.Message{Cmd: workerproc.CmdStop, NoDrain: noDrain}) != nil {
 				signal(p.PID, p.spec, sigTerm)
 				p.termAt = now
 			}

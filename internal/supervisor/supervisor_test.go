@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -733,6 +734,34 @@ func TestSupervisorSurvivesEtcdRestart(t *testing.T) {
 	tc.nimbus.waitReport(t, "no worker once the assignment is deleted", func(r *nimbuspb.ReportRequest) bool { return len(r.Workers) == 0 })
 	if alive(int(pid)) {
 		t.Errorf("worker %d runs on after its assignment was deleted", pid)
+	}
+}
+
+// TestSupervisorReportsChangesAtOnce: with report and heartbeat periods
+// far longer than the test, nimbus still hears of a new worker's first
+// acks, and of its end once its assignment is withdrawn: the worker
+// heartbeats at its first ack, and the supervisor reports a first ack
+// and every change of a worker's state without waiting for its period.
+func TestSupervisorReportsChangesAtOnce(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 1)
+	cfg := tc.supervisorConfig(t, shortDir(t), ports)
+	cfg.ReportEvery, cfg.WorkerHeartbeat, cfg.WorkerTimeout = time.Hour, time.Hour, 2*time.Hour
+	runSupervisor(t, cfg)
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker that acked", validOn(ports[0], &pid, true))
+	if err := tc.store.DeleteAssignment(t.Context(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	tc.nimbus.waitReport(t, "no worker", func(r *nimbuspb.ReportRequest) bool { return len(r.Workers) == 0 })
+	if alive(int(pid)) {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		t.Fatalf("worker %d still runs (or is a zombie) after its assignment was deleted: /proc/%d/stat %s", pid, pid, st)
 	}
 }
 

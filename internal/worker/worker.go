@@ -113,6 +113,13 @@ type Handle interface {
 	// and wait for Status().Pending to reach 0 everywhere. Stop is
 	// idempotent and waits for everything the worker owns.
 	Stop()
+	// StopNow is Stop without the drain: the in-flight trees are not
+	// waited for. It is for a worker whose whole topology stops after the
+	// deactivation and wait of a kill (kill -w), where waiting again in
+	// every worker only keeps its slot taken: the trees that did not
+	// finish in the kill's wait need peers that are stopping too. After
+	// Stop or StopNow, both do nothing.
+	StopNow()
 }
 
 // ComponentError is an error a component of the worker reported or

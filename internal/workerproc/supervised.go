@@ -28,7 +28,7 @@ import (
 //
 //	worker → supervisor  {"event":"hello","topology":ID,"port":…,"pid":…,"version":…,"fingerprint":…,"active":…}
 //	worker → supervisor  {"event":"heartbeat",…} every Spec.HeartbeatMS, with status, spouts, rss, version
-//	supervisor → worker  {"cmd":"activate"} | {"cmd":"deactivate"} | {"cmd":"stop"}
+//	supervisor → worker  {"cmd":"activate"} | {"cmd":"deactivate"} | {"cmd":"stop"} | {"cmd":"stop","no_drain":true}
 //	supervisor → worker  {"cmd":"reassign","version":…,"assignment":{…}}
 //	worker → supervisor  {"event":"reassigned","version":…,"fingerprint":…} ("error" set if refused)
 //	worker → supervisor  {"event":"stopped",…} (the last heartbeat), then exit 0
@@ -36,7 +36,14 @@ import (
 // The hello is sent again on every connection. If the socket breaks, or
 // no supervisor listens, the worker keeps running and dials again, at
 // least once a second: a restarted supervisor adopts it. SIGTERM and
-// "stop" stop it in order (Handle.Stop). Its standard input is not read.
+// "stop" stop it in order (Handle.Stop); "stop" with no_drain does not
+// wait for the in-flight trees (Handle.StopNow), for a topology killed
+// after its wait. Its standard input is not read.
+//
+// Besides the periodic heartbeats, the worker heartbeats at once when it
+// has connected to every peer and when its spouts see their first ack,
+// so that its supervisor learns of both without waiting a period (it
+// reports a worker's first ack to nimbus at once).
 type Supervised struct {
 	// TopologyID is the topology's id in the cluster (Spec.Topology is
 	// its name).
@@ -85,6 +92,14 @@ func Fingerprint(a worker.Assignment) string {
 	return sa.Fingerprint()
 }
 
+// firstAckPoll is how often a worker looks at its counters until its
+// first ack (or until firstAckWatch has passed since its start), to
+// heartbeat at once when the first ack comes.
+const (
+	firstAckPoll  = 20 * time.Millisecond
+	firstAckWatch = 2 * time.Minute
+)
+
 // Redial backoff of a supervised worker's control connection.
 const (
 	redialMin = 50 * time.Millisecond
@@ -128,12 +143,43 @@ func runSupervised(ctx context.Context, spec Spec, conf gale.Config, built *Buil
 	}
 	tk := time.NewTicker(time.Duration(spec.HeartbeatMS) * time.Millisecond)
 	defer tk.Stop()
+	// Until the first ack: watch for every peer connected and the first
+	// ack, log each once and heartbeat at once.
+	started := time.Now()
+	watch := time.NewTicker(firstAckPoll)
+	defer watch.Stop()
+	watchC := watch.C
+	peersUp := spec.Workers <= 1
+	if peersUp {
+		log.Info("worker running: no peers to connect to")
+	}
 	var fatal error
+	noDrain := false
 loop:
 	for {
 		select {
 		case <-tk.C:
 			beat(EventHeartbeat)
+		case <-watchC:
+			if !peersUp && w.Status().PeersConnected >= spec.Workers-1 {
+				peersUp = true
+				log.Info("worker running: connected to every peer", "peers", spec.Workers-1, "since_start", time.Since(started))
+				beat(EventHeartbeat)
+			}
+			var acked int64
+			for _, sp := range bridge.SpoutStats(w) {
+				acked += sp.Acked
+			}
+			switch {
+			case acked > 0:
+				log.Info("first trees acked", "acked", acked, "since_start", time.Since(started))
+				beat(EventHeartbeat)
+				watch.Stop()
+				watchC = nil
+			case time.Since(started) > firstAckWatch:
+				watch.Stop()
+				watchC = nil
+			}
 		case m := <-link.cmds:
 			switch m.Cmd {
 			case CmdActivate:
@@ -157,6 +203,7 @@ loop:
 				reply.Fingerprint = id.Fingerprint
 				link.send(reply)
 			case CmdStop:
+				noDrain = m.NoDrain
 				break loop
 			default:
 				log.Error("ignored an unknown command from the supervisor", "cmd", m.Cmd)
@@ -170,7 +217,11 @@ loop:
 			break loop
 		}
 	}
-	w.Stop()
+	if noDrain {
+		w.StopNow()
+	} else {
+		w.Stop()
+	}
 	if fatal != nil {
 		link.send(Message{Event: EventFailed, Error: fatal.Error()})
 		return fatal

@@ -203,6 +203,7 @@ type Message struct {
 	Fingerprint string             `json:"fingerprint,omitempty"` // hello, heartbeat, reassigned
 	Active      *bool              `json:"active,omitempty"`      // hello, heartbeat
 	Assignment  *worker.Assignment `json:"assignment,omitempty"`  // reassign
+	NoDrain     bool               `json:"no_drain,omitempty"`    // stop: without the drain (Handle.StopNow)
 }
 
 // Commands and events.
