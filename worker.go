@@ -456,6 +456,13 @@ func (rt *runtime) openInbound(c *transport.ServerConn) {
 			"err", "it holds the assignment from before the peer moved")
 		c.Close()
 	}
+	if !stale && in.peer() != nil {
+		// One line per connection a peer worker opens: which worker, from
+		// where, holding which assignment (the same as this worker's: the
+		// hello matched), to tell afterwards who exchanged tuples with whom.
+		rt.log.Info("accepted a connection from a peer worker", "peer", c.Peer().Worker, "remote", c.RemoteAddr(),
+			"assignment", c.Peer().Assignment, "version", c.Peer().AssignmentVersion)
+	}
 	go in.run()
 }
 

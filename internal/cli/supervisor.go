@@ -33,8 +33,10 @@ assigns to them. It downloads each topology's artifact from the nimbus
 leader, checks its size and SHA-256, refuses one built for another
 platform, and starts "ARTIFACT worker" for each slot. It restarts a worker
 that crashes, hangs (no heartbeat for supervisor.worker.timeout.secs) or
-does not start (supervisor.worker.start.timeout.secs), and stops one whose
-assignment is withdrawn. It reports its workers to the nimbus leader every
+does not start (supervisor.worker.start.timeout.secs), once it has read the
+assignments from etcd again (cut off from etcd, it may hold an assignment
+nimbus has moved), and stops one whose assignment is withdrawn. It
+reports its workers to the nimbus leader every
 supervisor.heartbeat.frequency.secs; nothing of that goes to etcd.
 
 Its state lives under --dir: its id (kept from the first start; a restart

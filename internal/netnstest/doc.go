@@ -22,13 +22,16 @@
 //	...
 //	h.Cut()                          // a network partition: packets vanish both ways
 //	h.Heal()
+//	h.CutFrom(ctl)                   // a partial one: h loses ctl, keeps the others
+//	h.HealFrom(ctl)
 //
-// What the caller must do: call New, Host, Cut and Heal from the test's
-// goroutine (they stop the test with t.Fatal when ip fails). Everything
-// New and Host create is removed by t.Cleanup, processes still running
-// in a host's namespace included, even when the test fails halfway;
-// state a crashed test binary left behind is removed by the next New in
-// any later test binary, and never while its owner is alive.
+// What the caller must do: call New, Host, Cut, Heal, CutFrom and
+// HealFrom from the test's goroutine (they stop the test with t.Fatal
+// when ip fails). Everything New and Host create is removed by
+// t.Cleanup, processes still running in a host's namespace included,
+// even when the test fails halfway; state a crashed test binary left
+// behind is removed by the next New in any later test binary, and never
+// while its owner is alive.
 //
 // It needs root, Linux and the ip command of iproute2; Available says
 // what is missing, and Require skips a test that needs it (or fails it

@@ -566,3 +566,51 @@ func (h *Host) Heal() {
 		time.Sleep(10 * time.Millisecond) // poll: links come up asynchronously
 	}
 }
+
+// nowhere is a MAC address no host of a Net has (they count from .1):
+// frames to it reach the switch, which floods them, and every host
+// drops them as not its own.
+func (n *Net) nowhere() string { return mac(n.index, 0) }
+
+// CutFrom partitions the host from the hosts given and only from them,
+// both ways: packets between the host and each of them vanish as with
+// Cut (no reset, no ICMP, no failed ARP), while the host's links to the
+// main host and to every other host stay up. It points each side's
+// static neighbour entry for the other at a MAC address that nobody
+// has. It is how a machine loses some peers and keeps others: a
+// supervisor cut off from etcd and nimbus whose workers still reach the
+// other workers. Cutting a pair already cut does nothing; Heal does not
+// undo CutFrom (HealFrom does), nor CutFrom Cut.
+func (h *Host) CutFrom(others ...*Host) {
+	t := h.net.t
+	t.Helper()
+	for _, o := range others {
+		if err := h.pointAt(o, h.net.nowhere(), h.net.nowhere()); err != nil {
+			t.Fatalf("netnstest: cut host %s from host %s: %v", h.name, o.name, err)
+		}
+	}
+}
+
+// HealFrom undoes CutFrom for the hosts given: packets flow again
+// between the host and each of them, and a stalled connection carries on
+// at TCP's next retransmission. Healing a pair not cut does nothing.
+func (h *Host) HealFrom(others ...*Host) {
+	t := h.net.t
+	t.Helper()
+	for _, o := range others {
+		if err := h.pointAt(o, o.mac, h.mac); err != nil {
+			t.Fatalf("netnstest: heal host %s from host %s: %v", h.name, o.name, err)
+		}
+	}
+}
+
+// pointAt sets h's neighbour entry for o to toO and o's for h to toH.
+func (h *Host) pointAt(o *Host, toO, toH string) error {
+	if o == h || o.net != h.net {
+		return fmt.Errorf("host %s is not another host of this Net", o.name)
+	}
+	if err := batchIP(h.ns, fmt.Sprintf("neigh replace %s lladdr %s dev eth0 nud permanent", o.addr, toO)); err != nil {
+		return err
+	}
+	return batchIP(o.ns, fmt.Sprintf("neigh replace %s lladdr %s dev eth0 nud permanent", h.addr, toH))
+}

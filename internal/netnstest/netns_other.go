@@ -42,3 +42,9 @@ func (h *Host) Cut() { h.net.t.Fatal("netnstest: no hosts off Linux") }
 
 // Heal is never reached off Linux (New gives no Net).
 func (h *Host) Heal() { h.net.t.Fatal("netnstest: no hosts off Linux") }
+
+// CutFrom is never reached off Linux (New gives no Net).
+func (h *Host) CutFrom(others ...*Host) { h.net.t.Fatal("netnstest: no hosts off Linux") }
+
+// HealFrom is never reached off Linux (New gives no Net).
+func (h *Host) HealFrom(others ...*Host) { h.net.t.Fatal("netnstest: no hosts off Linux") }

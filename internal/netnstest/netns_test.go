@@ -109,6 +109,40 @@ func TestHostsReachEachOtherOnlyWhileNeitherIsCut(t *testing.T) {
 	b.want("echo z last 60000", "ok last")
 }
 
+// TestCutFromPartitionsOnlyThePairsGiven: a host cut from one other host
+// loses that one, both ways and silently (an established connection
+// stalls, a new connect times out), and keeps the rest: the third host
+// and the main host. HealFrom brings the pair back, the stalled
+// connection with it.
+func TestCutFromPartitionsOnlyThePairsGiven(t *testing.T) {
+	n := netnstest.New(t)
+	ha, hb, hc := n.Host("a"), n.Host("b"), n.Host("c")
+	srv := startEcho(t, net.JoinHostPort(n.Addr(), "0"))
+	a, b, c := startAgent(t, ha), startAgent(t, hb), startAgent(t, hc)
+	aSrv := strings.TrimPrefix(a.want("listen "+net.JoinHostPort(ha.Addr(), "0"), "ok "), "ok ")
+	bSrv := strings.TrimPrefix(b.want("listen "+net.JoinHostPort(hb.Addr(), "0"), "ok "), "ok ")
+	b.eventually("dial x " + aSrv + " 2000")
+	b.want("echo x before 60000", "ok before")
+
+	ha.CutFrom(hb)
+	b.want("echo x stalled 300", "err timeout")
+	b.want("dial y "+aSrv+" "+dialShort, "err timeout")
+	a.want("dial y "+bSrv+" "+dialShort, "err timeout")
+	c.eventually("dial z " + aSrv + " 2000") // a keeps c
+	c.want("echo z kept 60000", "ok kept")
+	a.eventually("dial m " + srv + " 2000") // and the main host
+	a.want("echo m main 60000", "ok main")
+	c.eventually("dial w " + bSrv + " 2000") // and b keeps c
+	c.want("echo w kept 60000", "ok kept")
+
+	ha.HealFrom(hb)
+	b.want("read x 60000", "ok stalled")
+	b.eventually("dial y " + aSrv + " 2000")
+	b.want("echo y after 60000", "ok after")
+	a.eventually("dial v " + bSrv + " 2000")
+	a.want("echo v after 60000", "ok after")
+}
+
 // TestCleanupRemovesEverything: when the test that made a Net ends,
 // its namespaces and the main host's address are gone, and so is every
 // process started in a host, including one that left the process group

@@ -32,9 +32,9 @@ func mustRun(ci string) bool {
 
 // Net is one private /24 subnet whose main host is the test's own
 // network namespace, at .1. Made by New. Its accessors (Addr, Hosts and
-// those of Host) are safe for concurrent use; Host, and Host's Cut and
-// Heal, stop the test with t.Fatal when ip fails, so call them from the
-// goroutine of the test that made the Net.
+// those of Host) are safe for concurrent use; Host, and Host's Cut,
+// Heal, CutFrom and HealFrom, stop the test with t.Fatal when ip fails,
+// so call them from the goroutine of the test that made the Net.
 type Net struct {
 	t      testing.TB
 	index  int    // the subnet is 10.(index>>8).(index&255).0/24

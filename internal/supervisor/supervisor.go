@@ -107,6 +107,17 @@ type Supervisor struct {
 	logged    map[string]bool
 	launchErr map[int]string
 	crashes   map[int]int // consecutive quick exits, by port
+
+	// A worker that exits is started again only from assignments read
+	// after its exit: exits counts the exits, read the exits counted when
+	// the read that gave desired began, and refresh asks watch for a
+	// read. A supervisor cut off from etcd holds assignments nimbus may
+	// have moved away since (its lease expired): restarting from them
+	// would start a stale copy of a moved worker, which the new
+	// assignment's workers refuse, again and again.
+	exits, read uint64
+	refresh     chan uint64
+	held        uint64 // the exits count of the last held launch logged
 }
 
 // joinTimeout bounds the supervisor's first registration in etcd.
@@ -261,7 +272,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 
 	lctx, cancel := context.WithCancel(ctx)
 	events := make(chan ctlEvent, 256)
-	assigns := make(chan []coord.Assignment, 1)
+	assigns := make(chan assignmentsRead, 1)
+	s.refresh = make(chan uint64, 1)
 	dls := make(chan dlResult, len(s.cfg.Ports)+1)
 	reports := make(chan *nimbuspb.ReportRequest, 1)
 	s.wg.Go(func() { s.serveControl(lctx, ln, events) })
@@ -302,10 +314,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			s.log.Info("supervisor stopping; its workers keep running", "workers", len(s.procs))
 			return nil
-		case as := <-assigns:
-			s.desired, s.known = DesiredFor(s.cfg.ID, as), true
-			s.assigned = make(map[string]bool, len(as))
-			for _, a := range as {
+		case r := <-assigns:
+			s.desired, s.known, s.read = DesiredFor(s.cfg.ID, r.assignments), true, r.exits
+			s.assigned = make(map[string]bool, len(r.assignments))
+			for _, a := range r.assignments {
 				s.assigned[a.Topology] = true
 			}
 		case <-tick.C:
@@ -379,10 +391,28 @@ type dlResult struct {
 	err error
 }
 
-// watch sends the assignments to out whenever they change, and once at
-// the start, retrying a failed read.
-func (s *Supervisor) watch(ctx context.Context, out chan []coord.Assignment) {
-	for range s.cfg.Store.Changes(ctx, coord.AssignmentsPrefix) {
+// assignmentsRead is one read of the assignments, begun once the run
+// loop had counted exits worker exits.
+type assignmentsRead struct {
+	assignments []coord.Assignment
+	exits       uint64
+}
+
+// watch sends the assignments to out whenever they change, once at the
+// start, and when the run loop asks on s.refresh, retrying a failed read.
+func (s *Supervisor) watch(ctx context.Context, out chan assignmentsRead) {
+	changes := s.cfg.Store.Changes(ctx, coord.AssignmentsPrefix)
+	var asked uint64
+	for {
+		select {
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+		case n := <-s.refresh:
+			asked = max(asked, n)
+		}
+		exits := asked // what this read answers
 		for fails := 0; ; fails++ {
 			as, err := s.cfg.Store.Assignments(ctx)
 			if err == nil {
@@ -390,7 +420,7 @@ func (s *Supervisor) watch(ctx context.Context, out chan []coord.Assignment) {
 				case <-out:
 				default:
 				}
-				out <- as
+				out <- assignmentsRead{as, exits}
 				break
 			}
 			if ctx.Err() != nil {
@@ -463,6 +493,12 @@ func (s *Supervisor) checkProcs() {
 		if reap(p.PID, p.spec) {
 			p.Alive, p.Connected = false, false
 			changed = true
+			s.exits++
+			select { // replaces a request not taken yet
+			case <-s.refresh:
+			default:
+			}
+			s.refresh <- s.exits
 			if p.Stopping {
 				s.log.Info("worker stopped", "port", p.Port, "pid", p.PID, "topology", p.Running.Topology)
 				continue
@@ -618,6 +654,15 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 		Timeouts: Timeouts{Worker: s.cfg.WorkerTimeout, Start: s.cfg.StartTimeout, DownloadRetry: 5 * time.Second},
 		Ports:    s.cfg.Ports, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, WireVersion: s.cfg.WireVersion,
 	})
+	// Launches wait for assignments read since the last worker exit.
+	hold := s.read < s.exits
+	if hold {
+		for i, w := range plan.Workers {
+			if slices.ContainsFunc(plan.Actions, func(a Action) bool { return a.Kind == Launch && a.Port == w.Port }) {
+				plan.Workers[i].State, plan.Workers[i].Why = Waiting, "a worker exited: waiting to read the assignments from etcd again before starting one"
+			}
+		}
+	}
 	s.states = plan.Workers
 	for _, w := range plan.Workers {
 		if w.State == Refused {
@@ -643,6 +688,13 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 				}
 			})
 		case Launch:
+			if hold {
+				if s.held != s.exits {
+					s.held = s.exits
+					s.log.Info("holding a worker's start until the assignments are read again", "port", a.Port, "topology", a.Desired.Topology)
+				}
+				continue
+			}
 			s.launch(*a.Desired, now)
 		case Kill:
 			// A topology assigned nowhere was killed, after the kill's

@@ -764,3 +764,53 @@ func TestSupervisorReportsChangesAtOnce(t *testing.T) {
 		t.Fatalf("worker %d still runs (or is a zombie) after its assignment was deleted: /proc/%d/stat %s", pid, pid, st)
 	}
 }
+
+// TestSupervisorRestartsOnlyFromAssignmentsReadAfterTheExit: a worker that
+// exits while etcd cannot be read is not started again from the
+// assignments the supervisor holds (nimbus may have moved it meanwhile,
+// as when the supervisor is cut off from etcd and its lease expires): the
+// slot waits, saying why, until etcd answers, and then the worker is
+// started again.
+func TestSupervisorRestartsOnlyFromAssignmentsReadAfterTheExit(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 1)
+	runSupervisor(t, tc.supervisorConfig(t, shortDir(t), ports))
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker", validOn(ports[0], &pid, true))
+	url := tc.etcd.Endpoints[0]
+	tc.etcd.Close()
+	tc.etcd = nil
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	tc.nimbus.waitReport(t, "the slot waiting to read the assignments", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[0])
+		if w != nil && w.Pid != 0 && w.Pid != pid {
+			t.Fatalf("without etcd the supervisor started worker %d in place of the killed %d: want it to wait for the assignments", w.Pid, pid)
+		}
+		return w != nil && w.Pid == 0 && w.State == string(Waiting) && strings.Contains(w.Reason, "assignments")
+	})
+	n := 0
+	tc.nimbus.waitReport(t, "the slot still waiting over 10 reports", func(r *nimbuspb.ReportRequest) bool {
+		if w := workerOn(r, ports[0]); w == nil || w.Pid != 0 {
+			t.Fatalf("without etcd the slot reports %v: want no worker", w)
+		}
+		n++
+		return n >= 10
+	})
+	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: tc.etcdDir, ClientURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.etcd = e
+	var pid2 int32
+	tc.nimbus.waitReport(t, "a new valid worker once etcd is back", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[0])
+		return w != nil && w.Pid != pid && validOn(ports[0], &pid2, true)(r)
+	})
+}
