@@ -108,16 +108,19 @@ type Supervisor struct {
 	launchErr map[int]string
 	crashes   map[int]int // consecutive quick exits, by port
 
-	// A worker that exits is started again only from assignments read
-	// after its exit: exits counts the exits, read the exits counted when
-	// the read that gave desired began, and refresh asks watch for a
-	// read. A supervisor cut off from etcd holds assignments nimbus may
-	// have moved away since (its lease expired): restarting from them
-	// would start a stale copy of a moved worker, which the new
-	// assignment's workers refuse, again and again.
-	exits, read uint64
-	refresh     chan uint64
-	held        uint64 // the exits count of the last held launch logged
+	// A worker its peers refused (its assignment is not theirs) is
+	// started again only from assignments read after its exit: refusals
+	// counts such exits, read the refusals counted when the read that
+	// gave desired began, and refresh asks watch for a read. A supervisor
+	// cut off from etcd holds assignments nimbus may have moved away
+	// since (its lease expired): restarting from them would start a stale
+	// copy of a moved worker, which the new assignment's workers refuse,
+	// again and again. A worker that crashed is started again at once
+	// from what the supervisor holds, etcd reachable or not, as Storm's
+	// supervisor does from its local state.
+	refusals, read uint64
+	refresh        chan uint64
+	held           uint64 // the refusals count of the last held launch logged
 }
 
 // joinTimeout bounds the supervisor's first registration in etcd.
@@ -136,6 +139,7 @@ type proc struct {
 	pending        *Desired // the reassignment sent
 	beat           workerproc.Message
 	closedAt       time.Time // when its control connection closed; zero while connected
+	refused        bool      // it failed because its peers refused its assignment
 }
 
 // exitPoll is how often the supervisor looks for the exit of a worker
@@ -315,7 +319,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			s.log.Info("supervisor stopping; its workers keep running", "workers", len(s.procs))
 			return nil
 		case r := <-assigns:
-			s.desired, s.known, s.read = DesiredFor(s.cfg.ID, r.assignments), true, r.exits
+			s.desired, s.known, s.read = DesiredFor(s.cfg.ID, r.assignments), true, r.refusals
 			s.assigned = make(map[string]bool, len(r.assignments))
 			for _, a := range r.assignments {
 				s.assigned[a.Topology] = true
@@ -392,10 +396,10 @@ type dlResult struct {
 }
 
 // assignmentsRead is one read of the assignments, begun once the run
-// loop had counted exits worker exits.
+// loop had counted refusals workers refused by their peers.
 type assignmentsRead struct {
 	assignments []coord.Assignment
-	exits       uint64
+	refusals    uint64
 }
 
 // watch sends the assignments to out whenever they change, once at the
@@ -412,7 +416,7 @@ func (s *Supervisor) watch(ctx context.Context, out chan assignmentsRead) {
 		case n := <-s.refresh:
 			asked = max(asked, n)
 		}
-		exits := asked // what this read answers
+		refusals := asked // what this read answers
 		for fails := 0; ; fails++ {
 			as, err := s.cfg.Store.Assignments(ctx)
 			if err == nil {
@@ -420,7 +424,7 @@ func (s *Supervisor) watch(ctx context.Context, out chan assignmentsRead) {
 				case <-out:
 				default:
 				}
-				out <- assignmentsRead{as, exits}
+				out <- assignmentsRead{as, refusals}
 				break
 			}
 			if ctx.Err() != nil {
@@ -493,12 +497,14 @@ func (s *Supervisor) checkProcs() {
 		if reap(p.PID, p.spec) {
 			p.Alive, p.Connected = false, false
 			changed = true
-			s.exits++
-			select { // replaces a request not taken yet
-			case <-s.refresh:
-			default:
+			if p.refused {
+				s.refusals++
+				select { // replaces a request not taken yet
+				case <-s.refresh:
+				default:
+				}
+				s.refresh <- s.refusals
 			}
-			s.refresh <- s.exits
 			if p.Stopping {
 				s.log.Info("worker stopped", "port", p.Port, "pid", p.PID, "topology", p.Running.Topology)
 				continue
@@ -605,7 +611,8 @@ func (s *Supervisor) handle(ev ctlEvent) (reconcile, urgent bool) {
 		// The first heartbeat makes a starting worker valid.
 		return first, firstAck
 	case workerproc.EventFailed:
-		s.log.Error("worker failed", "port", p.Port, "pid", p.PID, "err", m.Error)
+		s.log.Error("worker failed", "port", p.Port, "pid", p.PID, "err", m.Error, "refused", m.Refused)
+		p.refused = p.refused || m.Refused
 		return false, false
 	case workerproc.EventReassigned:
 		if p.pending == nil || p.pending.Version != m.Version {
@@ -654,12 +661,13 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 		Timeouts: Timeouts{Worker: s.cfg.WorkerTimeout, Start: s.cfg.StartTimeout, DownloadRetry: 5 * time.Second},
 		Ports:    s.cfg.Ports, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, WireVersion: s.cfg.WireVersion,
 	})
-	// Launches wait for assignments read since the last worker exit.
-	hold := s.read < s.exits
+	// Launches wait for assignments read since a worker's peers last
+	// refused it.
+	hold := s.read < s.refusals
 	if hold {
 		for i, w := range plan.Workers {
 			if slices.ContainsFunc(plan.Actions, func(a Action) bool { return a.Kind == Launch && a.Port == w.Port }) {
-				plan.Workers[i].State, plan.Workers[i].Why = Waiting, "a worker exited: waiting to read the assignments from etcd again before starting one"
+				plan.Workers[i].State, plan.Workers[i].Why = Waiting, "a worker's peers refused its assignment: waiting to read the assignments from etcd again before starting one"
 			}
 		}
 	}
@@ -689,8 +697,8 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 			})
 		case Launch:
 			if hold {
-				if s.held != s.exits {
-					s.held = s.exits
+				if s.held != s.refusals {
+					s.held = s.refusals
 					s.log.Info("holding a worker's start until the assignments are read again", "port", a.Port, "topology", a.Desired.Topology)
 				}
 				continue

@@ -17,6 +17,7 @@ import (
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/scheduler"
+	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -32,6 +33,7 @@ import (
 //	supervisor → worker  {"cmd":"reassign","version":…,"assignment":{…}}
 //	worker → supervisor  {"event":"reassigned","version":…,"fingerprint":…} ("error" set if refused)
 //	worker → supervisor  {"event":"stopped",…} (the last heartbeat), then exit 0
+//	worker → supervisor  {"event":"failed","error":…,"refused":…}, then exit 1 ("refused": its peers refused its hello for good, a stale copy)
 //
 // The hello is sent again on every connection. If the socket breaks, or
 // no supervisor listens, the worker keeps running and dials again, at
@@ -223,7 +225,7 @@ loop:
 		w.Stop()
 	}
 	if fatal != nil {
-		link.send(Message{Event: EventFailed, Error: fatal.Error()})
+		link.send(Message{Event: EventFailed, Error: fatal.Error(), Refused: errors.Is(fatal, transport.ErrMismatch)})
 		return fatal
 	}
 	beat(EventStopped)

@@ -185,14 +185,18 @@ type Message struct {
 	// nil: the even scheduler's.
 	Executors []int `json:"executors,omitempty"`
 
-	Event  string          `json:"event,omitempty"`
-	Addr   string          `json:"addr,omitempty"` // listening
-	PID    int             `json:"pid,omitempty"`
-	Error  string          `json:"error,omitempty"` // failed
-	Time   time.Time       `json:"time,omitzero"`
-	Status *worker.Status  `json:"status,omitempty"` // heartbeat, stopped
-	RSS    int64           `json:"rss,omitempty"`
-	Stats  json.RawMessage `json:"stats,omitempty"`
+	Event string `json:"event,omitempty"`
+	Addr  string `json:"addr,omitempty"` // listening
+	PID   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"` // failed
+	// Refused (failed): the worker failed because its peers refused its
+	// hello for good: it holds another assignment than theirs (a stale
+	// copy), or another topology, version or set of types.
+	Refused bool            `json:"refused,omitempty"`
+	Time    time.Time       `json:"time,omitzero"`
+	Status  *worker.Status  `json:"status,omitempty"` // heartbeat, stopped
+	RSS     int64           `json:"rss,omitempty"`
+	Stats   json.RawMessage `json:"stats,omitempty"`
 	// Spouts are this worker's spout counters (heartbeat, stopped).
 	Spouts []runstats.Spout `json:"spouts,omitempty"`
 
