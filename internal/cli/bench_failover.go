@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,7 +15,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchfail"
-	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/freeport"
 )
 
 // failoverTopology is the failover bench's word count, known to every
@@ -249,8 +248,8 @@ func runFailover(cmd *cobra.Command, f failoverFlags) error {
 	}
 	supTimeout, _ := eff.Int(gale.NimbusSupervisorTimeoutSecs)
 	if f.slotBase == 0 {
-		if f.slotBase, err = freeConsecutivePorts(f.supervisors * f.workers); err != nil {
-			return err
+		if f.slotBase, err = freeport.Consecutive(f.supervisors * f.workers); err != nil {
+			return fmt.Errorf("%w: give --slot-base", err)
 		}
 	}
 	srv, err := benchfail.Listen(benchfail.ServerConfig{
@@ -325,21 +324,12 @@ func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCl
 	if err != nil {
 		return err
 	}
-	c, err := dialNimbus(ctx, s.cluster)
+	resp, err := s.submit(ctx, cmd)
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	var resp *nimbuspb.SubmitResponse
-	err = c.call(ctx, func(n nimbuspb.NimbusClient) error {
-		resp, err = s.upload(cmd, n)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("submit %s: %w", s.name, err)
 	}
 	fmt.Fprintf(live, "%s bench failover: submitted %s (id %s, %s): %d workers on %d supervisors, %s sentences/s\n",
-		d.name, s.name, resp.GetId(), resp.GetStatus(), f.workers, f.supervisors, strconv.FormatFloat(f.rate, 'f', -1, 64))
+		d.name, s.name, resp.ID, resp.Status, f.workers, f.supervisors, strconv.FormatFloat(f.rate, 'f', -1, 64))
 
 	killed := make(map[*child]bool)
 	// unasked is a child's exit the bench did not ask for.
@@ -602,33 +592,4 @@ func (t *tailWriter) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
-}
-
-// freeConsecutivePorts finds n consecutive ports on 127.0.0.1 that are
-// free now, and returns the first.
-func freeConsecutivePorts(n int) (int, error) {
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, l)
-		}
-		for _, l := range lns {
-			l.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, fmt.Errorf("no %d free consecutive ports on 127.0.0.1 in 100 tries: give --slot-base", n)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -285,21 +286,10 @@ type submitResult struct {
 }
 
 func (s *submission) send(cmd *cobra.Command, f submitFlags) error {
-	ctx := cmd.Context()
-	c, err := dialNimbus(ctx, s.cluster)
+	r, err := s.submit(cmd.Context(), cmd)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	var resp *nimbuspb.SubmitResponse
-	err = c.call(ctx, func(n nimbuspb.NimbusClient) error {
-		resp, err = s.upload(cmd, n)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("submit %s: %w", s.name, err)
-	}
-	r := submitResult{Name: s.name, ID: resp.GetId(), Status: resp.GetStatus(), PendingReason: resp.GetPendingReason(), Nimbus: c.leader}
 	out := cmd.OutOrStdout()
 	if f.asJSON {
 		return writeJSON(out, r)
@@ -310,6 +300,25 @@ func (s *submission) send(cmd *cobra.Command, f submitFlags) error {
 	}
 	_, err = fmt.Fprintln(out, line)
 	return err
+}
+
+// submit uploads the submission to the nimbus leader and returns its
+// answer.
+func (s *submission) submit(ctx context.Context, cmd *cobra.Command) (submitResult, error) {
+	c, err := dialNimbus(ctx, s.cluster)
+	if err != nil {
+		return submitResult{}, err
+	}
+	defer c.Close()
+	var resp *nimbuspb.SubmitResponse
+	err = c.call(ctx, func(n nimbuspb.NimbusClient) error {
+		resp, err = s.upload(cmd, n)
+		return err
+	})
+	if err != nil {
+		return submitResult{}, fmt.Errorf("submit %s: %w", s.name, err)
+	}
+	return submitResult{Name: s.name, ID: resp.GetId(), Status: resp.GetStatus(), PendingReason: resp.GetPendingReason(), Nimbus: c.leader}, nil
 }
 
 // upload sends the header, then the artifact in chunks.

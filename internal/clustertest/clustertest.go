@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +45,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/proclist"
 )
@@ -316,27 +316,13 @@ func freePorts(groups, n int) ([]int, error) {
 	var out []int
 	for tries := 0; len(out) < groups; tries++ {
 		if tries == 100 {
-			return nil, fmt.Errorf("clustertest: no %d free consecutive ports found in 100 tries", n)
+			return nil, fmt.Errorf("clustertest: no %d groups of %d free consecutive ports found in 100 tries", groups, n)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		base, err := freeport.Consecutive(n)
 		if err != nil {
 			return nil, err
 		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, l)
-		}
-		for _, l := range lns {
-			l.Close()
-		}
-		if ok && !slices.Contains(out, base) {
+		if !slices.Contains(out, base) {
 			out = append(out, base)
 		}
 	}
