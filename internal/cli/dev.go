@@ -616,7 +616,7 @@ func (d *devCluster) terminate(cs []*child, grace time.Duration) {
 }
 
 // stopWorkers stops every process other than the cluster's own whose
-// command line names a path under the cluster's directory: the workers
+// program lies under the cluster's directory: the workers
 // its supervisors started, which outlive a supervisor by design.
 func (d *devCluster) stopWorkers() error {
 	ours := make(map[int]bool)
@@ -624,7 +624,7 @@ func (d *devCluster) stopWorkers() error {
 		ours[c.pid()] = true
 	}
 	find := func() ([]proclist.Proc, error) {
-		ps, err := proclist.Under(d.dir)
+		ps, err := proclist.Running(d.dir)
 		if err != nil {
 			return nil, err
 		}
@@ -720,14 +720,14 @@ func (d *devCluster) killSupervisor(c *child) (workers int, err error) {
 }
 
 // workersUnder lists the processes other than the cluster's own whose
-// command line names a path under dir: the workers of the supervisors
+// program lies under dir: the workers of the supervisors
 // whose directories are under it.
 func (d *devCluster) workersUnder(dir string) ([]proclist.Proc, error) {
 	ours := make(map[int]bool)
 	for _, c := range d.children() {
 		ours[c.pid()] = true
 	}
-	ps, err := proclist.Under(dir)
+	ps, err := proclist.Running(dir)
 	if err != nil {
 		return nil, err
 	}

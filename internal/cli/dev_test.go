@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -118,7 +119,18 @@ func init() {
 		os.Exit(0)
 	case "supervisor":
 		f := flags(os.Args[2:])
-		w := exec.Command(os.Args[0], "fake-worker", "--spec", filepath.Join(f["--dir"], "worker.json"))
+		// As a real supervisor's, the worker runs a program under the
+		// supervisor's directory (there, its artifact).
+		prog := filepath.Join(f["--dir"], "artifacts", "fake")
+		if err := os.MkdirAll(filepath.Dir(prog), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "gale:", err)
+			os.Exit(1)
+		}
+		if err := os.Symlink(os.Args[0], prog); err != nil && !errors.Is(err, os.ErrExist) {
+			fmt.Fprintln(os.Stderr, "gale:", err)
+			os.Exit(1)
+		}
+		w := exec.Command(prog, "fake-worker", "--spec", filepath.Join(f["--dir"], "worker.json"))
 		w.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if os.Getenv(fakeInheritEnv) == "1" {
 			w.Stderr = os.Stderr // holds dev's pipe after the supervisor exits

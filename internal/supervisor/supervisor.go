@@ -162,6 +162,12 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	if cfg.Dir == "" {
 		errs = append(errs, errors.New("no directory (--dir)"))
+	} else if abs, err := filepath.Abs(cfg.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("directory %q: %w", cfg.Dir, err))
+	} else {
+		// Absolute: workers run the artifacts under it from their own
+		// directories, and are found again by the paths they run.
+		cfg.Dir = abs
 	}
 	if cfg.Host == "" {
 		errs = append(errs, errors.New("no host (--host)"))
