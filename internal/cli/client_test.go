@@ -2,19 +2,12 @@ package cli
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -33,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testcert"
 	"github.com/gale-stream/gale/internal/transport"
 )
 
@@ -502,7 +495,8 @@ func TestClientBearerToken(t *testing.T) {
 // that certificate; without it, it cannot talk to a TLS nimbus.
 func TestClientTLS(t *testing.T) {
 	t.Parallel()
-	cert, certPEM := selfSigned(t)
+	c := testcert.New(t)
+	cert, certPEM := c.TLS, string(c.CertPEM)
 	fake := startFakeNimbus(t, &cert)
 	fake.mu.Lock()
 	fake.topologies = []*nimbuspb.TopologySummary{{Name: "wordcount", Id: "wordcount-1", Status: "ACTIVE"}}
@@ -515,31 +509,6 @@ func TestClientTLS(t *testing.T) {
 	if code, _, _ := runGale(t, "list", "--nimbus", fake.addr); code != exitRuntime {
 		t.Errorf("without the certificate: exit %d, want %d", code, exitRuntime)
 	}
-}
-
-// selfSigned makes a certificate for 127.0.0.1.
-func selfSigned(t *testing.T) (tls.Certificate, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "nimbus"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
-		string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
 // TestList: list shows every topology with its counters, its workers

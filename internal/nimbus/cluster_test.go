@@ -1,20 +1,12 @@
 package nimbus
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -22,6 +14,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testcert"
 )
 
 // A lost supervisor's workers move; the others stay where they are.
@@ -137,48 +130,12 @@ func TestSubmitStopsWaitingForReplication(t *testing.T) {
 	}
 }
 
-// writeCert writes a self-signed certificate for 127.0.0.1 and its key.
-func writeCert(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "gale nimbus test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
 // With nimbus.tls.cert and nimbus.tls.key, the API speaks TLS only, and
 // nimbuses replicate over it.
 func TestTLS(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700)
-	cert, key := writeCert(t)
+	cert, key := testcert.Files(t)
 	withTLS := func(c *Config) { c.Cluster = gale.Config{gale.NimbusTLSCert: cert, gale.NimbusTLSKey: key} }
 	a := cl.startNimbus("a", "", withTLS)
 	a.leads()
@@ -198,7 +155,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestNewRefusesHalfATLSConfig(t *testing.T) {
-	cert, _ := writeCert(t)
+	cert, _ := testcert.Files(t)
 	_, err := New(Config{Dir: t.TempDir(), Endpoints: []string{"http://127.0.0.1:2379"}, Cluster: gale.Config{gale.NimbusTLSCert: cert}})
 	if err == nil || !strings.Contains(err.Error(), "nimbus.tls.key") {
 		t.Errorf("New with a certificate and no key: got %v, want an error naming nimbus.tls.key", err)
