@@ -21,6 +21,27 @@ const (
 	// TopologyMaxSpoutPending caps the tuple trees in flight per spout task
 	// (int, default unset = no cap, ≥ 1). May be set per component.
 	TopologyMaxSpoutPending = "topology.max.spout.pending"
+	// TopologyMaxSpoutPendingAutotune is Gale-specific: the spout's
+	// executors choose topology.max.spout.pending themselves with the
+	// auto-tuner Twitter ran on Storm (internal/autotune), starting from
+	// the key's value if set, else from 1000, and moving it every
+	// TopologyMaxSpoutPendingAutotuneIntervalSecs by the spout's progress
+	// over the interval: its trees acked, or what a spout that implements
+	// ProgressReporter reports (committed offsets for Kafka, where acks are
+	// not progress). Each change is logged and the value shows in the
+	// spout's counters. It has no effect with acking off (bool, default
+	// false). May be set per component.
+	TopologyMaxSpoutPendingAutotune = "topology.max.spout.pending.autotune"
+	// TopologyMaxSpoutPendingAutotuneIntervalSecs is Gale-specific: the
+	// seconds between the auto-tuner's steps (int, default unset = the
+	// message timeout, topology.message.timeout.secs, ≥ 1). Trees that a
+	// too-large value queues time out a message timeout after they were
+	// emitted, so an interval that long sees the cost of a step in the
+	// next interval's progress; the seed's 120 s is four of Storm's
+	// default timeouts, and at 25% a step the climb from 1 to 1000 takes
+	// some 30 steps: an hour at 120 s, a quarter of one at 30 s. May be set
+	// per component.
+	TopologyMaxSpoutPendingAutotuneIntervalSecs = "topology.max.spout.pending.autotune.interval.secs"
 	// TopologyAckerExecutors is the number of acker executors (int, default
 	// unset = one per worker; 0 turns tracking off and tuples are acked as
 	// soon as they are emitted).
@@ -321,6 +342,10 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"seconds a tuple tree has to complete before it fails", intAtLeast(1)},
 	{TopologyMaxSpoutPending, configInt, nil, ScopeComponent,
 		"tuple trees in flight per spout task (unset = no cap)", intAtLeast(1)},
+	{TopologyMaxSpoutPendingAutotune, configBool, false, ScopeComponent,
+		"tune topology.max.spout.pending by the spout's progress (starting from it if set, else 1000)", nil},
+	{TopologyMaxSpoutPendingAutotuneIntervalSecs, configInt, nil, ScopeComponent,
+		"seconds between the max spout pending auto-tuner's steps (unset = topology.message.timeout.secs)", intAtLeast(1)},
 	{TopologyAckerExecutors, configInt, nil, ScopeTopology,
 		"acker executors (unset = one per worker, 0 = no tracking)", intAtLeast(0)},
 	{TopologyTickTupleFreqSecs, configInt, nil, ScopeComponent,

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/autotune"
 	"github.com/gale-stream/gale/internal/runstats"
 )
 
@@ -84,6 +85,15 @@ type spoutExec struct {
 	latency runstats.LatencyRecorder
 
 	timeoutTk, tuneTk Ticker // made by start, so their phase is fixed before any executor runs
+
+	// With topology.max.spout.pending.autotune, tuner chooses maxPending
+	// on each tune tick (spout_autotune.go); pubMaxPending is maxPending
+	// times the tasks, for spoutStats.
+	tuner         *autotune.Tuner
+	tunePeriod    time.Duration
+	tuneAt        int64 // clock nanos when the current window started
+	tuneProgress  int64 // the progress counted then
+	pubMaxPending atomic.Int64
 }
 
 func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
@@ -91,6 +101,7 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 	x.out = newOutbox(rt, false, c)
 	x.out.ctlIn = x.ctl
 	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
+	x.newTuner()
 	if x.maxPending == 0 && rt.numAckers > 0 {
 		x.autoFloor, x.autoMost = rt.autoBounds()
 		x.autoLimit = x.autoFloor
@@ -105,6 +116,7 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 		t.coll = &SpoutCollector{task: t}
 		x.tasks = append(x.tasks, t)
 	}
+	x.pubMaxPending.Store(int64(x.maxPending * n))
 	return x
 }
 
@@ -166,6 +178,7 @@ func (x *spoutExec) run() {
 		}
 		if a := x.rt.active.Load(); a != x.active {
 			x.active = a
+			x.restartTuneWindow()
 			for _, t := range x.tasks {
 				if a {
 					x.call(t, t.spout.Activate)
@@ -417,6 +430,10 @@ func (x *spoutExec) expireBlocked() {
 // retune sets the automatic in-flight limit from the trees resolved since
 // the last retune: a tune tick, interval ago, or an early retune.
 func (x *spoutExec) retune(interval time.Duration) {
+	if x.tuner != nil {
+		x.autotune()
+		return
+	}
 	now := x.rt.clock.Now().UnixNano()
 	if x.earlyTuned && now > x.tunedAt {
 		interval = time.Duration(now - x.tunedAt)

@@ -527,8 +527,8 @@ func (rt *runtime) start() error {
 		if rt.numAckers > 0 {
 			x.timeoutTk = rt.newTicker(rt.timeout / (pendingBuckets - 1))
 		}
-		if x.autoLimit > 0 {
-			x.tuneTk = rt.newTicker(autoTuneInterval(rt.timeout))
+		if d := x.tuneInterval(); d > 0 {
+			x.tuneTk = rt.newTicker(d)
 		}
 	}
 	for _, x := range rt.ackerExecs {

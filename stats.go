@@ -39,6 +39,7 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		s.Acked += x.pubAcked.Load()
 		s.Failed += x.pubFailed.Load()
 		s.Pending += x.pendingCount.Load()
+		s.MaxPending += x.pubMaxPending.Load()
 		x.latency.AddTo(&s.Latency)
 	}
 	out := make([]runstats.Spout, 0, len(byComp))

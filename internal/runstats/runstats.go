@@ -23,6 +23,12 @@ type Spout struct {
 	Acked   int64 `json:"acked"`
 	Failed  int64 `json:"failed"`
 	Pending int64 `json:"pending"`
+	// MaxPending is the most trees the tasks may have in flight, summed:
+	// topology.max.spout.pending, fixed or as the auto-tuner last chose it
+	// (topology.max.spout.pending.autotune); over Tasks, the value per
+	// task. It is 0 when the key is unset and the runtime limits the
+	// trees in flight by itself.
+	MaxPending int64 `json:"max_pending,omitempty"`
 	// Latency is the complete latency of the trees acked.
 	Latency Latency `json:"latency,omitzero"`
 }
@@ -41,6 +47,7 @@ func Add(a, b []Spout) []Spout {
 		o.Acked += s.Acked
 		o.Failed += s.Failed
 		o.Pending += s.Pending
+		o.MaxPending += s.MaxPending
 		o.Latency.Add(&s.Latency)
 	}
 	return out
@@ -55,6 +62,7 @@ func Total(ss []Spout) Spout {
 		t.Acked += s.Acked
 		t.Failed += s.Failed
 		t.Pending += s.Pending
+		t.MaxPending += s.MaxPending
 		t.Latency.Add(&s.Latency)
 	}
 	return t
