@@ -27,7 +27,7 @@
 //	last \ progress   higher      same                    lower
 //	(first step)      increase    increase                increase
 //	increase          increase    back, no change         decrease
-//	decrease          decrease    decrease                back, no change
+//	decrease          decrease    decrease                back, no change (*)
 //	no change         increase    no change (5 → probe)   decrease
 //
 // "Back" restores the value before the last move and compares the next
@@ -37,6 +37,13 @@
 // cost none is followed by another: the same progress with fewer trees in
 // flight is better (less latency, fewer replays after a failure), so the
 // value slides down until progress starts to fall, then steps back once.
+//
+// (*) Except after a decrease that answered a fall in progress, when
+// progress falls again by more than that decrease's share of the value
+// (plus the tolerance): below the best value progress falls no faster
+// than the value, so a steeper fall says the topology is still sinking
+// (trees already queued too deep keep timing out), and the tuner
+// decreases again instead of going back up into the flood.
 //
 // After five no-changes in a row the tuner probes: an increase, as the
 // seed says, unless the last increase brought no gain and went back, in
@@ -154,6 +161,10 @@ type Tuner struct {
 	noChanges      int  // no-changes in a row
 	upFailed       bool // the last increase brought no gain and went back
 	probing        bool // the last move was a probe: if it goes back, the next probe turns
+	// cut is the share the last decrease took off the value when it
+	// answered a fall in progress; 0 when it was a probe or followed a
+	// decrease that cost nothing.
+	cut float64
 }
 
 // New returns a Tuner for c, or an error wrapping ErrConfig that names the
@@ -192,7 +203,7 @@ func (t *Tuner) Step(progress int64) Decision {
 	d := Decision{Old: t.value, Progress: progress, Baseline: t.baseline, HasBaseline: t.steps > 0}
 	t.steps++
 	if !d.HasBaseline {
-		return t.finish(d, t.move(Increase, 0, progress, false), progress)
+		return t.finish(d, t.move(Increase, progress, false), progress)
 	}
 	cmp := t.compare(progress, t.baseline)
 	var a Action
@@ -208,9 +219,11 @@ func (t *Tuner) Step(progress int64) Decision {
 			a = Decrease
 		}
 	case Decrease:
-		switch cmp {
-		case 1, 0:
+		switch {
+		case cmp >= 0:
 			a = Decrease
+		case t.cut > 0 && t.drop(progress) > t.cut+t.tol:
+			a = Decrease // still falling, by more than the cut explains
 		default:
 			a = Back
 			if t.probing {
@@ -241,15 +254,15 @@ func (t *Tuner) Step(progress int64) Decision {
 		d.Action, d.New = Back, t.value
 		return d
 	}
-	a = t.move(a, t.drop(progress), progress, probe)
+	a = t.move(a, progress, probe)
 	return t.finish(d, a, progress)
 }
 
-// move applies an increase or a decrease (drop is the relative fall in
-// progress that sizes a decrease) and returns the action taken: NoChange
-// when the bounds void the move.
-func (t *Tuner) move(a Action, drop float64, progress int64, probe bool) Action {
-	next := t.value
+// move applies an increase or a decrease, sized by the fall in progress
+// from the baseline, and returns the action taken: NoChange when the
+// bounds void the move.
+func (t *Tuner) move(a Action, progress int64, probe bool) Action {
+	next, drop := t.value, t.drop(progress)
 	switch a {
 	case Increase:
 		next = min(t.max, t.value+max(1, t.value/4))
@@ -259,6 +272,10 @@ func (t *Tuner) move(a Action, drop float64, progress int64, probe bool) Action 
 	}
 	if a == NoChange || next == t.value {
 		return NoChange
+	}
+	t.cut = 0
+	if a == Decrease && !probe && t.compare(progress, t.baseline) < 0 {
+		t.cut = float64(t.value-next) / float64(t.value)
 	}
 	t.before, t.beforeProgress = t.value, progress
 	t.value = next
