@@ -34,6 +34,7 @@ type autotuneBench struct {
 	TuneFor       time.Duration // an auto-tuned run
 	Tail          time.Duration // its last part, measured
 	JSON          bool
+	Verbose       bool // log the auto-tuner's steps
 }
 
 func defaultAutotuneBench() autotuneBench {
@@ -111,7 +112,11 @@ document on stdout). Progress goes to stderr.`,
 			if err := b.validate(); err != nil {
 				return usageError{err}
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			level := slog.LevelWarn
+			if b.Verbose {
+				level = slog.LevelInfo
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			r, err := b.run(cmd.Context(), log, cmd.ErrOrStderr())
 			var werr error
 			if b.JSON {
@@ -137,6 +142,7 @@ document on stdout). Progress goes to stderr.`,
 	f.DurationVar(&b.Duration, "duration", b.Duration, "how long each fixed value is measured")
 	f.DurationVar(&b.TuneFor, "tune-for", b.TuneFor, "how long each auto-tuned run lasts")
 	f.DurationVar(&b.Tail, "tail", b.Tail, "the last part of each auto-tuned run, measured")
+	f.BoolVar(&b.Verbose, "verbose", false, "log each change the auto-tuner makes on stderr")
 	f.BoolVar(&b.JSON, "json", false, "print one JSON document on stdout (the progress still goes to stderr)")
 	return cmd
 }
