@@ -101,7 +101,7 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 	x.out = newOutbox(rt, false, c)
 	x.out.ctlIn = x.ctl
 	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
-	x.newTuner()
+	x.newTuner(n)
 	if x.maxPending == 0 && rt.numAckers > 0 {
 		x.autoFloor, x.autoMost = rt.autoBounds()
 		x.autoLimit = x.autoFloor

@@ -15,10 +15,13 @@ import (
 // flood of timeouts; a start too low climbs by 25% an interval.
 const autotuneStart = 1000
 
-// newTuner sets up the auto-tuner when the spout's config turns it on
-// and acking is on (without acking there are no trees to limit). It
-// starts from topology.max.spout.pending if set.
-func (x *spoutExec) newTuner() {
+// newTuner sets up the auto-tuner for the executor's tasks tasks when the
+// spout's config turns it on and acking is on (without acking there are
+// no trees to limit). It starts from topology.max.spout.pending if set.
+// The feedback budget of cycles (feedback.go) counts the value as it
+// moves: the key's value is in its fixed part, and the moves, or the
+// whole value when the key is unset, in its automatic part.
+func (x *spoutExec) newTuner(tasks int) {
 	conf := x.comp.conf
 	if !conf.Bool(TopologyMaxSpoutPendingAutotune) || x.rt.numAckers == 0 {
 		return
@@ -30,6 +33,11 @@ func (x *spoutExec) newTuner() {
 	tu, err := autotune.New(autotune.Config{Start: start, Max: max(autotune.DefaultMax, start)})
 	if err != nil {
 		panic(fmt.Sprintf("gale: %v", err)) // the config keys' checks rule this out
+	}
+	if x.maxPending == 0 {
+		x.rt.fbBudget.auto.Add(int64(tu.Value() * tasks))
+	} else {
+		x.rt.fbBudget.auto.Add(int64((tu.Value() - x.maxPending) * tasks))
 	}
 	x.tuner = tu
 	x.maxPending = tu.Value()
@@ -110,6 +118,7 @@ func (x *spoutExec) autotune() {
 	x.rt.log.Info("max spout pending tuned", "component", x.comp.id, "old", d.Old, "new", d.New,
 		"action", d.Action.String(), "progress", d.Progress, "baseline", d.Baseline)
 	x.maxPending = d.New
+	x.rt.fbBudget.auto.Add(int64((d.New - d.Old) * len(x.tasks)))
 	x.pubMaxPending.Store(int64(d.New * len(x.tasks)))
 	if d.New > d.Old {
 		x.unquiet()
