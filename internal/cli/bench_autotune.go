@@ -43,7 +43,7 @@ func defaultAutotuneBench() autotuneBench {
 		sweep = append(sweep, v)
 	}
 	return autotuneBench{
-		Concurrency: 64, Latency: 10 * time.Millisecond, Timeout: 2 * time.Second,
+		Concurrency: 128, Latency: 10 * time.Millisecond, Timeout: 2 * time.Second,
 		Interval: time.Second, ReceiveBuffer: 1 << 20,
 		Sweep: append(sweep, 100000), Starts: []int{1, 100000},
 		Warmup: 2500 * time.Millisecond, Duration: 2 * time.Second,
