@@ -33,6 +33,7 @@ type autotuneBench struct {
 	Duration      time.Duration // a fixed value's window
 	TuneFor       time.Duration // an auto-tuned run
 	Tail          time.Duration // its last part, measured
+	Reference     bool          // run the best fixed value again after each tuned run
 	JSON          bool
 	Verbose       bool // log the auto-tuner's steps
 }
@@ -47,7 +48,7 @@ func defaultAutotuneBench() autotuneBench {
 		Interval: time.Second, ReceiveBuffer: 1 << 20,
 		Sweep: append(sweep, 100000), Starts: []int{1, 100000},
 		Warmup: 2500 * time.Millisecond, Duration: 2 * time.Second,
-		TuneFor: 75 * time.Second, Tail: 15 * time.Second,
+		TuneFor: 75 * time.Second, Tail: 15 * time.Second, Reference: true,
 	}
 }
 
@@ -103,10 +104,12 @@ nothing. For each value of --sweep, a fixed max spout pending, it runs for
 --warmup and measures --duration: trees acked and failed per second and the
 complete latency. Then, for each value of --starts, it runs with the auto-tuner
 on (tuning every --interval) from that value for --tune-for and measures the
-last --tail. It prints the sweep, the best fixed value (the most trees acked a
-second) and the knee (the least value within 5% of the best), and each tuned
-run's final value and throughput with their ratios to the best (--json: one JSON
-document on stdout). Progress goes to stderr.`,
+last --tail; after each, it runs the sweep's best value again for --warmup and
+--tail (--reference), since the host's speed drifts over minutes. It prints the
+sweep, the best fixed value (the most trees acked a second) and the knee (the
+least value within 5% of the best), and each tuned run's final value and
+throughput with their ratios to the best, to the knee and to the best run again
+(--json: one JSON document on stdout). Progress goes to stderr.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := b.validate(); err != nil {
@@ -142,6 +145,7 @@ document on stdout). Progress goes to stderr.`,
 	f.DurationVar(&b.Duration, "duration", b.Duration, "how long each fixed value is measured")
 	f.DurationVar(&b.TuneFor, "tune-for", b.TuneFor, "how long each auto-tuned run lasts")
 	f.DurationVar(&b.Tail, "tail", b.Tail, "the last part of each auto-tuned run, measured")
+	f.BoolVar(&b.Reference, "reference", b.Reference, "after each tuned run, run the sweep's best fixed value again for --warmup and --tail, and judge the tuned run against that (=false: against the sweep only)")
 	f.BoolVar(&b.Verbose, "verbose", false, "log each change the auto-tuner makes on stderr")
 	f.BoolVar(&b.JSON, "json", false, "print one JSON document on stdout (the progress still goes to stderr)")
 	return cmd
@@ -197,7 +201,12 @@ type tunedRun struct {
 	ValueRatio      float64 `json:"value_ratio"`      // Final / the best fixed value
 	KneeRatio       float64 `json:"knee_ratio"`       // Final / the knee
 	ThroughputRatio float64 `json:"throughput_ratio"` // TreesPerSec / the best fixed value's
-	Trace           []int   `json:"trace"`
+	// Reference is the best fixed value run again right after, measured
+	// over as long as the tail: the host's speed swings by phases, so the
+	// ratio that judges the tuner is taken against a run of the same phase.
+	Reference      *autotuneRun `json:"reference,omitempty"`
+	ReferenceRatio float64      `json:"reference_ratio,omitempty"` // TreesPerSec / Reference's
+	Trace          []int        `json:"trace"`
 }
 
 type autotuneReport struct {
@@ -241,6 +250,9 @@ func (r *autotuneReport) analyse() {
 		if r.Best.TreesPerSec > 0 {
 			t.ThroughputRatio = t.TreesPerSec / r.Best.TreesPerSec
 		}
+		if t.Reference != nil && t.Reference.TreesPerSec > 0 {
+			t.ReferenceRatio = t.TreesPerSec / t.Reference.TreesPerSec
+		}
 	}
 }
 
@@ -271,9 +283,20 @@ func (b autotuneBench) run(ctx context.Context, log *slog.Logger, progress io.Wr
 			t := tunedRun{autotuneRun: measure(samples, b.Tail)}
 			t.MaxPending = v
 			t.Final, t.TailMin, t.TailMax, t.Trace = traceOf(samples, b.Tail)
-			r.Tuned = append(r.Tuned, t)
 			fmt.Fprintf(progress, "tuned from %7d: ends at %d (%d–%d over the last %s), %8.0f trees/s, %8.0f failed/s, p99 %8.1f ms\n",
 				v, t.Final, t.TailMin, t.TailMax, b.Tail, t.TreesPerSec, t.FailedPerSec, t.P99ms)
+			if r.analyse(); b.Reference && r.Best != nil {
+				samples, err := b.runOne(ctx, log, r.Best.MaxPending, false, b.Warmup+b.Tail)
+				if err != nil {
+					r.Tuned = append(r.Tuned, t)
+					return fmt.Errorf("max spout pending %d again: %w", r.Best.MaxPending, err)
+				}
+				ref := measure(samples, b.Tail)
+				ref.MaxPending = r.Best.MaxPending
+				t.Reference = &ref
+				fmt.Fprintf(progress, "fixed %7d again: %8.0f trees/s, %8.0f failed/s, p99 %8.1f ms\n", ref.MaxPending, ref.TreesPerSec, ref.FailedPerSec, ref.P99ms)
+			}
+			r.Tuned = append(r.Tuned, t)
 		}
 		return nil
 	}()
@@ -412,10 +435,14 @@ func (r *autotuneReport) writeTable(w io.Writer) error {
 	}
 	if len(r.Tuned) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "tuned from\tends at\tover the tail\t/best\t/knee\ttrees/s\t/best\tfailed/s\tp99 ms\t")
+		fmt.Fprintln(tw, "tuned from\tends at\tover the tail\t/best\t/knee\ttrees/s\t/best\tbest again\t/best again\tfailed/s\tp99 ms\t")
 		for _, t := range r.Tuned {
-			fmt.Fprintf(tw, "%d\t%d\t%d–%d\t%.2f\t%.2f\t%.0f\t%.3f\t%.0f\t%.1f\t\n", t.MaxPending, t.Final, t.TailMin, t.TailMax,
-				t.ValueRatio, t.KneeRatio, t.TreesPerSec, t.ThroughputRatio, t.FailedPerSec, t.P99ms)
+			again, ratio := "-", "-"
+			if t.Reference != nil {
+				again, ratio = fmt.Sprintf("%.0f", t.Reference.TreesPerSec), fmt.Sprintf("%.3f", t.ReferenceRatio)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d–%d\t%.2f\t%.2f\t%.0f\t%.3f\t%s\t%s\t%.0f\t%.1f\t\n", t.MaxPending, t.Final, t.TailMin, t.TailMax,
+				t.ValueRatio, t.KneeRatio, t.TreesPerSec, t.ThroughputRatio, again, ratio, t.FailedPerSec, t.P99ms)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

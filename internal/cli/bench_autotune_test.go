@@ -34,6 +34,9 @@ func TestBenchAutotuneJSON(t *testing.T) {
 	if tu.MaxPending != 3 || len(tu.Trace) < 2 || tu.Trace[0] != 3 || tu.Final < 1 || tu.Final < tu.TailMin || tu.Final > tu.TailMax {
 		t.Fatalf("tuned run: got %+v, want one from 3 with a trace starting at 3 and a final value within its tail's range", tu)
 	}
+	if tu.Reference == nil || tu.Reference.MaxPending != r.Best.MaxPending {
+		t.Errorf("reference: got %+v, want the best fixed value %d run again", tu.Reference, r.Best.MaxPending)
+	}
 	if got, want := tu.ValueRatio, float64(tu.Final)/float64(r.Best.MaxPending); got != want {
 		t.Errorf("value ratio: got %v, want %v", got, want)
 	}
@@ -67,14 +70,15 @@ func TestAutotuneReportAnalyse(t *testing.T) {
 			{MaxPending: 1, TreesPerSec: 100}, {MaxPending: 64, TreesPerSec: 5900},
 			{MaxPending: 256, TreesPerSec: 6000}, {MaxPending: 100000, TreesPerSec: 0},
 		},
-		Tuned: []tunedRun{{Final: 128, autotuneRun: autotuneRun{TreesPerSec: 5700}}},
+		Tuned: []tunedRun{{Final: 128, autotuneRun: autotuneRun{TreesPerSec: 5700}, Reference: &autotuneRun{MaxPending: 256, TreesPerSec: 5000}}},
 	}
 	r.analyse()
 	if r.Best.MaxPending != 256 || r.Knee.MaxPending != 64 {
 		t.Fatalf("best %d, knee %d: want 256 (the most trees a second) and 64 (the least within 5%%)", r.Best.MaxPending, r.Knee.MaxPending)
 	}
 	tu := r.Tuned[0]
-	if tu.ValueRatio != 0.5 || tu.KneeRatio != 2 || tu.ThroughputRatio != 0.95 {
-		t.Errorf("ratios: got value %v, knee %v, throughput %v; want 0.5, 2, 0.95", tu.ValueRatio, tu.KneeRatio, tu.ThroughputRatio)
+	if tu.ValueRatio != 0.5 || tu.KneeRatio != 2 || tu.ThroughputRatio != 0.95 || tu.ReferenceRatio != 1.14 {
+		t.Errorf("ratios: got value %v, knee %v, throughput %v, reference %v; want 0.5, 2, 0.95, 1.14",
+			tu.ValueRatio, tu.KneeRatio, tu.ThroughputRatio, tu.ReferenceRatio)
 	}
 }
