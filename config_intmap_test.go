@@ -95,7 +95,7 @@ func TestIsolationSchedulerMachinesIsAClusterKey(t *testing.T) {
 		want  string
 	}{
 		{LayerTopology, `config: "isolation.scheduler.machines" may not be set in topology config (only topology.* keys may; set it in gale.yaml)`},
-		{LayerComponent, `config: "isolation.scheduler.machines" may not be set in component config (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in gale.yaml)`},
+		{LayerComponent, `config: "isolation.scheduler.machines" may not be set in component config (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.spout.pending.autotune, topology.max.spout.pending.autotune.interval.secs, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in gale.yaml)`},
 	} {
 		err := iso.Validate(tt.layer)
 		if err == nil || err.Error() != tt.want || !errors.Is(err, ErrForbiddenOverride) {

@@ -27,6 +27,8 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyWorkers, 1},
 		{TopologyMessageTimeoutSecs, 30},
 		{TopologyMaxSpoutPending, nil},
+		{TopologyMaxSpoutPendingAutotune, false},
+		{TopologyMaxSpoutPendingAutotuneIntervalSecs, nil},
 		{TopologyAckerExecutors, nil},
 		{TopologyTickTupleFreqSecs, nil},
 		{TopologyExecutorReceiveBufferSize, 1024},
@@ -314,9 +316,9 @@ func TestConfigValidateErrors(t *testing.T) {
 		{"topology.name in gale.yaml", LayerFile, Config{TopologyName: "x"}, ErrForbiddenOverride,
 			`config: "topology.name" may not be set in gale.yaml (Gale sets it; remove it)`},
 		{"topology key per component", LayerComponent, Config{TopologyWorkers: 2}, ErrForbiddenOverride,
-			`config: "topology.workers" may not be set in component config (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in topology config)`},
+			`config: "topology.workers" may not be set in component config (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.spout.pending.autotune, topology.max.spout.pending.autotune.interval.secs, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in topology config)`},
 		{"cluster key per component", LayerComponent, Config{UIPort: 1}, ErrForbiddenOverride,
-			`config: "ui.port" may not be set in component config (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in gale.yaml)`},
+			`config: "ui.port" may not be set in component config (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.spout.pending.autotune, topology.max.spout.pending.autotune.interval.secs, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in gale.yaml)`},
 
 		{"zero workers", LayerTopology, Config{TopologyWorkers: 0}, ErrOutOfRange,
 			`config: "topology.workers" in topology config must be ≥ 1, got 0`},
@@ -551,7 +553,7 @@ func TestForComponent(t *testing.T) {
 		want := []string{
 			`config: unknown key "topology.debgu" per component "split" (did you mean "topology.debug"?)`,
 			`config: "topology.max.spout.pending" per component "split" must be ≥ 1, got 0`,
-			`config: "topology.workers" may not be set per component "split" (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in topology config)`,
+			`config: "topology.workers" may not be set per component "split" (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.spout.pending.autotune, topology.max.spout.pending.autotune.interval.secs, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in topology config)`,
 		}
 		if err == nil {
 			t.Fatalf("got nil error, want %d", len(want))

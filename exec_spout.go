@@ -116,7 +116,9 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 		t.coll = &SpoutCollector{task: t}
 		x.tasks = append(x.tasks, t)
 	}
-	x.pubMaxPending.Store(int64(x.maxPending * n))
+	if rt.numAckers > 0 {
+		x.pubMaxPending.Store(int64(x.maxPending * n))
+	}
 	return x
 }
 

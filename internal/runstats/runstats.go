@@ -27,7 +27,7 @@ type Spout struct {
 	// topology.max.spout.pending, fixed or as the auto-tuner last chose it
 	// (topology.max.spout.pending.autotune); over Tasks, the value per
 	// task. It is 0 when the key is unset and the runtime limits the
-	// trees in flight by itself.
+	// trees in flight by itself, and with acking off.
 	MaxPending int64 `json:"max_pending,omitempty"`
 	// Latency is the complete latency of the trees acked.
 	Latency Latency `json:"latency,omitzero"`
