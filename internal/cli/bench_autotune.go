@@ -48,7 +48,7 @@ func defaultAutotuneBench() autotuneBench {
 		Interval: time.Second, ReceiveBuffer: 1 << 20,
 		Sweep: append(sweep, 100000), Starts: []int{1, 100000},
 		Warmup: 2500 * time.Millisecond, Duration: 2 * time.Second,
-		TuneFor: 75 * time.Second, Tail: 15 * time.Second, Reference: true,
+		TuneFor: 90 * time.Second, Tail: 15 * time.Second, Reference: true,
 	}
 }
 
