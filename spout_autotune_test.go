@@ -99,6 +99,10 @@ func TestAutotuneMovesMaxPendingWithProgress(t *testing.T) {
 		{"off, the fixed value stays", gale.Config{gale.TopologyMaxSpoutPending: 100},
 			false, 10 * time.Second,
 			[]int64{400, 800, 200}, []int64{100, 100, 100}, nil},
+		{"acking off, there are no trees to limit", gale.Config{gale.TopologyMaxSpoutPending: 100, gale.TopologyMaxSpoutPendingAutotune: true,
+			gale.TopologyMaxSpoutPendingAutotuneIntervalSecs: 10, gale.TopologyAckerExecutors: 0},
+			false, 10 * time.Second,
+			[]int64{400, 800}, []int64{0, 0}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var allowed, reported atomic.Int64
