@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // progressSpout is a funcSpout that reports the progress the test sets.
@@ -106,26 +108,7 @@ func TestAutotuneMovesMaxPendingWithProgress(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var allowed, reported atomic.Int64
-			b := gale.NewTopologyBuilder()
-			b.SetSpout("src", func() gale.Spout {
-				s := &funcSpout{
-					declare: func(d gale.OutputDeclarer) { d.Declare("seq") },
-					next: func(s *funcSpout) {
-						if int64(s.n) < allowed.Load() {
-							if _, err := s.Collector.Emit(s.n, s.n); err != nil {
-								panic(err)
-							}
-							s.n++
-						}
-					},
-				}
-				if c.reporter {
-					return progressSpout{s, &reported}
-				}
-				return s
-			}, 1)
-			b.SetBolt("sink", func() gale.Bolt { return &funcBolt{} }, 1).ShuffleGrouping("src")
-			topo := build(t, b)
+			topo := gatedTopology(t, &allowed, &reported, c.reporter)
 			conf := gale.Config{gale.TopologyMessageTimeoutSecs: 30, gale.TopologyShutdownDrainTimeoutSecs: 0}
 			for k, v := range c.conf {
 				conf[k] = v
@@ -184,5 +167,92 @@ func TestAutotuneMovesMaxPendingWithProgress(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// gatedTopology is a spout that emits only as many tuples as allowed says
+// (reporting reported as its progress when reporter), and a bolt that acks
+// each at once.
+func gatedTopology(t *testing.T, allowed, reported *atomic.Int64, reporter bool) *gale.Topology {
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("src", func() gale.Spout {
+		s := &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("seq") },
+			next: func(s *funcSpout) {
+				if int64(s.n) < allowed.Load() {
+					if _, err := s.Collector.Emit(s.n, s.n); err != nil {
+						panic(err)
+					}
+					s.n++
+				}
+			},
+		}
+		if reporter {
+			return progressSpout{s, reported}
+		}
+		return s
+	}, 1)
+	b.SetBolt("sink", func() gale.Bolt { return &funcBolt{} }, 1).ShuffleGrouping("src")
+	return build(t, b)
+}
+
+// TestAutotuneSkipsInactiveIntervals: intervals while the spout is
+// deactivated make no step (their lack of progress is not the topology's),
+// and the window after the activation starts there.
+func TestAutotuneSkipsInactiveIntervals(t *testing.T) {
+	var allowed, reported atomic.Int64
+	topo := gatedTopology(t, &allowed, &reported, false)
+	conf := gale.Config{gale.TopologyMessageTimeoutSecs: 30, gale.TopologyShutdownDrainTimeoutSecs: 0,
+		gale.TopologyMaxSpoutPending: 100, gale.TopologyMaxSpoutPendingAutotune: true,
+		gale.TopologyMaxSpoutPendingAutotuneIntervalSecs: 10}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := galetest.NewClock(testEpoch)
+	logs := &logRecords{next: testLogger(t).Handler()}
+	wk, err := bridge.StartWorker("autotune", conf, topo, worker.Assignment{Workers: []string{ln.Addr().String()}},
+		worker.Options{Logger: slog.New(logs), Listener: ln}, bridge.Hooks{Clock: clk})
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	defer wk.Stop()
+	stats := func() (acked, max int64) {
+		s := bridge.SpoutStats(wk)[0]
+		return s.Acked, s.MaxPending
+	}
+	interval := func(what string) {
+		t.Helper()
+		clk.Advance(10 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := clk.WaitHandled(ctx); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	allowed.Store(400)
+	waitFor(t, "400 acks", func() bool { a, _ := stats(); return a == 400 })
+	interval("the first interval")
+	if _, got := stats(); got != 125 {
+		t.Fatalf("after 400 trees: max pending %d, want 125 (the first step increases)", got)
+	}
+	wk.Deactivate()
+	waitFor(t, "the spout to stop", func() bool { return wk.Status().Stopped })
+	interval("an inactive interval")
+	interval("another inactive interval")
+	if _, got := stats(); got != 125 {
+		t.Fatalf("after two inactive intervals: max pending %d, want 125 (no step)", got)
+	}
+	wk.Activate()
+	waitFor(t, "the spout to start again", func() bool { return !wk.Status().Stopped })
+	allowed.Store(400 + 800)
+	waitFor(t, "800 more acks", func() bool { a, _ := stats(); return a == 1200 })
+	interval("the interval after the activation")
+	if _, got := stats(); got != 156 {
+		t.Fatalf("after 800 trees in the active interval: max pending %d, want 156 (an increase after a gain)", got)
+	}
+	if n := len(logs.with("max spout pending tuned")); n != 2 {
+		t.Errorf("got %d tuning log lines, want 2", n)
 	}
 }
