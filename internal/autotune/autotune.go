@@ -1,7 +1,8 @@
 // Package autotune is the auto-tuner of topology.max.spout.pending that
-// Twitter ran on Storm (seed 000; docs/architecture.md): a deterministic
-// state machine that, given the progress a spout made over each interval,
-// chooses the most tuple trees it may keep in flight.
+// Twitter ran on Storm, which Storm never shipped: a deterministic state
+// machine that, given the progress a spout made over each interval,
+// chooses the most tuple trees it may keep in flight. docs/performance.md
+// measures it against a sweep of fixed values (gale bench autotune).
 //
 // It is pure: no goroutines, no clock, no randomness. The caller (the
 // spout executor, on a tick of the runtime's clock) measures the progress
@@ -45,13 +46,16 @@
 // (trees already queued too deep keep timing out), and the tuner
 // decreases again instead of going back up into the flood.
 //
-// After five no-changes in a row the tuner probes: an increase, as the
-// seed says, unless the last increase brought no gain and went back, in
-// which case it probes with a decrease (and at a bound, the way it can
-// move). Alternating lets it leave a
-// value far above the best one where progress is flat (the queues hold
-// more than the bolts finish in a message timeout, so nearly every tree
-// times out whatever the value), which upward probes alone never would.
+// After five no-changes in a row the tuner probes: with an increase, as
+// the seed says, unless an increase went back for want of a gain and no
+// downward probe has gone back since, in which case with a decrease (at a
+// bound, the way it can move). So at the best value the probes alternate,
+// one up, one down. The downward probes, with the slide above, take the
+// value from anywhere on a plateau where progress is flat down to where it
+// starts to fall: a plateau of queueing (more in flight only waits
+// longer), or one of a flood (the queues hold more than the bolts finish
+// in a message timeout, so nearly every tree times out whatever the
+// value). Upward probes alone would leave it there.
 //
 // A move that the bounds make void (an increase at Max, a decrease at Min)
 // counts as a no-change.
