@@ -1,0 +1,95 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	njs "github.com/nats-io/nats.go/jetstream"
+)
+
+// fetcher pulls messages from the consumer on its own goroutine and hands
+// them to the spout through a bounded channel. One pull at a time asks for
+// the task's share of max.ack.pending: the server hands out due
+// redeliveries before new messages, so a smaller pull would bring only
+// redeliveries in a failure storm and the fair share would never see a
+// new message. What the pull brings waits in the client's buffer (at most
+// the pull's size) until the channel has room; the server's
+// max.ack.pending caps what the spout holds in all.
+type fetcher struct {
+	cons njs.Consumer
+	pull int
+	wait time.Duration
+	log  *slog.Logger
+	out  chan njs.Msg
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startFetcher starts the goroutine; stop ends it and waits.
+func startFetcher(ctx context.Context, cons njs.Consumer, pull int, wait time.Duration, log *slog.Logger) *fetcher {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &fetcher{cons: cons, pull: pull, wait: wait, log: log, out: make(chan njs.Msg, min(pull, handOver)), cancel: cancel}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.run(ctx)
+	}()
+	return f
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	errWait := f.wait
+	for ctx.Err() == nil {
+		err := f.fetchOnce(ctx, f.pull)
+		if err == nil || ctx.Err() != nil {
+			errWait = f.wait
+			continue
+		}
+		// The server is unreachable or the consumer is gone: say so and
+		// try again, waiting longer each time (up to 30 pulls' wait).
+		f.log.Warn("jetstream fetch failed", "err", err, "retry_in", errWait)
+		t := time.NewTimer(errWait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		errWait = min(2*errWait, 30*f.wait)
+	}
+}
+
+// fetchOnce sends one pull for up to n messages and hands over what it
+// delivers. A pull that expires with nothing is not an error.
+func (f *fetcher) fetchOnce(ctx context.Context, n int) error {
+	pctx, cancel := context.WithTimeout(ctx, f.wait)
+	defer cancel()
+	b, err := f.cons.Fetch(n, njs.FetchContext(pctx))
+	if err != nil {
+		return err
+	}
+	for m := range b.Messages() {
+		select {
+		case f.out <- m:
+		case <-ctx.Done():
+			// Stopping: give it back at once rather than after ack.wait.
+			_ = m.Nak()
+		}
+	}
+	if err := b.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, njs.ErrNoMessages) {
+		return err
+	}
+	return nil
+}
+
+// handOver is the most messages waiting in the hand-over channel.
+const handOver = 256
+
+// stop ends the goroutine and waits for it. Idempotent.
+func (f *fetcher) stop() {
+	f.cancel()
+	f.wg.Wait()
+}
