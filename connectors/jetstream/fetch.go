@@ -63,21 +63,28 @@ func (f *fetcher) run(ctx context.Context) {
 }
 
 // fetchOnce sends one pull for up to n messages and hands over what it
-// delivers. A pull that expires with nothing is not an error.
+// delivers. A pull that expires with nothing is not an error. Once ctx
+// ends, the pull is still read to its expiry (fetch.max.wait.ms at most)
+// and what it brings is given back with a negative ack: cancelling it
+// would drop what the client received and did not hand over yet, and the
+// server would hold those until ack.wait.
 func (f *fetcher) fetchOnce(ctx context.Context, n int) error {
-	pctx, cancel := context.WithTimeout(ctx, f.wait)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.wait)
 	defer cancel()
 	b, err := f.cons.Fetch(n, njs.FetchContext(pctx))
 	if err != nil {
 		return err
 	}
 	for m := range b.Messages() {
-		select {
-		case f.out <- m:
-		case <-ctx.Done():
-			// Stopping: give it back at once rather than after ack.wait.
-			_ = m.Nak()
+		if ctx.Err() == nil {
+			select {
+			case f.out <- m:
+				continue
+			case <-ctx.Done():
+			}
 		}
+		// Stopping: give it back at once rather than after ack.wait.
+		_ = m.Nak()
 	}
 	if err := b.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, njs.ErrNoMessages) {
 		return err

@@ -123,6 +123,9 @@ type Spout struct {
 	// firstFailed remembers when this task first saw a message fail, by
 	// stream sequence, for its dead letter; at most max.ack.pending.
 	firstFailed map[uint64]time.Time
+	// nextSweep is when the queues are next checked for messages that
+	// waited long enough to need their ack.wait extended.
+	nextSweep time.Time
 }
 
 // spoutFamily is what the spouts of one Factory share.
@@ -135,6 +138,8 @@ type spoutFamily struct {
 type held struct {
 	msg  njs.Msg
 	meta *njs.MsgMetadata
+	// since is when it arrived or its ack.wait was last extended.
+	since time.Time
 }
 
 // letter is a given-up message and its dead letter.
@@ -278,6 +283,7 @@ func connect(cfg Config, tc *gale.TopologyContext, role string) (*nats.Conn, err
 func (s *Spout) NextTuple() {
 	s.sendDueLetter()
 	s.takeFetched()
+	s.sweep()
 	h, ok := s.pick()
 	if !ok {
 		return
@@ -310,12 +316,40 @@ func (s *Spout) takeFetched() {
 			s.col.ReportError(fmt.Errorf("jetstream: message on %q without metadata: %w", m.Subject(), err))
 			continue
 		}
-		h := &held{msg: m, meta: meta}
+		h := &held{msg: m, meta: meta, since: s.tc.Now()}
 		if meta.NumDelivered > 1 {
 			s.redelivered.push(h)
 		} else {
 			s.fresh.push(h)
 		}
+	}
+}
+
+// sweep extends the ack.wait (InProgress) of the messages held for half
+// of it, waiting in the queues or in flight (a bolt may keep a tree alive
+// past the message timeout with ResetTimeout), so that the server does
+// not deliver again a message the spout still holds. It looks every
+// quarter of ack.wait.
+func (s *Spout) sweep() {
+	now := s.tc.Now()
+	if now.Before(s.nextSweep) {
+		return
+	}
+	s.nextSweep = now.Add(s.ackWait / 4)
+	extend := func(h *held) {
+		if now.Sub(h.since) >= s.ackWait/2 {
+			if err := h.msg.InProgress(); err == nil {
+				h.since = now
+			}
+		}
+	}
+	for _, q := range []*queue[*held]{&s.fresh, &s.redelivered} {
+		for _, h := range q.items[q.head:] {
+			extend(h)
+		}
+	}
+	for _, h := range s.emitted {
+		extend(h)
 	}
 }
 
