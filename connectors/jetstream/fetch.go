@@ -63,15 +63,14 @@ func (f *fetcher) run(ctx context.Context) {
 }
 
 // fetchOnce sends one pull for up to n messages and hands over what it
-// delivers. A pull that expires with nothing is not an error. Once ctx
-// ends, the pull is still read to its expiry (fetch.max.wait.ms at most)
-// and what it brings is given back with a negative ack: cancelling it
-// would drop what the client received and did not hand over yet, and the
-// server would hold those until ack.wait.
+// delivers. A pull that expires with nothing is not an error. The pull's
+// end is the server's: its expiry (fetch.max.wait.ms) ends the batch after
+// every message sent before it. (A client-side deadline could end the
+// batch with messages received and not handed over, which the server
+// would then hold until ack.wait.) Once ctx ends, the pull is still read to
+// its end and what it brings is given back with a negative ack.
 func (f *fetcher) fetchOnce(ctx context.Context, n int) error {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.wait)
-	defer cancel()
-	b, err := f.cons.Fetch(n, njs.FetchContext(pctx))
+	b, err := f.cons.Fetch(n, njs.FetchMaxWait(f.wait))
 	if err != nil {
 		return err
 	}

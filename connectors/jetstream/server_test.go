@@ -152,12 +152,16 @@ func streamMsgs(t testing.TB, js njs.JetStream, stream string) []string {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Logf("waited %v for %s", d.Round(time.Millisecond), what)
 	}
 }
 
@@ -196,7 +200,7 @@ type delivery struct {
 type recorder struct {
 	mu    sync.Mutex
 	seen  []delivery
-	holdN int // with recBolt.holdAll: hold everything after this many
+	holdN int // with recBolt.holdHalf: after this many, hold every other tuple
 }
 
 func (r *recorder) add(d delivery) int {
@@ -233,7 +237,8 @@ type recBolt struct {
 	mu       sync.Mutex
 	released bool
 	wake     func()
-	holdAll  bool // hold every tuple after rec.holdN deliveries
+	holdHalf bool           // after rec.holdN deliveries, hold every other tuple
+	acked    map[uint64]int // with holdHalf: the sequences acked, and how often
 }
 
 func (b *recBolt) DeclareOutputFields(gale.OutputDeclarer) {}
@@ -272,8 +277,15 @@ func (b *recBolt) Execute(t *gale.Tuple) {
 		At:       time.Now(),
 	}
 	n := b.rec.add(d)
-	if b.holdAll && n > b.rec.holdN {
-		b.held = append(b.held, t)
+	if b.holdHalf {
+		if n > b.rec.holdN && n%2 == 0 {
+			b.held = append(b.held, t)
+			return
+		}
+		b.rec.mu.Lock()
+		b.acked[d.Sequence]++
+		b.rec.mu.Unlock()
+		b.Collector.Ack(t)
 		return
 	}
 	switch body := d.Data; {
