@@ -102,7 +102,8 @@ func (s *Sink) Factory() func() gale.Bolt {
 	}
 }
 
-// Stats returns the counters summed over the sinks of s's Factory.
+// Stats returns the counters summed over the sinks of s's Factory in this
+// process.
 func (s *Sink) Stats() SinkStats {
 	s.family.mu.Lock()
 	defer s.family.mu.Unlock()

@@ -179,7 +179,8 @@ func (s *Spout) Factory() func() gale.Spout {
 	}
 }
 
-// Stats returns the counters summed over the spouts of s's Factory.
+// Stats returns the counters summed over the spouts of s's Factory in
+// this process (a topology over several workers has a sum in each).
 func (s *Spout) Stats() SpoutStats {
 	s.family.mu.Lock()
 	defer s.family.mu.Unlock()
