@@ -45,8 +45,8 @@
 // waits for) in Close; it hands messages over through a bounded queue, and
 // max.ack.pending bounds everything the spout holds. ack.wait must be
 // longer than topology.message.timeout.secs (Open fails otherwise; unset,
-// it is twice the timeout); messages held longer than half of it, waiting
-// to be emitted or in flight, have it extended. Progress (the
+// it is twice the timeout); messages held for a quarter of it, waiting to
+// be emitted or in flight, have it extended. Progress (the
 // gale.ProgressReporter the max-spout-pending auto-tuner reads) is the
 // number of acks sent: for a hold-and-ack queue an ack is a message never
 // delivered again.

@@ -123,8 +123,8 @@ type Spout struct {
 	// firstFailed remembers when this task first saw a message fail, by
 	// stream sequence, for its dead letter; at most max.ack.pending.
 	firstFailed map[uint64]time.Time
-	// nextSweep is when the queues are next checked for messages that
-	// waited long enough to need their ack.wait extended.
+	// nextSweep is when the held messages are next checked for those
+	// held long enough to need their ack.wait extended.
 	nextSweep time.Time
 }
 
@@ -326,19 +326,21 @@ func (s *Spout) takeFetched() {
 	}
 }
 
-// sweep extends the ack.wait (InProgress) of the messages held for half
-// of it, waiting in the queues or in flight (a bolt may keep a tree alive
-// past the message timeout with ResetTimeout), so that the server does
-// not deliver again a message the spout still holds. It looks every
-// quarter of ack.wait.
+// sweep extends the ack.wait (InProgress) of the messages held for a
+// quarter of it, waiting in the queues or in flight (a bolt may keep a
+// tree alive past the message timeout with ResetTimeout), so that the
+// server does not deliver again a message the spout still holds. It looks
+// every eighth of ack.wait, from NextTuple, Ack and Fail: a spout at
+// topology.max.spout.pending gets no NextTuple, but an Ack or a Fail at
+// least every topology.message.timeout.secs, and ack.wait is longer.
 func (s *Spout) sweep() {
 	now := s.tc.Now()
 	if now.Before(s.nextSweep) {
 		return
 	}
-	s.nextSweep = now.Add(s.ackWait / 4)
+	s.nextSweep = now.Add(s.ackWait / 8)
 	extend := func(h *held) {
-		if now.Sub(h.since) >= s.ackWait/2 {
+		if now.Sub(h.since) >= s.ackWait/4 {
 			if err := h.msg.InProgress(); err == nil {
 				h.since = now
 			}
@@ -387,6 +389,7 @@ func (*Spout) Deactivate() {}
 
 // Ack acks the message whose tree completed.
 func (s *Spout) Ack(msgID any) {
+	s.sweep()
 	id, _ := msgID.(uint64)
 	h, ok := s.emitted[id]
 	if !ok {
@@ -406,6 +409,7 @@ func (s *Spout) Ack(msgID any) {
 // attempt, its dead letter and then its termination. A tree cut by a
 // shutdown is negative-acked at once, for the consumer's next client.
 func (s *Spout) Fail(msgID any, reason error) {
+	s.sweep()
 	id, _ := msgID.(uint64)
 	h, ok := s.emitted[id]
 	if !ok {

@@ -395,3 +395,32 @@ func TestSpoutTasksShareTheDurableConsumer(t *testing.T) {
 		}
 	}
 }
+
+// Messages that wait in the spout longer than ack.wait, behind trees that
+// time out one by one at topology.max.spout.pending 1, have their
+// ack.wait extended: the server does not deliver them again.
+func TestSpoutExtendsAckWaitOfMessagesItHolds(t *testing.T) {
+	ts := startServer(t)
+	_, js := ts.client(t)
+	createStream(t, js, "ORDERS", "orders.>")
+	publish(t, js, "orders.new", "hold-1", "hold-2", "hold-3", "ok-4")
+
+	// Each hold- tree times out after 1s and comes back only after 10s;
+	// ok-4 waits about 3s to go out, over the 2s ack.wait.
+	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", AckWait: 2 * time.Second,
+		Retry: fastPolicy(10*time.Second, 5)})
+	rec := &recorder{}
+	runTopology(t, "ackwait", sp.Factory(), &recBolt{rec: rec},
+		gale.Config{gale.TopologyMessageTimeoutSecs: 1, gale.TopologyMaxSpoutPending: 1})
+
+	waitFor(t, 60*time.Second, "ok-4 acked", func() bool { return sp.Stats().Acked == 1 })
+	if info := consumerInfo(t, js, "ORDERS", "work"); info.NumRedelivered != 0 {
+		t.Fatalf("the server redelivered %d messages the spout still held", info.NumRedelivered)
+	}
+	if st := sp.Stats(); st.TimedOut != 3 {
+		t.Fatalf("stats %+v, want the three hold- trees timed out before ok-4 went out", st)
+	}
+	if n := rec.count(func(d delivery) bool { return d.Data == "ok-4" }); n != 1 {
+		t.Fatalf("ok-4 delivered %d times, want 1", n)
+	}
+}
