@@ -23,16 +23,17 @@ type fetcher struct {
 	pull int
 	wait time.Duration
 	log  *slog.Logger
-	out  chan njs.Msg
+	now  func() time.Time
+	out  chan fetched
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // startFetcher starts the goroutine; stop ends it and waits.
-func startFetcher(ctx context.Context, cons njs.Consumer, pull int, wait time.Duration, log *slog.Logger) *fetcher {
+func startFetcher(ctx context.Context, cons njs.Consumer, pull int, wait time.Duration, now func() time.Time, log *slog.Logger) *fetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &fetcher{cons: cons, pull: pull, wait: wait, log: log, out: make(chan njs.Msg, min(pull, handOver)), cancel: cancel}
+	f := &fetcher{cons: cons, pull: pull, wait: wait, now: now, log: log, out: make(chan fetched, min(pull, handOver)), cancel: cancel}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -77,7 +78,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, n int) error {
 	for m := range b.Messages() {
 		if ctx.Err() == nil {
 			select {
-			case f.out <- m:
+			case f.out <- fetched{m, f.now()}:
 				continue
 			case <-ctx.Done():
 			}
@@ -89,6 +90,13 @@ func (f *fetcher) fetchOnce(ctx context.Context, n int) error {
 		return err
 	}
 	return nil
+}
+
+// fetched is a message and when the client had it: its ack.wait runs
+// from about then.
+type fetched struct {
+	msg njs.Msg
+	at  time.Time
 }
 
 // handOver is the most messages waiting in the hand-over channel.

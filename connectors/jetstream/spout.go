@@ -260,7 +260,7 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 	}
 	s.nc = nc
 	tasks := max(len(tc.ThisComponentTasks()), 1)
-	s.fetch = startFetcher(tc.Context(), cons, max((s.cfg.MaxAckPending+tasks-1)/tasks, 1), s.cfg.FetchMaxWait, s.log)
+	s.fetch = startFetcher(tc.Context(), cons, max((s.cfg.MaxAckPending+tasks-1)/tasks, 1), s.cfg.FetchMaxWait, tc.Now, s.log)
 	return nil
 }
 
@@ -310,14 +310,15 @@ func (s *Spout) NextTuple() {
 // takeFetched moves the messages the fetcher handed over into the queues.
 func (s *Spout) takeFetched() {
 	for range len(s.fetch.out) {
-		m := <-s.fetch.out
+		f := <-s.fetch.out
+		m := f.msg
 		meta, err := m.Metadata()
 		if err != nil {
 			// Not a JetStream delivery: nothing to ack it with.
 			s.col.ReportError(fmt.Errorf("jetstream: message on %q without metadata: %w", m.Subject(), err))
 			continue
 		}
-		h := &held{msg: m, meta: meta, since: s.tc.Now()}
+		h := &held{msg: m, meta: meta, since: f.at}
 		if meta.NumDelivered > 1 {
 			s.redelivered.push(h)
 		} else {
@@ -330,7 +331,9 @@ func (s *Spout) takeFetched() {
 // quarter of it, waiting in the queues or in flight (a bolt may keep a
 // tree alive past the message timeout with ResetTimeout), so that the
 // server does not deliver again a message the spout still holds. It looks
-// every eighth of ack.wait, from NextTuple, Ack and Fail: a spout at
+// every eighth of ack.wait, from NextTuple, Ack and Fail (which take
+// what the fetcher handed over first, so that no message waits unseen in
+// the hand-over queue): a spout at
 // topology.max.spout.pending gets no NextTuple, but an Ack or a Fail at
 // least every topology.message.timeout.secs, and ack.wait is longer.
 func (s *Spout) sweep() {
@@ -389,6 +392,7 @@ func (*Spout) Deactivate() {}
 
 // Ack acks the message whose tree completed.
 func (s *Spout) Ack(msgID any) {
+	s.takeFetched()
 	s.sweep()
 	id, _ := msgID.(uint64)
 	h, ok := s.emitted[id]
@@ -409,6 +413,7 @@ func (s *Spout) Ack(msgID any) {
 // attempt, its dead letter and then its termination. A tree cut by a
 // shutdown is negative-acked at once, for the consumer's next client.
 func (s *Spout) Fail(msgID any, reason error) {
+	s.takeFetched()
 	s.sweep()
 	id, _ := msgID.(uint64)
 	h, ok := s.emitted[id]
