@@ -51,7 +51,7 @@ func TestAtLeastOnceEndToEnd(t *testing.T) {
 // holdBolt never acks the value hold; it acks everything else at once.
 type holdBolt struct {
 	gale.BaseBolt
-	s             *seen
+	s    *seen
 	hold string
 	held *gale.Tuple
 }
