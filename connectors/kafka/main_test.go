@@ -30,8 +30,10 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+var logLevel = slog.LevelWarn
+
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: logLevel}))
 }
 
 // newCluster starts an in-process Kafka (kfake) with topic, of

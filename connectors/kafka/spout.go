@@ -81,6 +81,7 @@ type Spout struct {
 	mu struct {
 		sync.Mutex
 		parts   map[topicPartition]*partState
+		owned   map[topicPartition]bool // assigned to this member
 		letters []letter // given up, waiting for the dead-letter sink
 	}
 }
@@ -139,6 +140,7 @@ func NewSpout(cfg Config) (*Spout, error) {
 	cfg = cfg.withDefaults()
 	s := &Spout{cfg: cfg, tracker: retry.NewTracker[*record](cfg.Retry, rand.Uint64())}
 	s.mu.parts = make(map[topicPartition]*partState)
+	s.mu.owned = make(map[topicPartition]bool)
 	return s, nil
 }
 
@@ -163,6 +165,7 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.FetchMaxWait(s.cfg.FetchMaxWait),
@@ -628,6 +631,19 @@ func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]
 	return err
 }
 
+// onAssigned notes the partitions assigned; their state is made on their
+// first fetch.
+func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	s.mu.Lock()
+	for t, ps := range assigned {
+		for _, p := range ps {
+			s.mu.owned[topicPartition{t, p}] = true
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("partitions assigned", "partitions", fmt.Sprint(assigned))
+}
+
 // onRevoked commits the acked prefix of each revoked partition and
 // forgets its state: its queued records are dropped, its retries
 // forgotten, and acks that come later commit nothing. franz-go calls it
@@ -652,6 +668,7 @@ func (s *Spout) forget(ctx context.Context, parts map[string][]int32, commit boo
 	gone := make(map[*partState]bool)
 	for t, ps := range parts {
 		for _, p := range ps {
+			delete(s.mu.owned, topicPartition{t, p})
 			if st := s.mu.parts[topicPartition{t, p}]; st != nil {
 				gone[st] = true
 			}
@@ -711,6 +728,8 @@ type Stats struct {
 	FetchErrors int64
 	// Pauses counts the times a partition reached max.uncommitted.offsets.
 	Pauses int64
+	// Partitions is the number of partitions assigned to the spout now.
+	Partitions int
 	// Lag is the consumer lag of the partitions owned: per partition, the
 	// high watermark of its last fetch less its committed offset (the
 	// first offset fetched before any commit). PartitionLag holds each
@@ -740,6 +759,7 @@ func (s *Spout) Stats() Stats {
 		PartitionLag:       make(map[string]int64),
 	}
 	s.mu.Lock()
+	st.Partitions = len(s.mu.owned)
 	for tp, ps := range s.mu.parts {
 		if ps.hwm < 0 {
 			continue
@@ -768,6 +788,7 @@ func (st *Stats) add(o Stats) {
 	st.FetchErrors += o.FetchErrors
 	st.Pauses += o.Pauses
 	st.Lag += o.Lag
+	st.Partitions += o.Partitions
 	for k, v := range o.PartitionLag {
 		st.PartitionLag[k] += v
 	}
