@@ -82,7 +82,7 @@ type Spout struct {
 		sync.Mutex
 		parts   map[topicPartition]*partState
 		owned   map[topicPartition]bool // assigned to this member
-		letters []letter // given up, waiting for the dead-letter sink
+		letters []letter                // given up, waiting for the dead-letter sink
 	}
 }
 
