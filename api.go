@@ -227,3 +227,15 @@ func (tc *TopologyContext) ComponentTasks(component string) []int {
 
 // ThisComponentTasks returns the task ids of this task's component.
 func (tc *TopologyContext) ThisComponentTasks() []int { return tc.ComponentTasks(tc.componentID) }
+
+// ProgressReporter is implemented by a spout that knows its own progress:
+// how much it has done that can never be replayed again, such as the
+// offsets a Kafka spout has committed. The max-spout-pending auto-tuner
+// (topology.max.spout.pending.autotune) measures progress with it instead
+// of counting acks: for a source that replays from a committed offset, an
+// ack behind a gap is not progress yet.
+type ProgressReporter interface {
+	// Progress returns the cumulative progress; it never decreases. It is
+	// called on the spout's own goroutine.
+	Progress() int64
+}

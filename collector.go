@@ -43,6 +43,7 @@ func (c *SpoutCollector) Pending() int { return c.task.pending.len() }
 // Emit may block while downstream queues are full (backpressure).
 type BoltCollector struct {
 	task *boltTask
+	x    *boltExec
 }
 
 // Emit emits values on the default stream anchored on anchor (nil for an
@@ -81,6 +82,27 @@ func (c *BoltCollector) Ack(t *Tuple) { c.task.em.ack(t) }
 // Fail fails the trees of an input tuple; the spout's Fail gets a
 // *FailedError naming this bolt and err.
 func (c *BoltCollector) Fail(t *Tuple, err error) { c.task.em.fail(t, err) }
+
+// Wakeup registers fn to run on the task's own goroutine, where the
+// collector may be used, each time the returned wake is called. It is for
+// bolts whose work completes on other goroutines: a sink that acks its
+// input once a broker acknowledged the write calls wake from the client's
+// callback and acks in fn. wake is safe to call from any goroutine and
+// never blocks; calls made before fn runs coalesce into one run, so fn
+// takes everything that completed (keep completions in a queue of your
+// own, bounded by what the bolt has outstanding). Call Wakeup in Prepare.
+// A panic in fn is handled like a panic in Execute.
+func (c *BoltCollector) Wakeup(fn func()) (wake func()) {
+	t, x := c.task, c.x
+	t.wakeFns = append(t.wakeFns, fn)
+	return func() {
+		t.woken.Store(true)
+		select {
+		case x.wakeC <- struct{}{}:
+		default: // a wake is already pending; it runs every woken task
+		}
+	}
+}
 
 // ResetTimeout restarts the message timeout of the input's trees, for work
 // that takes long.

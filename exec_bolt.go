@@ -2,6 +2,7 @@ package gale
 
 import (
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,6 +13,9 @@ type boltTask struct {
 	tc   *TopologyContext
 	coll *BoltCollector
 	em   *emitter
+
+	wakeFns []func()    // registered by Wakeup, run on the executor's goroutine
+	woken   atomic.Bool // a wake since the fns last ran
 }
 
 // boltExec runs a bolt's tasks in one goroutine.
@@ -28,10 +32,12 @@ type boltExec struct {
 	tick  time.Duration
 	tk    Ticker         // tick tuples; made by start
 	reuse *tupleRecycler // nil unless TopologyTupleReuse
+	wakeC chan struct{}  // a task was woken (BoltCollector.Wakeup); capacity 1
 }
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
-	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin}
+	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin,
+		wakeC: make(chan struct{}, 1)}
 	x.out = newOutbox(rt, true, c)
 	x.out.fbDest = rt.feedbackDests(c)
 	if rt.hasFeedbackInput(c) {
@@ -49,7 +55,7 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 		t := &boltTask{rt: rt, bolt: rt.topo.bolts[c.id]()}
 		t.tc = rt.context(c, task)
 		t.em = newEmitter(rt, c, task, x.out, t.tc.log)
-		t.coll = &BoltCollector{task: t}
+		t.coll = &BoltCollector{task: t, x: x}
 		x.tasks = append(x.tasks, t)
 	}
 	return x
@@ -77,7 +83,7 @@ func (x *boltExec) run() {
 		// ready, yield a few times before parking (Storm's progressive
 		// wait): waking a parked goroutine costs more than a yield when
 		// the producer is busy.
-		for spin := 0; spin < x.rt.spins && len(x.in) == 0 && len(x.rin) == 0 && len(ticks) == 0 && !x.fb.ready(); spin++ {
+		for spin := 0; spin < x.rt.spins && len(x.in) == 0 && len(x.rin) == 0 && len(ticks) == 0 && len(x.wakeC) == 0 && !x.fb.ready(); spin++ {
 			goruntime.Gosched()
 		}
 		switch {
@@ -85,6 +91,9 @@ func (x *boltExec) run() {
 			<-ticks
 			x.deliverTicks()
 			ticked = true
+		case len(x.wakeC) > 0:
+			<-x.wakeC
+			x.runWakes()
 		case x.fb.ready():
 			// What goes round a cycle first: it finishes trees already in
 			// flight, while new input waits and holds the spouts back.
@@ -106,6 +115,8 @@ func (x *boltExec) run() {
 			case <-ticks:
 				x.deliverTicks()
 				ticked = true
+			case <-x.wakeC:
+				x.runWakes()
 			case <-x.fb.wakeC():
 				// Taken at the top of the next turn.
 			case <-x.rt.quit:
@@ -177,6 +188,26 @@ func (x *boltExec) executeFrom(task *boltTask, ts []*Tuple, i int) (next int) {
 		bolt.Execute(ts[next])
 	}
 	return next
+}
+
+// runWakes runs the Wakeup functions of the tasks woken since they last
+// ran. A panic in one is handled as a panic in Execute, without a tuple.
+func (x *boltExec) runWakes() {
+	for _, task := range x.tasks {
+		if len(task.wakeFns) == 0 || !task.woken.Swap(false) {
+			continue
+		}
+		for _, fn := range task.wakeFns {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						x.rt.handlePanic(x.comp.id, int(task.em.task), r)
+					}
+				}()
+				fn()
+			}()
+		}
+	}
 }
 
 func (x *boltExec) deliverTicks() {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gale-stream/gale/internal/codec"
 )
@@ -147,16 +148,22 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 //	8 bytes  root, little endian
 //	8 bytes  val, little endian
 //	for msgFail and msgFailed, the reason: uvarint length + failing
-//	component, uvarint task, uvarint length + the error's message
+//	component, uvarint task, uvarint length + the error's message,
+//	byte failure class, uvarint delay in milliseconds (ClassDelayable)
 //
-// A bolt's error crosses as its message: the spout gets a *FailedError
-// whose Err is a *RemoteError, so errors.Is on the original cannot match.
+// A bolt's error crosses as its message and class: the spout gets a
+// *FailedError whose Err is a *RemoteError, wrapped in a *ClassError when
+// the bolt classified it, so errors.Is on the original cannot match but
+// ClassOf gives the class the bolt chose.
 
 // RemoteError is a bolt's error as it reaches a spout in another worker:
 // its message only.
 type RemoteError struct{ Message string }
 
 func (e *RemoteError) Error() string { return e.Message }
+
+// maxWireDelayMS bounds a delayable failure's delay on the wire (a year).
+const maxWireDelayMS = 365 * 24 * 3600 * 1000
 
 // maxWireString bounds a component id or error message in an acker message.
 const maxWireString = 64 << 10
@@ -182,6 +189,9 @@ func (rt *runtime) appendWireAck(dst []byte, exec int, m *ackMsg) []byte {
 		dst = binary.AppendUvarint(dst, uint64(fe.Task))
 		dst = binary.AppendUvarint(dst, uint64(len(msg)))
 		dst = append(dst, msg...)
+		class, after := ClassOf(fe.Err)
+		dst = append(dst, byte(class))
+		dst = binary.AppendUvarint(dst, uint64(after/time.Millisecond))
 	}
 	return dst
 }
@@ -238,9 +248,21 @@ func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error)
 		if !ok1 || !ok2 || !ok3 || ftask > uint64(len(d.rt.taskExec)) {
 			return bad("bad failure reason")
 		}
+		if off >= len(b) {
+			return bad("truncated before the failure class")
+		}
+		class := FailureClass(b[off])
+		off++
+		afterMS, ok4 := uv()
+		if !ok4 || class > ClassPermanent || afterMS > maxWireDelayMS {
+			return bad("bad failure class %d or delay", class)
+		}
 		fe := &FailedError{Component: comp, Task: int(ftask)}
 		if msg != "" {
 			fe.Err = &RemoteError{Message: msg}
+		}
+		if class != ClassTransient {
+			fe.Err = &ClassError{Class: class, After: time.Duration(afterMS) * time.Millisecond, Err: fe.Err}
 		}
 		m.reason = fe
 	}
