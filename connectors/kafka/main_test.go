@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -117,6 +118,15 @@ func (s *seen) see(v string) (attempt int) {
 	return s.counts[v]
 }
 
+func (s *seen) deliveries() (n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.counts {
+		n += c
+	}
+	return n
+}
+
 func (s *seen) distinct() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,3 +226,5 @@ func sum(m map[int32]int64) (n int64) {
 }
 
 var _ = fmt.Sprint
+
+var errBadRecord = errors.New("bad record")
