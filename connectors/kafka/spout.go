@@ -41,6 +41,8 @@ const (
 	// handoffBatches is the capacity, in polls, of the queue from the
 	// fetching goroutine to the spout.
 	handoffBatches = 4
+	// fetchErrorPause is the pause after a poll that returned only errors.
+	fetchErrorPause = 100 * time.Millisecond
 )
 
 // Spout is a gale.Spout reading a consumer group's share of Kafka topics
@@ -315,13 +317,20 @@ func (s *Spout) Ack(msgID any) {
 
 // Fail hands the record to the retry policy: it is retried after a
 // backoff, or given up (a permanent failure, or out of attempts), which
-// sends it to the dead-letter sink and then counts it as acked.
+// sends it to the dead-letter sink and then counts it as acked. A tree
+// failed because the topology shut down (gale.ErrShutdown) is left
+// uncommitted instead, and costs no attempt.
 func (s *Spout) Fail(msgID any, reason error) {
 	rec, ok := msgID.(*record)
 	if !ok {
 		return
 	}
 	s.c.failed.Add(1)
+	if errors.Is(reason, gale.ErrShutdown) {
+		// Not the record's fault: it costs no attempt and stays
+		// uncommitted, for the partition's next owner to read again.
+		return
+	}
 	now := s.tc.Now()
 	s.mu.Lock()
 	if rec.ps.revoked {
@@ -448,6 +457,9 @@ func (s *Spout) fetch() {
 		s.mu.Unlock()
 		s.cl.AllowRebalance()
 		if len(batch) == 0 {
+			if fs.Err() != nil && !s.pause(fetchErrorPause) {
+				return // franz-go retries; do not spin on its errors meanwhile
+			}
 			continue
 		}
 		if s.cfg.ProcessingGuarantee == AtMostOnce {
@@ -517,13 +529,21 @@ func (s *Spout) commitBefore(batch []record) []record {
 		if len(batch) == 0 || s.commitOffsets(s.ctx, offsets, states) == nil {
 			return batch
 		}
-		t := time.NewTimer(min(time.Duration(1<<min(attempt, 6))*10*time.Millisecond, time.Second))
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-			t.Stop()
+		if !s.pause(min(time.Duration(1<<min(attempt, 6))*10*time.Millisecond, time.Second)) {
 			return nil
 		}
+	}
+}
+
+// pause waits d, or until Close; it reports false at Close.
+func (s *Spout) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
 	}
 }
 
