@@ -236,9 +236,10 @@ func (s *Spout) NextTuple() {
 	var id any
 	if s.cfg.ProcessingGuarantee == AtLeastOnce {
 		if !ps.offs.track(fresh.r.Offset) {
-			// Offsets of one assignment come in order; this one did not.
-			// Drop it rather than track it out of order (it stays
-			// behind the commit point, so it is read again later).
+			// A partition's records come in offset order within an
+			// assignment; this one did not (the fetch position moved
+			// back, as after a reset of a truncated log). Tracking it out
+			// of order would break the commit point: drop it.
 			s.mu.Unlock()
 			s.c.dropped.Add(1)
 			s.log.Error("record out of order, dropped", "topic", ps.tp.topic, "partition", ps.tp.partition, "offset", fresh.r.Offset)
@@ -506,33 +507,45 @@ func (s *Spout) maybeResumeLocked(ps *partState) {
 // commitBefore commits, for at-most-once, the offsets after batch before
 // any of it is emitted, and returns the records of partitions still
 // owned. A failed commit is counted, logged and retried until it
-// succeeds or the spout closes.
+// succeeds or the spout closes; a revocation may run between attempts.
 func (s *Spout) commitBefore(batch []record) []record {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
 	for attempt := 0; ; attempt++ {
-		s.mu.Lock()
-		kept := batch[:0]
-		offsets := make(map[string]map[int32]kgo.EpochOffset)
-		states := make(map[topicPartition]*partState)
-		for _, r := range batch {
-			if r.ps.revoked {
-				s.c.dropped.Add(1)
-				continue
-			}
-			kept = append(kept, r)
-			addOffset(offsets, r.ps.tp, r.r.Offset+1)
-			states[r.ps.tp] = r.ps
-		}
-		s.mu.Unlock()
-		batch = kept
-		if len(batch) == 0 || s.commitOffsets(s.ctx, offsets, states) == nil {
+		var err error
+		batch, err = s.commitBatch(batch)
+		if err == nil {
 			return batch
 		}
 		if !s.pause(min(time.Duration(1<<min(attempt, 6))*10*time.Millisecond, time.Second)) {
 			return nil
 		}
 	}
+}
+
+// commitBatch drops the records of revoked partitions from batch and
+// commits the offsets after the rest.
+func (s *Spout) commitBatch(batch []record) ([]record, error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.mu.Lock()
+	kept := batch[:0]
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	states := make(map[topicPartition]*partState)
+	for _, r := range batch {
+		if r.ps.revoked {
+			s.c.dropped.Add(1)
+			continue
+		}
+		kept = append(kept, r)
+		addOffset(offsets, r.ps.tp, r.r.Offset+1)
+		states[r.ps.tp] = r.ps
+	}
+	s.mu.Unlock()
+	if len(kept) == 0 {
+		return kept, nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, commitTimeout)
+	defer cancel()
+	return kept, s.commitOffsets(ctx, offsets, states)
 }
 
 // pause waits d, or until Close; it reports false at Close.
