@@ -66,7 +66,8 @@
 //
 // # Configuration
 //
-// Config is plain data. ParseConfig reads its map form, whose keys are:
+// Config is plain data. ParseConfig reads its map form (Map writes it, and
+// Config's JSON encoding is that form), whose keys are:
 //
 //	bootstrap.servers        brokers, host:port (list or comma-separated); required
 //	topic                    spout: topics (comma-separated); sink: the topic; required
