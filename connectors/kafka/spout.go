@@ -28,7 +28,8 @@ const (
 	FieldOffset    = "offset"    // int64
 )
 
-// Fields are the spout's output fields, in order.
+// Fields are the spout's output fields, in order (a copy: the spout
+// declares the constants).
 var Fields = []string{FieldKey, FieldValue, FieldTopic, FieldPartition, FieldOffset}
 
 const (
@@ -147,7 +148,9 @@ func NewSpout(cfg Config) (*Spout, error) {
 }
 
 // DeclareOutputFields declares Fields on the default stream.
-func (*Spout) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare(Fields...) }
+func (*Spout) DeclareOutputFields(d gale.OutputDeclarer) {
+	d.Declare(FieldKey, FieldValue, FieldTopic, FieldPartition, FieldOffset)
+}
 
 // Open creates the Kafka client, joins the consumer group and starts the
 // goroutines that fetch and commit; Close stops them.
