@@ -108,6 +108,8 @@ type topicPartition struct {
 // the old one are told apart by their pointer.
 type partState struct {
 	tp       topicPartition
+	topicV   any // tp's fields boxed once, for the tuples
+	partV    any
 	revoked  bool
 	offs     offsetTracker // at-least-once
 	emitNext int64         // other guarantees: offset after the last emitted; -1 none
@@ -290,7 +292,7 @@ func (s *Spout) emit(rec *record, id any) {
 	if s.cfg.ValueFormat == String {
 		val = string(r.Value)
 	}
-	if _, err := s.coll.Emit(id, key, val, r.Topic, r.Partition, r.Offset); err != nil {
+	if _, err := s.coll.Emit(id, key, val, rec.ps.topicV, rec.ps.partV, r.Offset); err != nil {
 		// Only a bug makes the runtime refuse these values; give the
 		// record up rather than hold its partition back forever.
 		s.coll.ReportError(fmt.Errorf("kafka spout: emit %s: %w", source(r), err))
@@ -482,7 +484,8 @@ func (s *Spout) fetch() {
 func (s *Spout) partLocked(tp topicPartition, first int64) *partState {
 	ps := s.mu.parts[tp]
 	if ps == nil {
-		ps = &partState{tp: tp, offs: newOffsetTracker(), emitNext: -1, base: first, committed: -1, hwm: -1}
+		ps = &partState{tp: tp, topicV: tp.topic, partV: tp.partition, offs: newOffsetTracker(),
+			emitNext: -1, base: first, committed: -1, hwm: -1}
 		s.mu.parts[tp] = ps
 	}
 	return ps
