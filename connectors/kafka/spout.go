@@ -33,8 +33,10 @@ const (
 var Fields = []string{FieldKey, FieldValue, FieldTopic, FieldPartition, FieldOffset}
 
 const (
-	// commitTimeout bounds one offset commit.
+	// commitTimeout bounds one offset commit, leaveTimeout leaving the
+	// group at Close.
 	commitTimeout = 15 * time.Second
+	leaveTimeout  = 10 * time.Second
 	// deadLetterTimeout bounds one dead-letter send; deadLetterRetry is
 	// the pause before a failed one is tried again.
 	deadLetterTimeout = 10 * time.Second
@@ -421,7 +423,16 @@ func (s *Spout) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	s.commit(ctx)
 	cancel()
-	s.cl.CloseAllowingRebalance()
+	// Leave the group (revoking every partition, which commits again)
+	// within a bound, so that an unreachable cluster cannot hold the
+	// topology's shutdown; Close then has nothing left to wait for.
+	s.cl.AllowRebalance()
+	ctx, cancel = context.WithTimeout(context.Background(), leaveTimeout)
+	if err := s.cl.LeaveGroupContext(ctx); err != nil {
+		s.log.Warn("leaving the consumer group failed; its partitions move once the session times out", "err", err)
+	}
+	cancel()
+	s.cl.Close()
 	if err := s.dl.Close(); err != nil {
 		s.log.Error("dead-letter sink close failed", "err", err)
 	}
@@ -662,6 +673,9 @@ func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]
 			}
 		}
 		s.mu.Unlock()
+	}
+	if err != nil && errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+		return err // Close cut a periodic commit short; it commits again itself
 	}
 	if err != nil {
 		s.c.commitFailures.Add(1)
