@@ -2,6 +2,16 @@
 // Spout that reads a consumer group's share of topics, a Sink bolt that
 // produces its input, and a dead-letter sink to a topic.
 //
+// A topology adds them through their factories, which validate the
+// configuration once and sum the statistics of the tasks they make:
+//
+//	spouts, err := kafka.NewSpouts(kafka.Config{BootstrapServers: addrs, Topic: "orders", GroupID: "billing"})
+//	...
+//	b.SetSpout("orders", spouts.New, 4)
+//	sinks, err := kafka.NewSinks(kafka.Config{BootstrapServers: addrs, Topic: "invoices"})
+//	...
+//	b.SetBolt("invoices", sinks.New, 2).ShuffleGrouping("bill")
+//
 // # Spout
 //
 // Each spout task is a member of the consumer group group.id; Kafka
@@ -29,7 +39,9 @@
 //     partition and a crash between the two leaves a duplicate letter,
 //     never a lost record. After a crash, the partitions' next owners
 //     read again from the committed offsets: records are processed at
-//     least once, some twice.
+//     least once, some twice. A tree failed because the topology
+//     stopped (gale.ErrShutdown) costs no attempt: its record is left
+//     uncommitted for the next owner.
 //   - at-most-once: each polled batch is committed before any of it is
 //     emitted, and tuples are not tracked (no acks, no retries).
 //   - no-guarantee: tuples are not tracked; what was emitted is committed
