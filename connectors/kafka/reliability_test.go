@@ -55,8 +55,10 @@ func TestRebalanceLosesNothing(t *testing.T) {
 	}
 }
 
-// batchAck is a bolt that acks its inputs in batches of 32, as a bolt
-// writing in batches would, so that a kill finds trees in flight.
+// batchAck is a bolt that writes its inputs in batches of 32 (or what it
+// holds at a tick, every second), as a bolt writing to a store would:
+// an input counts as processed once its batch is written, and it is
+// acked then. A kill finds trees in flight, held in unwritten batches.
 type batchAck struct {
 	gale.BaseBolt
 	s    *seen
@@ -66,9 +68,12 @@ type batchAck struct {
 func (*batchAck) DeclareOutputFields(gale.OutputDeclarer) {}
 
 func (b *batchAck) Execute(t *gale.Tuple) {
-	b.s.see(string(t.GetBytesByField(kafka.FieldValue)))
-	if b.held = append(b.held, t); len(b.held) == 32 {
+	if !t.IsTick() {
+		b.held = append(b.held, t)
+	}
+	if len(b.held) == 32 || t.IsTick() {
 		for _, h := range b.held {
+			b.s.see(string(h.GetBytesByField(kafka.FieldValue)))
 			b.Collector.Ack(h)
 		}
 		b.held = b.held[:0]
@@ -81,7 +86,8 @@ func batchTopology(t *testing.T, sp *kafka.Spouts, s *seen, conf gale.Config) *g
 	// Room for the batches the bolt tasks hold, however the partitions
 	// fall on the spout tasks.
 	b.SetSpout("kafka", sp.New, 2).SetMaxSpoutPending(1000)
-	b.SetBolt("batch", func() gale.Bolt { return &batchAck{s: s} }, 3).ShuffleGrouping("kafka")
+	b.SetBolt("batch", func() gale.Bolt { return &batchAck{s: s} }, 3).ShuffleGrouping("kafka").
+		AddConfiguration(gale.TopologyTickTupleFreqSecs, 1)
 	topo, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
