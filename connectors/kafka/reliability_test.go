@@ -17,19 +17,19 @@ import (
 // TestRebalanceLosesNothing: a second topology joins the group mid-stream
 // (the partitions are shared), then the first leaves (the second takes
 // them all); every record produced before, between and after is processed
-// at least once.
+// (written in a batch, then acked: see batchAck) at least once.
 func TestRebalanceLosesNothing(t *testing.T) {
 	const topic, parts = "rebalance", 4
 	c := newCluster(t, parts, topic)
 	s := newSeen()
 	produce(t, c, topic, parts, 0, 400)
 	spA := mustSpouts(t, spoutConfig(c, topic, "g"))
-	a := startTopology(t, "a", spA, 1, s, nil)
+	a := batchTopology(t, "a", spA, s, nil)
 	defer a.Stop()
 	waitFor(t, 20*time.Second, "the first topology processing", func() bool { return s.distinct() >= 100 })
 
 	spB := mustSpouts(t, spoutConfig(c, topic, "g"))
-	b := startTopology(t, "b", spB, 1, s, nil)
+	b := batchTopology(t, "b", spB, s, nil)
 	defer b.Stop()
 	waitFor(t, 20*time.Second, "the partitions shared", func() bool {
 		return spB.Stats().Partitions > 0 && spA.Stats().Partitions+spB.Stats().Partitions == parts
@@ -80,7 +80,7 @@ func (b *batchAck) Execute(t *gale.Tuple) {
 	}
 }
 
-func batchTopology(t *testing.T, sp *kafka.Spouts, s *seen, conf gale.Config) *gale.LocalTopology {
+func batchTopology(t *testing.T, name string, sp *kafka.Spouts, s *seen, conf gale.Config) *gale.LocalTopology {
 	t.Helper()
 	b := gale.NewTopologyBuilder()
 	// Room for the batches the bolt tasks hold, however the partitions
@@ -92,7 +92,7 @@ func batchTopology(t *testing.T, sp *kafka.Spouts, s *seen, conf gale.Config) *g
 	if err != nil {
 		t.Fatal(err)
 	}
-	lt, err := gale.StartLocal("crash", conf, topo, gale.RunOptions{Logger: testLogger(t)})
+	lt, err := gale.StartLocal(name, conf, topo, gale.RunOptions{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestKillWithoutDrainLosesNothing(t *testing.T) {
 	produce(t, c, topic, parts, 0, n/3)
 	kill := gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0}
 	sp1 := mustSpouts(t, spoutConfig(c, topic, "g"))
-	lt1 := batchTopology(t, sp1, s, kill)
+	lt1 := batchTopology(t, "crash", sp1, s, kill)
 	defer lt1.Stop()
 	waitFor(t, 20*time.Second, "processing under way", func() bool { return s.distinct() >= n/6 })
 	produce(t, c, topic, parts, n/3, n/3)
@@ -120,7 +120,7 @@ func TestKillWithoutDrainLosesNothing(t *testing.T) {
 	produce(t, c, topic, parts, 2*n/3, n-2*n/3)
 
 	sp2 := mustSpouts(t, spoutConfig(c, topic, "g"))
-	lt2 := batchTopology(t, sp2, s, kill)
+	lt2 := batchTopology(t, "crash", sp2, s, kill)
 	defer lt2.Stop()
 	deadline := time.Now().Add(30 * time.Second)
 	for s.distinct() < n && time.Now().Before(deadline) {
