@@ -15,16 +15,17 @@ import (
 )
 
 // TestRebalanceLosesNothing: a second topology joins the group mid-stream
-// (the partitions are shared), then the first leaves (the second takes
-// them all); every record produced before, between and after is processed
-// (written in a batch, then acked: see batchAck) at least once.
+// (the partitions are shared), then the first is killed with no drain
+// (the second takes them all); every record produced before, between and
+// after is processed (written in a batch, then acked: see batchAck) at
+// least once.
 func TestRebalanceLosesNothing(t *testing.T) {
 	const topic, parts = "rebalance", 4
 	c := newCluster(t, parts, topic)
 	s := newSeen()
 	produce(t, c, topic, parts, 0, 400)
 	spA := mustSpouts(t, spoutConfig(c, topic, "g"))
-	a := batchTopology(t, "a", spA, s, nil)
+	a := batchTopology(t, "a", spA, s, gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0})
 	defer a.Stop()
 	waitFor(t, 20*time.Second, "the first topology processing", func() bool { return s.distinct() >= 100 })
 
@@ -36,9 +37,9 @@ func TestRebalanceLosesNothing(t *testing.T) {
 	})
 	produce(t, c, topic, parts, 400, 400)
 	waitFor(t, 20*time.Second, "the second topology processing", func() bool { return spB.Stats().Emitted > 0 })
-	waitFor(t, 20*time.Second, "the records so far processed", func() bool { return s.distinct() == 800 })
+	waitFor(t, 20*time.Second, "processing under way", func() bool { return s.distinct() >= 600 })
 
-	a.Stop() // leaves the group: its partitions move to b
+	a.Stop() // killed with no drain, batches unwritten; its partitions move to b
 	produce(t, c, topic, parts, 800, 200)
 	waitFor(t, 20*time.Second, "every record processed", func() bool { return s.distinct() == 1000 })
 	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sum(committed(t, c, "g", topic)) == 1000 })
