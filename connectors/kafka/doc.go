@@ -62,10 +62,10 @@
 // failed, retries and dead-lettered, committed offsets, commit failures
 // and the consumer lag per partition.
 //
-// NextTuple never waits for the broker: a goroutine the spout owns (from
-// Open to Close) fetches, and hands records over a bounded queue. It
-// waits only to send a dead letter, and, under at-most-once, the
-// fetching goroutine waits for each commit before handing its records on.
+// NextTuple never waits for the broker: goroutines the spout owns (from
+// Open to Close) fetch, handing records over a bounded queue, commit, and
+// send dead letters. Under at-most-once the fetching goroutine waits for
+// each batch's commit before handing it on.
 //
 // # Sink
 //

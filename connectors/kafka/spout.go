@@ -75,8 +75,8 @@ type Spout struct {
 	// The batch being emitted; the spout's goroutine only.
 	ready   []record
 	readyAt int
-	// letterAt: a dead-letter send failed; try again from then.
-	letterAt time.Time
+	// letterC wakes the goroutine sending dead letters; capacity 1.
+	letterC chan struct{}
 
 	// commitMu orders commits and revocations: a revocation waits for
 	// a commit in progress, and a commit never includes a partition
@@ -205,23 +205,21 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 	s.cl = cl
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.batches = make(chan []record, handoffBatches)
-	s.wg.Add(2)
+	s.letterC = make(chan struct{}, 1)
+	s.wg.Add(3)
 	go s.fetch()
 	go s.commitLoop()
+	go s.sendLetters()
 	return nil
 }
 
 // NextTuple emits one record: a retry that is due, unless the fair share
 // says a new record goes first, or the next new record. It never waits
-// for the broker, except to commit (at-most-once) or dead-letter.
+// for the broker: fetching, committing and dead-lettering happen on
+// goroutines the spout owns.
 func (s *Spout) NextTuple() {
 	now := s.tc.Now()
 	s.mu.Lock()
-	if len(s.mu.letters) > 0 && !now.Before(s.letterAt) {
-		s.mu.Unlock()
-		s.sendLetters(now)
-		s.mu.Lock()
-	}
 	fresh := s.peekLocked()
 	if s.cfg.ProcessingGuarantee == AtLeastOnce {
 		if rec, att, ok := s.tracker.Next(now, fresh != nil); ok {
@@ -364,43 +362,60 @@ func (s *Spout) Fail(msgID any, reason error) {
 		s.mu.letters = append(s.mu.letters, letter{rec: rec, l: l})
 	}
 	s.mu.Unlock()
-	if out.GiveUp && !now.Before(s.letterAt) {
-		s.sendLetters(now)
+	if out.GiveUp {
+		select {
+		case s.letterC <- struct{}{}:
+		default: // the sender is already awake
+		}
 	}
 }
 
 // sendLetters sends the given-up records to the dead-letter sink, in
-// order, and acks each once its letter is stored. A failed send is
-// logged, counted and tried again deadLetterRetry later; its record stays
-// uncommitted meanwhile.
-func (s *Spout) sendLetters(now time.Time) {
+// order, and acks each once its letter is stored, until Close. A failed
+// send is logged, counted and tried again deadLetterRetry later; its
+// record stays uncommitted meanwhile. Letters not sent by Close leave
+// their records uncommitted, to be read again.
+func (s *Spout) sendLetters() {
+	defer s.wg.Done()
 	for {
-		s.mu.Lock()
-		if len(s.mu.letters) == 0 {
+		select {
+		case <-s.letterC:
+		case <-s.ctx.Done():
+			return
+		}
+		for {
+			s.mu.Lock()
+			if len(s.mu.letters) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			lt := s.mu.letters[0]
 			s.mu.Unlock()
-			return
+			ctx, cancel := context.WithTimeout(s.ctx, deadLetterTimeout)
+			err := s.dl.Send(ctx, lt.l)
+			cancel()
+			if err != nil {
+				if s.ctx.Err() != nil {
+					return
+				}
+				s.c.deadLetterFailures.Add(1)
+				s.log.Error("dead-letter send failed; the record stays uncommitted and is sent again", "source", lt.l.Source, "err", err)
+				if !s.pause(deadLetterRetry) {
+					return
+				}
+				continue
+			}
+			s.mu.Lock()
+			if len(s.mu.letters) > 0 && s.mu.letters[0].rec == lt.rec {
+				s.mu.letters[0] = letter{}
+				s.mu.letters = s.mu.letters[1:]
+			}
+			if !lt.rec.ps.revoked {
+				lt.rec.ps.offs.ack(lt.rec.r.Offset)
+				s.maybeResumeLocked(lt.rec.ps)
+			}
+			s.mu.Unlock()
 		}
-		lt := s.mu.letters[0]
-		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(s.ctx, deadLetterTimeout)
-		err := s.dl.Send(ctx, lt.l)
-		cancel()
-		if err != nil {
-			s.c.deadLetterFailures.Add(1)
-			s.letterAt = now.Add(deadLetterRetry)
-			s.log.Error("dead-letter send failed; the record stays uncommitted and is sent again", "source", lt.l.Source, "err", err)
-			return
-		}
-		s.mu.Lock()
-		if len(s.mu.letters) > 0 && s.mu.letters[0].rec == lt.rec {
-			s.mu.letters[0] = letter{}
-			s.mu.letters = s.mu.letters[1:]
-		}
-		if !lt.rec.ps.revoked {
-			lt.rec.ps.offs.ack(lt.rec.r.Offset)
-			s.maybeResumeLocked(lt.rec.ps)
-		}
-		s.mu.Unlock()
 	}
 }
 
