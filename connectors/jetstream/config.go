@@ -124,7 +124,7 @@ var configKeys = map[string]keySetter{
 // ParseConfig reads the map form of Config: the keys above and the retry.*
 // keys of retry.ParsePolicy. An unknown key, a value of the wrong type or
 // out of range is an error naming the key; the result is not validated
-// for a role (Spout and Sink do that).
+// for a role (ValidateSpout and ValidateSink do that).
 func ParseConfig(m map[string]any) (Config, error) {
 	var c Config
 	keys := make([]string, 0, len(m))
@@ -270,7 +270,15 @@ func (c Config) validateCommon() error {
 	return nil
 }
 
-// validateSpout checks a config for the spout.
+// ValidateSpout checks the config for the spout, its defaults filled in
+// (NewSpout and NewSpouts call it).
+func (c Config) ValidateSpout() error { return c.withDefaults().validateSpout() }
+
+// ValidateSink checks the config for the sink bolt, its defaults filled
+// in (NewSink and NewSinks call it).
+func (c Config) ValidateSink() error { return c.withDefaults().validateSink() }
+
+// validateSpout checks a config, defaults filled in, for the spout.
 func (c Config) validateSpout() error {
 	if err := c.validateCommon(); err != nil {
 		return err
@@ -293,7 +301,7 @@ func (c Config) validateSpout() error {
 	return nil
 }
 
-// validateSink checks a config for the sink bolt.
+// validateSink checks a config, defaults filled in, for the sink bolt.
 func (c Config) validateSink() error {
 	if err := c.validateCommon(); err != nil {
 		return err

@@ -57,7 +57,7 @@ func TestParseConfigNamesTheKeyAtFault(t *testing.T) {
 	}
 }
 
-func TestNewSpoutAndNewSinkCheckTheirKeys(t *testing.T) {
+func TestSpoutAndSinkConstructorsCheckTheirKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  jetstream.Config
@@ -73,14 +73,20 @@ func TestNewSpoutAndNewSinkCheckTheirKeys(t *testing.T) {
 		{"sink with both subjects", jetstream.Config{Subject: "a", SubjectField: "b"}, true, "not both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var err error
+			var errs [3]error
 			if tc.sink {
-				_, err = jetstream.NewSink(tc.cfg)
+				_, errs[0] = jetstream.NewSink(tc.cfg)
+				_, errs[1] = jetstream.NewSinks(tc.cfg)
+				errs[2] = tc.cfg.ValidateSink()
 			} else {
-				_, err = jetstream.NewSpout(tc.cfg)
+				_, errs[0] = jetstream.NewSpout(tc.cfg)
+				_, errs[1] = jetstream.NewSpouts(tc.cfg)
+				errs[2] = tc.cfg.ValidateSpout()
 			}
-			if !errors.Is(err, jetstream.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v; want an ErrConfig containing %q", err, tc.want)
+			for _, err := range errs {
+				if !errors.Is(err, jetstream.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v; want an ErrConfig containing %q", err, tc.want)
+				}
 			}
 		})
 	}

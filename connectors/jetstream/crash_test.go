@@ -34,7 +34,7 @@ func TestSpoutKilledMidStreamLosesNothingOnRestart(t *testing.T) {
 	rec1 := &recorder{holdN: n / 3}
 	bolt1 := &recBolt{rec: rec1, holdHalf: true, acked: make(map[uint64]int)}
 	sp1 := newSpout(t, cfg)
-	lt1 := runTopology(t, "crash1", sp1.Factory(), bolt1, kill)
+	lt1 := runTopology(t, "crash1", sp1.New, bolt1, kill)
 	waitFor(t, 60*time.Second, "the first run to hold trees in flight", func() bool {
 		return rec1.count(func(delivery) bool { return true }) > n/3+300
 	})
@@ -52,7 +52,7 @@ func TestSpoutKilledMidStreamLosesNothingOnRestart(t *testing.T) {
 	// Second run, same durable consumer: it processes everything it gets.
 	rec2 := &recorder{}
 	sp2 := newSpout(t, cfg)
-	lt2 := runTopology(t, "crash2", sp2.Factory(), &recBolt{rec: rec2}, kill)
+	lt2 := runTopology(t, "crash2", sp2.New, &recBolt{rec: rec2}, kill)
 	waitFor(t, 120*time.Second, "every message processed", func() bool {
 		seen := make(map[uint64]bool, n)
 		for s := range processed {

@@ -90,7 +90,18 @@
 //	publish.max.pending  publishes waiting for their PubAck, at most (default 256)    sink
 //	publish.timeout.ms   wait for a PubAck before failing the input (default 5000)    sink
 //
-// NewSpout and NewSink check a config for their role and return an
-// instance whose Factory method gives the function TopologyBuilder.SetSpout
-// or SetBolt takes; Stats sums the counters over the tasks it made.
+// A topology adds them through their factories, which check the
+// configuration once (Config.ValidateSpout, Config.ValidateSink) and sum
+// the counters of the tasks they make:
+//
+//	spouts, err := jetstream.NewSpouts(jetstream.Config{URL: url, Stream: "ORDERS", Consumer: "billing"})
+//	...
+//	b.SetSpout("orders", spouts.New, 2)
+//	sinks, err := jetstream.NewSinks(jetstream.Config{URL: url, Subject: "invoices.new"})
+//	...
+//	b.SetBolt("invoices", sinks.New, 2).ShuffleGrouping("bill")
+//
+// spouts.Stats() then counts what the spout tasks in this process did:
+// emitted (new and redelivered), acked, negative-acked, retries,
+// terminated, dead-lettered, failures by class.
 package jetstream

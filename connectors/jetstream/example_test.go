@@ -70,21 +70,21 @@ func Example() {
 		return
 	}
 	out, _ := jetstream.ParseConfig(map[string]any{"url": url, "subject": "shipped.orders", "msgid.field": "order"})
-	spout, err := jetstream.NewSpout(in)
+	spouts, err := jetstream.NewSpouts(in)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	sink, err := jetstream.NewSink(out)
+	sinks, err := jetstream.NewSinks(out)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 
 	b := gale.NewTopologyBuilder()
-	b.SetSpout("orders", spout.Factory(), 1)
+	b.SetSpout("orders", spouts.New, 1)
 	b.SetBasicBolt("ship", func() gale.BasicBolt { return shipBolt{} }, 1).ShuffleGrouping("orders")
-	b.SetBolt("notify", sink.Factory(), 1).ShuffleGrouping("ship")
+	b.SetBolt("notify", sinks.New, 1).ShuffleGrouping("ship")
 	topo, err := b.Build()
 	if err != nil {
 		fmt.Println(err)
@@ -98,7 +98,7 @@ func Example() {
 	go func() {
 		defer wg.Done()
 		defer stop()
-		for spout.Stats().Acked < 3 && ctx.Err() == nil {
+		for spouts.Stats().Acked < 3 && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
@@ -117,7 +117,7 @@ func Example() {
 		}
 		fmt.Println(string(m.Data))
 	}
-	st := spout.Stats()
+	st := spouts.Stats()
 	fmt.Printf("emitted %d, acked %d, failed %d\n", st.Emitted, st.Acked, st.Nacked+st.Terminated)
 	// Output:
 	// shipped order-1

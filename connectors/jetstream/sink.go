@@ -12,7 +12,7 @@ import (
 	"github.com/gale-stream/gale"
 )
 
-// SinkStats are a sink's counters; Sink.Stats sums them over the tasks.
+// SinkStats are a sink's counters; Sinks.Stats sums them over the tasks.
 type SinkStats struct {
 	Published  int64 // publishes sent
 	Acked      int64 // inputs acked: their PubAck arrived
@@ -37,13 +37,12 @@ type sinkCounters struct {
 // window once. With Stream set, a publish the server would store in
 // another stream fails. The sink emits nothing.
 //
-// NewSink makes the first instance; Factory makes one per task for
+// NewSink makes one task's sink; NewSinks makes the factory for
 // TopologyBuilder.SetBolt. The gale.Bolt methods run on the task's
 // goroutine; Stats is safe for concurrent use.
 type Sink struct {
-	cfg    Config
-	family *sinkFamily
-	c      sinkCounters
+	cfg Config
+	c   sinkCounters
 
 	tc   *gale.TopologyContext
 	col  *gale.BoltCollector
@@ -68,51 +67,66 @@ type completion struct {
 	err error
 }
 
-type sinkFamily struct {
-	mu    sync.Mutex
-	sinks []*Sink
-}
-
-// NewSink checks cfg for the sink and returns a sink for one task.
-// Nothing connects until Prepare.
+// NewSink checks cfg (Config.ValidateSink) and returns a sink for one
+// task. Nothing connects until Prepare.
 func NewSink(cfg Config) (*Sink, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validateSink(); err != nil {
 		return nil, err
 	}
-	s := &Sink{cfg: cfg, family: &sinkFamily{}}
-	s.family.sinks = []*Sink{s}
-	return s, nil
+	return &Sink{cfg: cfg}, nil
 }
 
-// Factory returns the function to give TopologyBuilder.SetBolt: the first
-// call returns s itself, later calls new sinks of the same config; Stats
-// sums over all of them.
-func (s *Sink) Factory() func() gale.Bolt {
-	var first atomic.Bool
-	return func() gale.Bolt {
-		if !first.Swap(true) {
-			return s
-		}
-		n := &Sink{cfg: s.cfg, family: s.family}
-		s.family.mu.Lock()
-		s.family.sinks = append(s.family.sinks, n)
-		s.family.mu.Unlock()
-		return n
+// Stats returns a snapshot of the sink's counters. Safe for concurrent
+// use.
+func (s *Sink) Stats() SinkStats {
+	return SinkStats{
+		Published:  s.c.published.Load(),
+		Acked:      s.c.acked.Load(),
+		Duplicates: s.c.duplicates.Load(),
+		Failed:     s.c.failed.Load(),
 	}
 }
 
-// Stats returns the counters summed over the sinks of s's Factory in this
-// process.
-func (s *Sink) Stats() SinkStats {
-	s.family.mu.Lock()
-	defer s.family.mu.Unlock()
+// Sinks makes the sink tasks of one component and sums their counters.
+// Pass its New method to gale.TopologyBuilder.SetBolt.
+type Sinks struct {
+	cfg Config
+	mu  sync.Mutex
+	all []*Sink
+}
+
+// NewSinks checks cfg (Config.ValidateSink) and returns the factory.
+func NewSinks(cfg Config) (*Sinks, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validateSink(); err != nil {
+		return nil, err
+	}
+	return &Sinks{cfg: cfg}, nil
+}
+
+// New makes a sink; it is the factory for TopologyBuilder.SetBolt. Safe
+// for concurrent use.
+func (g *Sinks) New() gale.Bolt {
+	s := &Sink{cfg: g.cfg}
+	g.mu.Lock()
+	g.all = append(g.all, s)
+	g.mu.Unlock()
+	return s
+}
+
+// Stats sums the counters of every sink New made (in this process). Safe
+// for concurrent use.
+func (g *Sinks) Stats() SinkStats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	var sum SinkStats
-	for _, x := range s.family.sinks {
-		sum.Published += x.c.published.Load()
-		sum.Acked += x.c.acked.Load()
-		sum.Duplicates += x.c.duplicates.Load()
-		sum.Failed += x.c.failed.Load()
+	for _, s := range g.all {
+		st := s.Stats()
+		sum.Published += st.Published
+		sum.Acked += st.Acked
+		sum.Duplicates += st.Duplicates
+		sum.Failed += st.Failed
 	}
 	return sum
 }

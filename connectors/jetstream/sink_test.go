@@ -88,21 +88,21 @@ func (s *listSpout) ends() (acked int, failed map[int]error) {
 	return len(s.acked), f
 }
 
-func newSink(t testing.TB, cfg jetstream.Config) *jetstream.Sink {
+func newSink(t testing.TB, cfg jetstream.Config) *jetstream.Sinks {
 	t.Helper()
-	s, err := jetstream.NewSink(cfg)
+	s, err := jetstream.NewSinks(cfg)
 	if err != nil {
-		t.Fatalf("NewSink: %v", err)
+		t.Fatalf("NewSinks: %v", err)
 	}
 	return s
 }
 
 // runSink runs spout → sink until the test ends.
-func runSink(t testing.TB, sp *listSpout, sink *jetstream.Sink, conf gale.Config) *gale.LocalTopology {
+func runSink(t testing.TB, sp *listSpout, sink *jetstream.Sinks, conf gale.Config) *gale.LocalTopology {
 	t.Helper()
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("rows", func() gale.Spout { return sp }, 1)
-	b.SetBolt("sink", sink.Factory(), 1).ShuffleGrouping("rows")
+	b.SetBolt("sink", sink.New, 1).ShuffleGrouping("rows")
 	topo, err := b.Build()
 	if err != nil {
 		t.Fatal(err)

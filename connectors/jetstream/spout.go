@@ -25,8 +25,8 @@ const (
 	FieldAttempt  = "attempt"  // int: this delivery's number, 1 for the first
 )
 
-// SpoutStats are a spout's counters; Spout.Stats sums them over the tasks.
-type SpoutStats struct {
+// Stats are a spout's counters; Spouts.Stats sums them over the tasks.
+type Stats struct {
 	Emitted          int64 // tuples emitted, first deliveries and redeliveries
 	EmittedNew       int64 // of those, first deliveries (attempt 1)
 	EmittedRetries   int64 // of those, redeliveries (attempt > 1)
@@ -49,7 +49,7 @@ type SpoutStats struct {
 	ContendedNew     int64 // new messages emitted while a redelivery waited
 }
 
-// spoutCounters are the atomics behind SpoutStats.
+// spoutCounters are the atomics behind Stats.
 type spoutCounters struct {
 	emitted, emittedNew, emittedRetries       atomic.Int64
 	acked, nacked, retries, terminated        atomic.Int64
@@ -59,8 +59,8 @@ type spoutCounters struct {
 	contendedRetries, contendedNew            atomic.Int64
 }
 
-func (c *spoutCounters) snapshot() SpoutStats {
-	return SpoutStats{
+func (c *spoutCounters) snapshot() Stats {
+	return Stats{
 		Emitted: c.emitted.Load(), EmittedNew: c.emittedNew.Load(), EmittedRetries: c.emittedRetries.Load(),
 		Acked: c.acked.Load(), Nacked: c.nacked.Load(), Retries: c.retries.Load(), Terminated: c.terminated.Load(),
 		DeadLettered: c.deadLettered.Load(), DeadLetterErrors: c.deadLetterErrors.Load(),
@@ -70,7 +70,7 @@ func (c *spoutCounters) snapshot() SpoutStats {
 	}
 }
 
-func (s *SpoutStats) add(o SpoutStats) {
+func (s *Stats) add(o Stats) {
 	s.Emitted += o.Emitted
 	s.EmittedNew += o.EmittedNew
 	s.EmittedRetries += o.EmittedRetries
@@ -94,13 +94,12 @@ func (s *SpoutStats) add(o SpoutStats) {
 // FieldAttempt), holding it unacked until its tree completes. See the
 // package doc for the guarantees.
 //
-// NewSpout makes the first instance; Factory makes one per task for
+// NewSpout makes one task's spout; NewSpouts makes the factory for
 // TopologyBuilder.SetSpout. The runtime calls the gale.Spout methods from
 // the task's goroutine; Stats and Progress are safe for concurrent use.
 type Spout struct {
-	cfg    Config
-	family *spoutFamily
-	c      spoutCounters
+	cfg Config
+	c   spoutCounters
 
 	tc      *gale.TopologyContext
 	col     *gale.SpoutCollector
@@ -128,12 +127,6 @@ type Spout struct {
 	nextSweep time.Time
 }
 
-// spoutFamily is what the spouts of one Factory share.
-type spoutFamily struct {
-	mu     sync.Mutex
-	spouts []*Spout
-}
-
 // held is one delivered message.
 type held struct {
 	msg  njs.Msg
@@ -150,46 +143,18 @@ type letter struct {
 	next  time.Time
 }
 
-// NewSpout checks cfg for the spout and returns a spout for one task.
-// Nothing connects until Open.
+// NewSpout checks cfg (Config.ValidateSpout) and returns a spout for
+// one task. Nothing connects until Open.
 func NewSpout(cfg Config) (*Spout, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validateSpout(); err != nil {
 		return nil, err
 	}
-	s := &Spout{cfg: cfg, family: &spoutFamily{}}
-	s.family.spouts = []*Spout{s}
-	return s, nil
+	return &Spout{cfg: cfg}, nil
 }
 
-// Factory returns the function to give TopologyBuilder.SetSpout: the first
-// call returns s itself, later calls new spouts of the same config; Stats
-// sums over all of them.
-func (s *Spout) Factory() func() gale.Spout {
-	var first atomic.Bool
-	return func() gale.Spout {
-		if !first.Swap(true) {
-			return s
-		}
-		n := &Spout{cfg: s.cfg, family: s.family}
-		s.family.mu.Lock()
-		s.family.spouts = append(s.family.spouts, n)
-		s.family.mu.Unlock()
-		return n
-	}
-}
-
-// Stats returns the counters summed over the spouts of s's Factory in
-// this process (a topology over several workers has a sum in each).
-func (s *Spout) Stats() SpoutStats {
-	s.family.mu.Lock()
-	defer s.family.mu.Unlock()
-	var sum SpoutStats
-	for _, x := range s.family.spouts {
-		sum.add(x.c.snapshot())
-	}
-	return sum
-}
+// Stats returns a snapshot of the spout's counters.
+func (s *Spout) Stats() Stats { return s.c.snapshot() }
 
 // Progress is the number of acks this task sent (gale.ProgressReporter):
 // for a hold-and-ack queue, an ack is a message that is never delivered
@@ -618,4 +583,55 @@ func (q *queue[T]) pop() T {
 		q.head = 0
 	}
 	return v
+}
+
+// Spouts makes the spout tasks of one component and sums their counters.
+// Pass its New method to gale.TopologyBuilder.SetSpout.
+type Spouts struct {
+	cfg Config
+	mu  sync.Mutex
+	all []*Spout
+}
+
+// NewSpouts checks cfg (Config.ValidateSpout) and returns the factory.
+func NewSpouts(cfg Config) (*Spouts, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validateSpout(); err != nil {
+		return nil, err
+	}
+	return &Spouts{cfg: cfg}, nil
+}
+
+// New makes a spout; it is the factory for TopologyBuilder.SetSpout.
+// Safe for concurrent use.
+func (g *Spouts) New() gale.Spout {
+	s := &Spout{cfg: g.cfg}
+	g.mu.Lock()
+	g.all = append(g.all, s)
+	g.mu.Unlock()
+	return s
+}
+
+// Stats sums the counters of every spout New made (in this process: a
+// topology over several workers has a sum in each). Safe for concurrent
+// use.
+func (g *Spouts) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var sum Stats
+	for _, s := range g.all {
+		sum.add(s.c.snapshot())
+	}
+	return sum
+}
+
+// Progress sums the Progress of every spout New made.
+func (g *Spouts) Progress() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n int64
+	for _, s := range g.all {
+		n += s.Progress()
+	}
+	return n
 }

@@ -20,11 +20,11 @@ func fastPolicy(initial time.Duration, attempts int) retry.Policy {
 	return retry.Policy{Initial: initial, Multiplier: 2, Max: 50 * initial, Jitter: 0, MaxAttempts: attempts, RetriesPerNew: 3}
 }
 
-func newSpout(t testing.TB, cfg jetstream.Config) *jetstream.Spout {
+func newSpout(t testing.TB, cfg jetstream.Config) *jetstream.Spouts {
 	t.Helper()
-	s, err := jetstream.NewSpout(cfg)
+	s, err := jetstream.NewSpouts(cfg)
 	if err != nil {
-		t.Fatalf("NewSpout: %v", err)
+		t.Fatalf("NewSpouts: %v", err)
 	}
 	return s
 }
@@ -40,10 +40,9 @@ func TestSpoutAcksOnlyWhenTheTreeCompletes(t *testing.T) {
 	bolt := &recBolt{rec: rec}
 	// The builder makes one instance to declare the fields, then one per
 	// task: keep the last, the task's, to read its Progress.
-	factory := sp.Factory()
 	var task gale.ProgressReporter
 	runTopology(t, "acks", func() gale.Spout {
-		s := factory()
+		s := sp.New()
 		task = s.(gale.ProgressReporter)
 		return s
 	}, bolt, nil)
@@ -85,7 +84,7 @@ func TestSpoutRedeliversAFailedMessageAfterThePolicysDelay(t *testing.T) {
 	const initial = 150 * time.Millisecond
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", Retry: fastPolicy(initial, 5)})
 	rec := &recorder{}
-	runTopology(t, "redeliver", sp.Factory(), &recBolt{rec: rec}, nil)
+	runTopology(t, "redeliver", sp.New, &recBolt{rec: rec}, nil)
 
 	waitFor(t, 30*time.Second, "flaky3-a acked", func() bool { return sp.Stats().Acked == 1 })
 	seen := rec.snapshot()
@@ -118,7 +117,7 @@ func TestSpoutDelayableFailureWaitsForTheDelayItNames(t *testing.T) {
 
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", Retry: fastPolicy(time.Millisecond, 5)})
 	rec := &recorder{}
-	runTopology(t, "delayable", sp.Factory(), &recBolt{rec: rec}, nil)
+	runTopology(t, "delayable", sp.New, &recBolt{rec: rec}, nil)
 
 	waitFor(t, 30*time.Second, "late-a acked", func() bool { return sp.Stats().Acked == 1 })
 	seen := rec.snapshot()
@@ -149,7 +148,7 @@ func TestSpoutTerminatesAndDeadLettersAPermanentFailure(t *testing.T) {
 	}
 	sp := newSpout(t, cfg)
 	rec := &recorder{}
-	runTopology(t, "permanent", sp.Factory(), &recBolt{rec: rec}, nil)
+	runTopology(t, "permanent", sp.New, &recBolt{rec: rec}, nil)
 
 	waitFor(t, 30*time.Second, "perm-1 terminated and ok-2 acked", func() bool {
 		st := sp.Stats()
@@ -195,7 +194,7 @@ func TestSpoutPoisonMessageIsDeadLetteredAfterMaxAttemptsAndTheStreamMovesOn(t *
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", DeadLetterSubject: "dlq.orders",
 		Retry: fastPolicy(5*time.Millisecond, attempts)})
 	rec := &recorder{}
-	runTopology(t, "poison", sp.Factory(), &recBolt{rec: rec}, nil)
+	runTopology(t, "poison", sp.New, &recBolt{rec: rec}, nil)
 
 	waitFor(t, 30*time.Second, "the poison dead-lettered and the rest acked", func() bool {
 		st := sp.Stats()
@@ -228,7 +227,7 @@ func TestSpoutKeepsTheMessageWhileItsDeadLetterFails(t *testing.T) {
 
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", DeadLetterSubject: "dlq.nowhere",
 		PublishTimeout: time.Second, Retry: fastPolicy(5*time.Millisecond, 5)})
-	runTopology(t, "dlfail", sp.Factory(), &recBolt{rec: &recorder{}}, nil)
+	runTopology(t, "dlfail", sp.New, &recBolt{rec: &recorder{}}, nil)
 
 	waitFor(t, 30*time.Second, "two failed dead-letter sends", func() bool { return sp.Stats().DeadLetterErrors >= 2 })
 	if st := sp.Stats(); st.Terminated != 0 || st.DeadLettered != 0 {
@@ -278,7 +277,7 @@ func TestSpoutFairShareHoldsInATransientFailureStorm(t *testing.T) {
 	rec := &recorder{}
 	// Few trees at a time, so that the spout's queues fill and the fair
 	// share, not the order of arrival, decides what goes next.
-	runTopology(t, "storm", sp.Factory(), &recBolt{rec: rec}, gale.Config{gale.TopologyMaxSpoutPending: 4})
+	runTopology(t, "storm", sp.New, &recBolt{rec: rec}, gale.Config{gale.TopologyMaxSpoutPending: 4})
 
 	// The storm: messages failing every time. Once each has failed once,
 	// new messages arrive, all at once, while the storm goes on.
@@ -343,7 +342,7 @@ func TestSpoutOpenRefusesAnAckWaitNotLongerThanTheMessageTimeout(t *testing.T) {
 	createStream(t, js, "ORDERS", "orders.>")
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", AckWait: 5 * time.Second})
 	b := gale.NewTopologyBuilder()
-	b.SetSpout("in", sp.Factory(), 1)
+	b.SetSpout("in", sp.New, 1)
 	b.SetBolt("work", func() gale.Bolt { return &recBolt{rec: &recorder{}} }, 1).ShuffleGrouping("in")
 	topo, err := b.Build()
 	if err != nil {
@@ -369,7 +368,7 @@ func TestSpoutTasksShareTheDurableConsumer(t *testing.T) {
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", MaxAckPending: 100})
 	rec := &recorder{}
 	b := gale.NewTopologyBuilder()
-	b.SetSpout("in", sp.Factory(), 3)
+	b.SetSpout("in", sp.New, 3)
 	b.SetBolt("work", func() gale.Bolt { return &recBolt{rec: rec} }, 1).ShuffleGrouping("in")
 	topo, err := b.Build()
 	if err != nil {
@@ -410,7 +409,7 @@ func TestSpoutExtendsAckWaitOfMessagesItHolds(t *testing.T) {
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", AckWait: 2 * time.Second,
 		Retry: fastPolicy(10*time.Second, 5)})
 	rec := &recorder{}
-	runTopology(t, "ackwait", sp.Factory(), &recBolt{rec: rec},
+	runTopology(t, "ackwait", sp.New, &recBolt{rec: rec},
 		gale.Config{gale.TopologyMessageTimeoutSecs: 1, gale.TopologyMaxSpoutPending: 1})
 
 	waitFor(t, 60*time.Second, "ok-4 acked", func() bool { return sp.Stats().Acked == 1 })
