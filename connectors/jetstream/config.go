@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -26,10 +27,11 @@ const (
 )
 
 // Config is the configuration of the spout, the sink bolt and the
-// dead-letter sink, as plain data: the json tags are the keys of the map
-// form ParseConfig reads (durations there are integers of milliseconds).
-// The zero value of a field means its default. Which keys apply to which
-// part is in the package doc.
+// dead-letter sink, as plain data: the json tags name the keys of the map
+// form that ParseConfig reads and Map writes (durations there are integers
+// of milliseconds; JSON encodes and decodes that form too). The zero
+// value of a field means its default. Which keys apply to which part is in
+// the package doc.
 type Config struct {
 	// URL is the server to connect to, or a comma-separated list
 	// (default nats://127.0.0.1:4222).
@@ -150,6 +152,71 @@ func ParseConfig(m map[string]any) (Config, error) {
 	}
 	c.Retry = p
 	return c, nil
+}
+
+// Map returns c in its map form, the one ParseConfig reads: the keys of
+// the fields set, durations in milliseconds, and a policy other than the
+// zero one as all six retry.* keys.
+func (c Config) Map() map[string]any {
+	m := make(map[string]any)
+	str := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	num := func(k string, v int) {
+		if v != 0 {
+			m[k] = v
+		}
+	}
+	ms := func(k string, v time.Duration) {
+		if v != 0 {
+			m[k] = v.Milliseconds()
+		}
+	}
+	str("url", c.URL)
+	str("connection.name", c.Name)
+	str("stream", c.Stream)
+	str("consumer", c.Consumer)
+	str("filter.subject", c.FilterSubject)
+	ms("ack.wait.ms", c.AckWait)
+	num("max.ack.pending", c.MaxAckPending)
+	ms("fetch.max.wait.ms", c.FetchMaxWait)
+	str("subject", c.Subject)
+	str("subject.field", c.SubjectField)
+	str("data.field", c.DataField)
+	str("msgid.field", c.MsgIDField)
+	num("publish.max.pending", c.PublishMaxPending)
+	ms("publish.timeout.ms", c.PublishTimeout)
+	str("deadletter.file", c.DeadLetterFile)
+	str("deadletter.subject", c.DeadLetterSubject)
+	if c.Retry != (retry.Policy{}) {
+		p := c.Retry.WithDefaults()
+		m[retry.KeyInitialDelayMS] = p.Initial.Milliseconds()
+		m[retry.KeyMultiplier] = p.Multiplier
+		m[retry.KeyMaxDelayMS] = p.Max.Milliseconds()
+		m[retry.KeyJitter] = p.Jitter
+		m[retry.KeyMaxAttempts] = p.MaxAttempts
+		m[retry.KeyRetriesPerNew] = p.RetriesPerNew
+	}
+	return m
+}
+
+// MarshalJSON encodes c in its map form (Map).
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.Map()) }
+
+// UnmarshalJSON decodes the map form, as ParseConfig does.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	parsed, err := ParseConfig(m)
+	if err != nil {
+		return err
+	}
+	*c = parsed
+	return nil
 }
 
 func knownKeys() []string {

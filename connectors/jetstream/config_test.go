@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -89,5 +90,35 @@ func TestSpoutAndSinkConstructorsCheckTheirKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestConfigMapAndJSONRoundTrip(t *testing.T) {
+	in := map[string]any{
+		"url": "nats://a:4222", "stream": "ORDERS", "consumer": "work", "ack.wait.ms": 90000,
+		"max.ack.pending": 64, "fetch.max.wait.ms": 250, "msgid.field": "id", "publish.timeout.ms": 1500,
+		"deadletter.file": "/tmp/dead.jsonl", "retry.initial.delay.ms": 20, "retry.jitter": 0.5,
+	}
+	c, err := jetstream.ParseConfig(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := jetstream.ParseConfig(c.Map())
+	if err != nil || again != c {
+		t.Fatalf("ParseConfig(Map()) = %+v, %v; want %+v", again, err, c)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"ack.wait.ms":90000`) {
+		t.Fatalf("JSON %s: durations must be milliseconds under their .ms keys", b)
+	}
+	var decoded jetstream.Config
+	if err := json.Unmarshal(b, &decoded); err != nil || decoded != c {
+		t.Fatalf("JSON round trip: %+v, %v; want %+v", decoded, err, c)
+	}
+	if err := json.Unmarshal([]byte(`{"stream": "S", "acks": 1}`), &decoded); !errors.Is(err, jetstream.ErrConfig) || !strings.Contains(err.Error(), `"acks"`) {
+		t.Fatalf("unmarshal of an unknown key: %v, want an ErrConfig naming it", err)
 	}
 }
