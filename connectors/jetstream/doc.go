@@ -28,10 +28,14 @@
 //   - A permanent failure (gale.Permanent), or a failure of the last of
 //     retry.max.attempts deliveries, is given up: its dead letter is sent
 //     first (deadletter.file or deadletter.subject; with neither it is
-//     logged), and only once stored is the message terminated. A send
-//     that fails keeps the message (its ack.wait extended) and is tried
-//     again; a crash between the two leaves a duplicate dead letter, not
-//     a lost message.
+//     logged), and only once stored is the message terminated. Letters
+//     are sent in order by a goroutine the spout owns, so the spout never
+//     waits for the sink; a send that fails keeps the message (its
+//     ack.wait extended) and is tried again after the policy's backoff. A
+//     crash between the send and the termination leaves a duplicate dead
+//     letter, not a lost message (a letter to a subject carries the
+//     Nats-Msg-Id "deadletter:" + its source, so the stream's duplicate
+//     window drops the copy).
 //   - Redeliveries and new messages share the emits by the policy's fair
 //     share: while new messages wait, at most retry.retries.per.new
 //     redeliveries go in a row. This is retry.Tracker's counting, applied
@@ -42,7 +46,7 @@
 //     waits to redeliver counts against it.
 //
 // Fetching runs on a goroutine the spout starts in Open and stops (and
-// waits for) in Close; it hands messages over through a bounded queue, and
+// waits for) in Close, as does sending dead letters; it hands messages over through a bounded queue, and
 // max.ack.pending bounds everything the spout holds. ack.wait must be
 // longer than topology.message.timeout.secs (Open fails otherwise; unset,
 // it is twice the timeout); messages held for a quarter of it, waiting to

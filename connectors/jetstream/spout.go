@@ -117,8 +117,8 @@ type Spout struct {
 	fresh, redelivered queue[*held]
 	retriesInRow       int // redeliveries emitted since the last new message
 
-	// Given up, waiting for their dead letter to be stored.
-	letters queue[*letter]
+	// letters sends the dead letters when a sink is configured.
+	letters *letterBox
 	// firstFailed remembers when this task first saw a message fail, by
 	// stream sequence, for its dead letter; at most max.ack.pending.
 	firstFailed map[uint64]time.Time
@@ -133,14 +133,6 @@ type held struct {
 	meta *njs.MsgMetadata
 	// since is when it arrived or its ack.wait was last extended.
 	since time.Time
-}
-
-// letter is a given-up message and its dead letter.
-type letter struct {
-	h     *held
-	l     retry.DeadLetter
-	tries int
-	next  time.Time
 }
 
 // NewSpout checks cfg (Config.ValidateSpout) and returns a spout for
@@ -224,6 +216,9 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 		s.dlq = NewDeadLetterSink(js, s.cfg.DeadLetterSubject)
 	}
 	s.nc = nc
+	if s.dlq != nil {
+		s.letters = startLetterBox(s.dlq, s.cfg.Retry, s.cfg.PublishTimeout, ackWait, s.cfg.MaxAckPending, &s.c, s.log)
+	}
 	tasks := max(len(tc.ThisComponentTasks()), 1)
 	s.fetch = startFetcher(tc.Context(), cons, max((s.cfg.MaxAckPending+tasks-1)/tasks, 1), s.cfg.FetchMaxWait, tc.Now, s.log)
 	return nil
@@ -243,11 +238,10 @@ func connect(cfg Config, tc *gale.TopologyContext, role string) (*nats.Conn, err
 	return nc, nil
 }
 
-// NextTuple retries a due dead letter, takes what the fetcher has handed
-// over, and emits one message, choosing between redeliveries and new
-// messages by the retry policy's fair share.
+// NextTuple takes what the fetcher has handed over and emits one message,
+// choosing between redeliveries and new messages by the retry policy's
+// fair share.
 func (s *Spout) NextTuple() {
-	s.sendDueLetter()
 	s.takeFetched()
 	s.sweep()
 	h, ok := s.pick()
@@ -441,8 +435,9 @@ func (s *Spout) nak(h *held, delay time.Duration) {
 	s.c.nacked.Add(1)
 }
 
-// giveUp sends the message's dead letter, then terminates it. A failed
-// send keeps the message (its ack.wait extended) and is tried again.
+// giveUp has the message's dead letter sent, and the message terminated
+// once the letter is stored (letterBox); with no sink, it logs the letter
+// and terminates the message.
 func (s *Spout) giveUp(h *held, attempts int, class gale.FailureClass, reason error, first, now time.Time) {
 	l := retry.DeadLetter{
 		Source:      source(h),
@@ -460,52 +455,16 @@ func (s *Spout) giveUp(h *held, attempts int, class gale.FailureClass, reason er
 		l.Key = []byte(id)
 	}
 	lt := &letter{h: h, l: l}
-	if s.trySend(lt) {
+	if s.letters != nil {
+		s.letters.add(lt)
 		return
 	}
-	s.letters.push(lt)
+	s.log.Warn("jetstream message given up, no dead-letter sink configured", "source", l.Source, "attempts", l.Attempts, "class", l.Class, "last_error", l.LastError)
+	terminate(lt, &s.c, s.log)
 }
 
-// sendDueLetter retries the oldest dead letter whose send failed, when due.
-func (s *Spout) sendDueLetter() {
-	if s.letters.len() == 0 || s.tc.Now().Before(s.letters.peek().next) {
-		return
-	}
-	lt := s.letters.pop()
-	if !s.trySend(lt) {
-		s.letters.push(lt)
-	}
-}
-
-// trySend sends lt's dead letter and terminates its message, and tells
-// whether that is done. On failure it schedules the next try no later
-// than half of ack.wait, keeping the message from being redelivered.
-func (s *Spout) trySend(lt *letter) bool {
-	if s.dlq != nil {
-		ctx, cancel := context.WithTimeout(s.tc.Context(), s.cfg.PublishTimeout)
-		err := s.dlq.Send(ctx, lt.l)
-		cancel()
-		if err != nil {
-			lt.tries++
-			s.c.deadLetterErrors.Add(1)
-			s.col.ReportError(fmt.Errorf("jetstream: dead letter for %s (try %d, kept unacked and tried again): %w", lt.l.Source, lt.tries, err))
-			_ = lt.h.msg.InProgress()
-			lt.next = s.tc.Now().Add(min(s.cfg.Retry.Backoff(lt.tries, s.rng.Float64()), s.ackWait/2))
-			return false
-		}
-		s.c.deadLettered.Add(1)
-	} else {
-		s.log.Warn("jetstream message given up, no dead-letter sink configured", "source", lt.l.Source, "attempts", lt.l.Attempts, "class", lt.l.Class, "last_error", lt.l.LastError)
-	}
-	if err := lt.h.msg.TermWithReason(lt.l.Class + ": " + lt.l.LastError); err != nil {
-		s.col.ReportError(fmt.Errorf("jetstream: terminate %s: %w", lt.l.Source, err))
-		return true
-	}
-	s.c.terminated.Add(1)
-	return true
-}
-
-// Close stops fetching, gives back the messages fetched and not emitted
+// Close stops fetching and sending dead letters, gives back the messages
+// fetched and not emitted and those whose dead letter is not stored yet
 // (negative acks, so the consumer's next client gets them at once),
 // flushes and closes the connection and the dead-letter sink.
 func (s *Spout) Close() {
@@ -519,8 +478,12 @@ func (s *Spout) Close() {
 			s.nak(q.pop(), 0)
 		}
 	}
-	// Letters not stored: their messages stay unacked and come back.
-	s.letters = queue[*letter]{}
+	if s.letters != nil {
+		for _, lt := range s.letters.stop() {
+			s.nak(lt.h, 0)
+		}
+		s.letters = nil
+	}
 	_ = s.nc.FlushTimeout(2 * time.Second)
 	s.nc.Close()
 	if s.dlq != nil {

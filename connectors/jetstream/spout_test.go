@@ -230,6 +230,9 @@ func TestSpoutKeepsTheMessageWhileItsDeadLetterFails(t *testing.T) {
 	runTopology(t, "dlfail", sp.New, &recBolt{rec: &recorder{}}, nil)
 
 	waitFor(t, 30*time.Second, "two failed dead-letter sends", func() bool { return sp.Stats().DeadLetterErrors >= 2 })
+	// The stuck letter holds up neither the stream nor the spout.
+	publish(t, js, "orders.new", "ok-2", "ok-3")
+	waitFor(t, 30*time.Second, "the messages behind it acked", func() bool { return sp.Stats().Acked == 2 })
 	if st := sp.Stats(); st.Terminated != 0 || st.DeadLettered != 0 {
 		t.Fatalf("stats %+v: terminated without a stored dead letter", st)
 	}
