@@ -18,7 +18,10 @@
 //     then the server holds it unacked; a crash or a kill leaves it
 //     there, and the server delivers it again after ack.wait (a shutdown
 //     gives back what it can at once, with a negative ack, so a restart
-//     gets it without waiting).
+//     gets it without waiting). A tree cut by a shutdown is not the
+//     message's failure and is not counted as one, but the server counts
+//     the delivery, so it uses up one of the message's
+//     retry.max.attempts.
 //   - A failed tree is negative-acked with the retry policy's delay
 //     (retry.Policy.Backoff of the deliveries so far, which the server
 //     counts: NumDelivered; for a delayable failure no sooner than the
