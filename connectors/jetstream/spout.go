@@ -290,11 +290,11 @@ func (s *Spout) takeFetched() {
 // quarter of it, waiting in the queues or in flight (a bolt may keep a
 // tree alive past the message timeout with ResetTimeout), so that the
 // server does not deliver again a message the spout still holds. It looks
-// every eighth of ack.wait, from NextTuple, Ack and Fail (which take
-// what the fetcher handed over first, so that no message waits unseen in
-// the hand-over queue): a spout at
-// topology.max.spout.pending gets no NextTuple, but an Ack or a Fail at
-// least every topology.message.timeout.secs, and ack.wait is longer.
+// every eighth of ack.wait, from NextTuple, Ack and Fail (which take what
+// the fetcher handed over first, so that no message waits unseen in the
+// hand-over queue): a spout at topology.max.spout.pending gets no
+// NextTuple, but an Ack or a Fail at least every
+// topology.message.timeout.secs, and ack.wait is longer.
 func (s *Spout) sweep() {
 	now := s.tc.Now()
 	if now.Before(s.nextSweep) {
@@ -533,8 +533,6 @@ func (q *queue[T]) push(v T) {
 	}
 	q.items = append(q.items, v)
 }
-
-func (q *queue[T]) peek() T { return q.items[q.head] }
 
 func (q *queue[T]) pop() T {
 	v := q.items[q.head]
