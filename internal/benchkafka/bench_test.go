@@ -137,5 +137,3 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
-
-
