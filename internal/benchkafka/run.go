@@ -198,7 +198,7 @@ func (r *Report) ratio(a, b string) *float64 {
 
 // runMode runs one mode in consumer group group.
 func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Result, error) {
-	res := Result{Mode: mode, Messages: cfg.Messages}
+	res := Result{Mode: mode, Messages: cfg.Messages, Lost: int64(cfg.Messages)} // until it reads
 	tally := NewTally(cfg.Messages)
 	brokers := []string{b.Addr}
 	var topo *gale.Topology
