@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/connectors/kafka"
 )
 
 // The modes, the seed's three experiments.
@@ -90,7 +91,11 @@ type Result struct {
 	BrokerCPUSeconds float64 `json:"broker_cpu_seconds"`
 	Lost             int64   `json:"lost"`       // ids the decoding step never saw
 	Duplicates       int64   `json:"duplicates"` // sightings beyond each id's first
-	Error            string  `json:"error,omitempty"`
+	// Committed is the offsets the topology's spout committed by its
+	// close, after the measurement (noack and ack; ack must commit every
+	// one).
+	Committed *int64 `json:"committed,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Report is a whole run: what --json prints.
@@ -203,9 +208,10 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 	brokers := []string{b.Addr}
 	var topo *gale.Topology
 	var conf gale.Config
+	var spouts *kafka.Spouts
 	if mode != ModePlain {
 		var err error
-		if topo, conf, err = BenchTopology(mode, brokers, Topic, group, tally); err != nil {
+		if topo, conf, spouts, err = BenchTopology(mode, brokers, Topic, group, tally); err != nil {
 			return res, err
 		}
 	}
@@ -257,6 +263,12 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 		lt.Stop()
 		if errs, n := lt.Errors(); n > 0 && runErr == nil {
 			runErr = fmt.Errorf("the topology reported %d errors, the last: %v", n, errs[len(errs)-1].Err)
+		}
+		st := spouts.Stats()
+		res.Committed = &st.Committed
+		if mode == ModeAck && runErr == nil && st.Committed != int64(cfg.Messages) {
+			runErr = fmt.Errorf("the at-least-once spout committed %d of %d offsets by its close (acked %d, failed %d)",
+				st.Committed, cfg.Messages, st.Acked, st.Failed)
 		}
 	}
 	if err != nil {

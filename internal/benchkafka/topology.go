@@ -102,8 +102,9 @@ func Build(params map[string]string) (*gale.Topology, gale.Config, error) {
 // BenchTopology builds the topology of mode noack or ack: the Kafka
 // spout reading topic in group from the brokers → Decode, counting the
 // ids in tally. noack runs the spout with no-guarantee and no ackers;
-// ack at-least-once with one acker.
-func BenchTopology(mode string, brokers []string, topic, group string, tally *Tally) (*gale.Topology, gale.Config, error) {
+// ack at-least-once with one acker. The spouts' factory is returned for
+// their counters.
+func BenchTopology(mode string, brokers []string, topic, group string, tally *Tally) (*gale.Topology, gale.Config, *kafka.Spouts, error) {
 	cfg := kafka.Config{BootstrapServers: brokers, Topic: topic, GroupID: group}
 	conf := gale.Config{}
 	switch mode {
@@ -114,15 +115,15 @@ func BenchTopology(mode string, brokers []string, topic, group string, tally *Ta
 		cfg.ProcessingGuarantee = kafka.AtLeastOnce
 		conf[gale.TopologyAckerExecutors] = 1
 	default:
-		return nil, nil, fmt.Errorf("benchkafka: mode %q has no topology", mode)
+		return nil, nil, nil, fmt.Errorf("benchkafka: mode %q has no topology", mode)
 	}
 	spouts, err := kafka.NewSpouts(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b := gale.NewTopologyBuilder()
 	b.SetSpout(SpoutID, spouts.New, 1)
 	b.SetBolt(DecoderID, func() gale.Bolt { return &Decode{Field: kafka.FieldValue, Tally: tally} }, 1).ShuffleGrouping(SpoutID)
 	topo, err := b.Build()
-	return topo, conf, err
+	return topo, conf, spouts, err
 }
