@@ -86,11 +86,11 @@ func Build(params map[string]string) (*gale.Topology, gale.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	_ = kafka.Config{BootstrapServers: brokers, Topic: strs["output"]}
-	if true {
-		return nil, nil, errors.New("benchkafka: bench-kafka waits for the Kafka sink")
+	out := kafka.Config{BootstrapServers: brokers, Topic: strs["output"]}
+	sinks, err := kafka.NewSinks(out)
+	if err != nil {
+		return nil, nil, err
 	}
-	var sinks *struct{ New func() gale.Bolt }
 	b := gale.NewTopologyBuilder()
 	b.SetSpout(SpoutID, spouts.New, ints["spouts"])
 	b.SetBolt(DecoderID, func() gale.Bolt { return &Decode{Field: kafka.FieldValue, Forward: true} }, ints["decoders"]).ShuffleGrouping(SpoutID)
