@@ -77,14 +77,21 @@ func (c *Config) Validate() error {
 
 // Result is one mode's run: what --json prints for it.
 type Result struct {
-	Mode     string  `json:"mode"`
-	Messages int     `json:"messages"`
-	Seconds  float64 `json:"seconds"` // from the consumer's start to the last id's first sighting
-	PerSec   float64 `json:"messages_per_sec"`
+	Mode     string `json:"mode"`
+	Messages int    `json:"messages"`
+	// The measurement is the steady state: from when the decoding step
+	// has seen WarmShare of the ids (the client connected, the group
+	// joined, the heap grown) until it has seen every one. Measured is
+	// the number of ids first seen in it, Seconds its wall time,
+	// TotalSeconds the time from the consumer's start.
+	Measured     int64   `json:"measured_messages"`
+	Seconds      float64 `json:"seconds"`
+	TotalSeconds float64 `json:"total_seconds"`
+	PerSec       float64 `json:"messages_per_sec"` // Measured / Seconds
 	// CPUSeconds is this process's CPU (user + system) over Seconds: the
 	// consumer's, not the broker's, which runs in a child process.
 	CPUSeconds float64 `json:"cpu_seconds"`
-	// CPUMicrosPerMessage is CPUSeconds per message, in µs.
+	// CPUMicrosPerMessage is CPUSeconds per measured message, in µs.
 	CPUMicrosPerMessage float64 `json:"cpu_us_per_message"`
 	// BrokerCPUSeconds is the broker process's CPU over Seconds (Linux
 	// only; 0 elsewhere), kept out of CPUSeconds.
@@ -111,6 +118,10 @@ type Report struct {
 	AckVsNoAck   *float64 `json:"ack_vs_noack_cpu"`
 	Error        string   `json:"error,omitempty"`
 }
+
+// WarmShare is the share of the ids a mode reads before its measurement
+// starts.
+const WarmShare = 0.1
 
 // The issue's targets for the ratios of CPU per message.
 const (
@@ -220,46 +231,50 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 	if err != nil {
 		return res, err
 	}
-	cpu0, err := selfCPU()
-	if err != nil {
+	if _, err := selfCPU(); err != nil {
 		stopProfile()
 		return res, err
 	}
-	bcpu0, berr := b.CPU()
 	start := time.Now()
+	// The steady state's start: set by watch's mark, on its goroutine.
+	var m0 mark
+	warm := int64(float64(cfg.Messages) * WarmShare)
+	onWarm := func() { m0 = takeMark(b, tally) }
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var runErr error
 	var lt *gale.LocalTopology
+	var done chan struct{}
+	var plainErr error
 	switch mode {
 	case ModePlain:
-		done := make(chan struct{})
-		var plainErr error
+		done = make(chan struct{})
 		go func() { // waited for below
 			defer close(done)
 			plainErr = ConsumePlain(runCtx, brokers, Topic, group, tally)
 		}()
-		runErr = watch(runCtx, cfg.Stall, tally, b, done, nil)
-		cancel()
-		<-done
-		if plainErr != nil && !errors.Is(plainErr, context.Canceled) {
-			runErr = plainErr
-		}
+		runErr = watch(runCtx, cfg.Stall, tally, b, done, nil, warm, onWarm)
 	default:
 		if lt, err = gale.StartLocal("bench-kafka-"+mode, conf, topo, gale.RunOptions{Logger: cfg.Log}); err != nil {
 			stopProfile()
 			return res, err
 		}
-		runErr = watch(runCtx, cfg.Stall, tally, b, nil, lt.Failed())
+		runErr = watch(runCtx, cfg.Stall, tally, b, nil, lt.Failed(), warm, onWarm)
 	}
-	elapsed := time.Since(start)
-	cpu1, err := selfCPU()
-	bcpu1, berr1 := b.CPU()
+	// The measurement ends with the last id's first sighting: closing
+	// the consumer (leaving the group, the last commit) is not measured,
+	// nor, in the topology modes, the drain of what is still in flight.
+	m1 := takeMark(b, tally)
 	stopProfile()
+	if done != nil {
+		cancel()
+		<-done
+		if plainErr != nil && !errors.Is(plainErr, context.Canceled) {
+			runErr = plainErr
+		}
+	}
 	if lt != nil {
-		// What the topology still does after the last id's sighting
-		// (acks, commits) is not measured: the drain only stops it.
 		lt.Stop()
 		if errs, n := lt.Errors(); n > 0 && runErr == nil {
 			runErr = fmt.Errorf("the topology reported %d errors, the last: %v", n, errs[len(errs)-1].Err)
@@ -271,15 +286,17 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 				st.Committed, cfg.Messages, st.Acked, st.Failed)
 		}
 	}
-	if err != nil {
-		return res, err
+	if m0.at.IsZero() { // watch ended before it marked
+		m0 = m1
 	}
-	res.Seconds = elapsed.Seconds()
-	res.PerSec = float64(cfg.Messages) / res.Seconds
-	res.CPUSeconds = (cpu1 - cpu0).Seconds()
-	res.CPUMicrosPerMessage = res.CPUSeconds * 1e6 / float64(cfg.Messages)
-	if berr == nil && berr1 == nil {
-		res.BrokerCPUSeconds = (bcpu1 - bcpu0).Seconds()
+	res.Measured = m1.distinct - m0.distinct
+	res.Seconds = m1.at.Sub(m0.at).Seconds()
+	res.TotalSeconds = m1.at.Sub(start).Seconds()
+	res.CPUSeconds = (m1.cpu - m0.cpu).Seconds()
+	res.BrokerCPUSeconds = (m1.brokerCPU - m0.brokerCPU).Seconds()
+	if res.Measured > 0 && res.Seconds > 0 {
+		res.PerSec = float64(res.Measured) / res.Seconds
+		res.CPUMicrosPerMessage = res.CPUSeconds * 1e6 / float64(res.Measured)
 	}
 	res.Lost, res.Duplicates = tally.Lost(), tally.Duplicates()
 	if runErr == nil && res.Lost > 0 {
@@ -288,18 +305,38 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 	return res, runErr
 }
 
+// mark is a point of a mode's measurement.
+type mark struct {
+	at             time.Time
+	distinct       int64
+	cpu, brokerCPU time.Duration // 0 where they cannot be read
+}
+
+func takeMark(b *Broker, tally *Tally) mark {
+	m := mark{at: time.Now(), distinct: tally.Distinct()}
+	m.cpu, _ = selfCPU()
+	m.brokerCPU, _ = b.CPU()
+	return m
+}
+
 // watchPoll is how often watch looks at the tally.
 const watchPoll = 5 * time.Millisecond
 
 // watch waits until tally is complete. It returns an error if no new
 // record is seen for stall, the broker exits, done closes (the plain
 // consumer ended: its error is the caller's to read) or failed yields
-// (the topology failed), or ctx ends.
-func watch(ctx context.Context, stall time.Duration, tally *Tally, b *Broker, done <-chan struct{}, failed <-chan error) error {
+// (the topology failed), or ctx ends. It calls onWarm once, when warm
+// ids have been seen.
+func watch(ctx context.Context, stall time.Duration, tally *Tally, b *Broker, done <-chan struct{}, failed <-chan error,
+	warm int64, onWarm func()) error {
 	tk := time.NewTicker(watchPoll)
 	defer tk.Stop()
 	last, lastAt := tally.Seen(), time.Now()
 	for !tally.Complete() {
+		if onWarm != nil && tally.Distinct() >= warm {
+			onWarm()
+			onWarm = nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
