@@ -89,7 +89,8 @@ type Result struct {
 	TotalSeconds float64 `json:"total_seconds"`
 	PerSec       float64 `json:"messages_per_sec"` // Measured / Seconds
 	// CPUSeconds is this process's CPU (user + system) over Seconds: the
-	// consumer's, not the broker's, which runs in a child process.
+	// consumer's, not the broker's, which runs in a child process. It
+	// is read with getrusage: 0 where there is none (Windows).
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// CPUMicrosPerMessage is CPUSeconds per measured message, in µs.
 	CPUMicrosPerMessage float64 `json:"cpu_us_per_message"`
@@ -113,7 +114,7 @@ type Report struct {
 	Runs           []Result `json:"runs"`
 	// NoAckVsPlain is noack's CPU per message over plain's (target
 	// ≤ 1.5), AckVsNoAck ack's over noack's (target ≤ 2); null when a
-	// mode of the pair did not run or failed.
+	// mode of the pair did not run or failed, or CPU cannot be read.
 	NoAckVsPlain *float64 `json:"noack_vs_plain_cpu"`
 	AckVsNoAck   *float64 `json:"ack_vs_noack_cpu"`
 	Error        string   `json:"error,omitempty"`
@@ -205,7 +206,7 @@ func (r *Report) ratio(a, b string) *float64 {
 			y = run
 		}
 	}
-	if x == nil || y == nil || y.CPUMicrosPerMessage == 0 {
+	if x == nil || y == nil || x.CPUMicrosPerMessage == 0 || y.CPUMicrosPerMessage == 0 {
 		return nil
 	}
 	v := x.CPUMicrosPerMessage / y.CPUMicrosPerMessage
@@ -231,12 +232,8 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 	if err != nil {
 		return res, err
 	}
-	if _, err := selfCPU(); err != nil {
-		stopProfile()
-		return res, err
-	}
 	start := time.Now()
-	// The steady state's start: set by watch's mark, on its goroutine.
+	// The steady state's start, marked by watch (on this goroutine).
 	var m0 mark
 	warm := int64(float64(cfg.Messages) * WarmShare)
 	onWarm := func() { m0 = takeMark(b, tally) }
