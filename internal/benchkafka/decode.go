@@ -8,7 +8,7 @@ import (
 )
 
 // Decode is the topology's decoding step: it decodes each input's record
-// value (the field named by Field) with DecodeID, counts the id in Tally
+// value (the field named by Field, []byte or string) with DecodeID, counts the id in Tally
 // when one is set, and, when Forward is set, emits the id and the value
 // anchored on the input, for a sink downstream. It acks the input, or
 // fails it as permanent when the value is not an event (retrying cannot
@@ -37,9 +37,14 @@ func (d *Decode) Execute(t *gale.Tuple) {
 			return
 		}
 	}
-	v, ok := t.Value(d.idx - 1).([]byte)
-	if !ok {
-		d.Collector.Fail(t, gale.Permanent(fmt.Errorf("benchkafka: field %q is %T, want []byte", d.Field, t.Value(d.idx-1))))
+	var v []byte
+	switch x := t.Value(d.idx - 1).(type) {
+	case []byte:
+		v = x
+	case string:
+		v = []byte(x)
+	default:
+		d.Collector.Fail(t, gale.Permanent(fmt.Errorf("benchkafka: field %q is %T, want []byte or string", d.Field, x)))
 		return
 	}
 	id, err := DecodeID(v)
