@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -30,8 +32,10 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+var logLevel = slog.LevelWarn
+
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: logLevel}))
 }
 
 // newCluster starts an in-process Kafka (kfake) with topic, of
@@ -74,10 +78,13 @@ func committed(t testing.TB, c *kfake.Cluster, group, topic string) map[int32]in
 	}
 	defer cl.Close()
 	resps, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+	out := make(map[int32]int64)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return out // nothing committed yet
+	}
 	if err != nil {
 		t.Fatalf("fetch offsets of group %s: %v", group, err)
 	}
-	out := make(map[int32]int64)
 	resps.Each(func(r kadm.OffsetResponse) {
 		if r.Topic == topic && r.Err == nil {
 			out[r.Partition] = r.At
@@ -113,6 +120,15 @@ func (s *seen) see(v string) (attempt int) {
 	defer s.mu.Unlock()
 	s.counts[v]++
 	return s.counts[v]
+}
+
+func (s *seen) deliveries() (n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.counts {
+		n += c
+	}
+	return n
 }
 
 func (s *seen) distinct() int {
@@ -214,3 +230,5 @@ func sum(m map[int32]int64) (n int64) {
 }
 
 var _ = fmt.Sprint
+
+var errBadRecord = errors.New("bad record")

@@ -41,6 +41,8 @@ const (
 	// handoffBatches is the capacity, in polls, of the queue from the
 	// fetching goroutine to the spout.
 	handoffBatches = 4
+	// fetchErrorPause is the pause after a poll that returned only errors.
+	fetchErrorPause = 100 * time.Millisecond
 )
 
 // Spout is a gale.Spout reading a consumer group's share of Kafka topics
@@ -81,7 +83,8 @@ type Spout struct {
 	mu struct {
 		sync.Mutex
 		parts   map[topicPartition]*partState
-		letters []letter // given up, waiting for the dead-letter sink
+		owned   map[topicPartition]bool // assigned to this member
+		letters []letter                // given up, waiting for the dead-letter sink
 	}
 }
 
@@ -139,6 +142,7 @@ func NewSpout(cfg Config) (*Spout, error) {
 	cfg = cfg.withDefaults()
 	s := &Spout{cfg: cfg, tracker: retry.NewTracker[*record](cfg.Retry, rand.Uint64())}
 	s.mu.parts = make(map[topicPartition]*partState)
+	s.mu.owned = make(map[topicPartition]bool)
 	return s, nil
 }
 
@@ -163,6 +167,7 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.FetchMaxWait(s.cfg.FetchMaxWait),
@@ -231,9 +236,10 @@ func (s *Spout) NextTuple() {
 	var id any
 	if s.cfg.ProcessingGuarantee == AtLeastOnce {
 		if !ps.offs.track(fresh.r.Offset) {
-			// Offsets of one assignment come in order; this one did not.
-			// Drop it rather than track it out of order (it stays
-			// behind the commit point, so it is read again later).
+			// A partition's records come in offset order within an
+			// assignment; this one did not (the fetch position moved
+			// back, as after a reset of a truncated log). Tracking it out
+			// of order would break the commit point: drop it.
 			s.mu.Unlock()
 			s.c.dropped.Add(1)
 			s.log.Error("record out of order, dropped", "topic", ps.tp.topic, "partition", ps.tp.partition, "offset", fresh.r.Offset)
@@ -312,13 +318,20 @@ func (s *Spout) Ack(msgID any) {
 
 // Fail hands the record to the retry policy: it is retried after a
 // backoff, or given up (a permanent failure, or out of attempts), which
-// sends it to the dead-letter sink and then counts it as acked.
+// sends it to the dead-letter sink and then counts it as acked. A tree
+// failed because the topology shut down (gale.ErrShutdown) is left
+// uncommitted instead, and costs no attempt.
 func (s *Spout) Fail(msgID any, reason error) {
 	rec, ok := msgID.(*record)
 	if !ok {
 		return
 	}
 	s.c.failed.Add(1)
+	if errors.Is(reason, gale.ErrShutdown) {
+		// Not the record's fault: it costs no attempt and stays
+		// uncommitted, for the partition's next owner to read again.
+		return
+	}
 	now := s.tc.Now()
 	s.mu.Lock()
 	if rec.ps.revoked {
@@ -445,6 +458,9 @@ func (s *Spout) fetch() {
 		s.mu.Unlock()
 		s.cl.AllowRebalance()
 		if len(batch) == 0 {
+			if fs.Err() != nil && !s.pause(fetchErrorPause) {
+				return // franz-go retries; do not spin on its errors meanwhile
+			}
 			continue
 		}
 		if s.cfg.ProcessingGuarantee == AtMostOnce {
@@ -491,36 +507,56 @@ func (s *Spout) maybeResumeLocked(ps *partState) {
 // commitBefore commits, for at-most-once, the offsets after batch before
 // any of it is emitted, and returns the records of partitions still
 // owned. A failed commit is counted, logged and retried until it
-// succeeds or the spout closes.
+// succeeds or the spout closes; a revocation may run between attempts.
 func (s *Spout) commitBefore(batch []record) []record {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
 	for attempt := 0; ; attempt++ {
-		s.mu.Lock()
-		kept := batch[:0]
-		offsets := make(map[string]map[int32]kgo.EpochOffset)
-		states := make(map[topicPartition]*partState)
-		for _, r := range batch {
-			if r.ps.revoked {
-				s.c.dropped.Add(1)
-				continue
-			}
-			kept = append(kept, r)
-			addOffset(offsets, r.ps.tp, r.r.Offset+1)
-			states[r.ps.tp] = r.ps
-		}
-		s.mu.Unlock()
-		batch = kept
-		if len(batch) == 0 || s.commitOffsets(s.ctx, offsets, states) == nil {
+		var err error
+		batch, err = s.commitBatch(batch)
+		if err == nil {
 			return batch
 		}
-		t := time.NewTimer(min(time.Duration(1<<min(attempt, 6))*10*time.Millisecond, time.Second))
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-			t.Stop()
+		if !s.pause(min(time.Duration(1<<min(attempt, 6))*10*time.Millisecond, time.Second)) {
 			return nil
 		}
+	}
+}
+
+// commitBatch drops the records of revoked partitions from batch and
+// commits the offsets after the rest.
+func (s *Spout) commitBatch(batch []record) ([]record, error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.mu.Lock()
+	kept := batch[:0]
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	states := make(map[topicPartition]*partState)
+	for _, r := range batch {
+		if r.ps.revoked {
+			s.c.dropped.Add(1)
+			continue
+		}
+		kept = append(kept, r)
+		addOffset(offsets, r.ps.tp, r.r.Offset+1)
+		states[r.ps.tp] = r.ps
+	}
+	s.mu.Unlock()
+	if len(kept) == 0 {
+		return kept, nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, commitTimeout)
+	defer cancel()
+	return kept, s.commitOffsets(ctx, offsets, states)
+}
+
+// pause waits d, or until Close; it reports false at Close.
+func (s *Spout) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
 	}
 }
 
@@ -628,6 +664,19 @@ func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]
 	return err
 }
 
+// onAssigned notes the partitions assigned; their state is made on their
+// first fetch.
+func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	s.mu.Lock()
+	for t, ps := range assigned {
+		for _, p := range ps {
+			s.mu.owned[topicPartition{t, p}] = true
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("partitions assigned", "partitions", fmt.Sprint(assigned))
+}
+
 // onRevoked commits the acked prefix of each revoked partition and
 // forgets its state: its queued records are dropped, its retries
 // forgotten, and acks that come later commit nothing. franz-go calls it
@@ -652,6 +701,7 @@ func (s *Spout) forget(ctx context.Context, parts map[string][]int32, commit boo
 	gone := make(map[*partState]bool)
 	for t, ps := range parts {
 		for _, p := range ps {
+			delete(s.mu.owned, topicPartition{t, p})
 			if st := s.mu.parts[topicPartition{t, p}]; st != nil {
 				gone[st] = true
 			}
@@ -711,6 +761,8 @@ type Stats struct {
 	FetchErrors int64
 	// Pauses counts the times a partition reached max.uncommitted.offsets.
 	Pauses int64
+	// Partitions is the number of partitions assigned to the spout now.
+	Partitions int
 	// Lag is the consumer lag of the partitions owned: per partition, the
 	// high watermark of its last fetch less its committed offset (the
 	// first offset fetched before any commit). PartitionLag holds each
@@ -740,6 +792,7 @@ func (s *Spout) Stats() Stats {
 		PartitionLag:       make(map[string]int64),
 	}
 	s.mu.Lock()
+	st.Partitions = len(s.mu.owned)
 	for tp, ps := range s.mu.parts {
 		if ps.hwm < 0 {
 			continue
@@ -768,6 +821,7 @@ func (st *Stats) add(o Stats) {
 	st.FetchErrors += o.FetchErrors
 	st.Pauses += o.Pauses
 	st.Lag += o.Lag
+	st.Partitions += o.Partitions
 	for k, v := range o.PartitionLag {
 		st.PartitionLag[k] += v
 	}

@@ -70,13 +70,18 @@ func (b *holdBolt) Execute(t *gale.Tuple) {
 
 // TestCommitIsContiguousAckedPrefix: with offset 5 of 20 unacked, the
 // group's committed offset stays at 5 although 6..19 are acked, through
-// the periodic commits and the final one at shutdown; a new topology of
-// the group reads again from 5 and commits the rest.
+// the periodic commits and the final one at shutdown (where the tree of 5
+// is failed by the shutdown: that is no attempt, and no dead letter, even
+// with one attempt allowed); a new topology of the group reads again from
+// 5 and commits the rest.
 func TestCommitIsContiguousAckedPrefix(t *testing.T) {
 	const topic = "prefix"
 	c := newCluster(t, 1, topic)
 	produce(t, c, topic, 1, 0, 20)
-	sp := mustSpouts(t, spoutConfig(c, topic, "g"))
+	cfg := spoutConfig(c, topic, "g")
+	cfg.Retry.MaxAttempts = 1
+	cfg.DeadLetterFile = filepath.Join(t.TempDir(), "dead.jsonl")
+	sp := mustSpouts(t, cfg)
 	s := newSeen()
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("kafka", sp.New, 1)
@@ -92,12 +97,18 @@ func TestCommitIsContiguousAckedPrefix(t *testing.T) {
 	defer lt.Stop()
 	waitFor(t, 20*time.Second, "19 of 20 acked", func() bool { return sp.Stats().Acked == 19 })
 	waitFor(t, 20*time.Second, "the prefix committed", func() bool { return committed(t, c, "g", topic)[0] == 5 })
+	if st := sp.Stats(); st.Lag != 15 || st.PartitionLag["prefix/0"] != 15 {
+		t.Errorf("lag %d (%v) with 5 of 20 committed, want 15", st.Lag, st.PartitionLag)
+	}
 	lt.Stop() // commits what the spout has: everything but 5 acked
 	if got := committed(t, c, "g", topic)[0]; got != 5 {
 		t.Errorf("committed %d with offset 5 unacked, want 5", got)
 	}
 	if p := sp.Progress(); p != 5 {
 		t.Errorf("Progress %d, want 5", p)
+	}
+	if letters, err := retry.ReadFile(cfg.DeadLetterFile); err != nil || len(letters) != 0 {
+		t.Errorf("dead letters %+v, %v; want none: a shutdown is not the record's failure", letters, err)
 	}
 
 	sp2 := mustSpouts(t, spoutConfig(c, topic, "g"))
@@ -271,4 +282,53 @@ func TestPoisonTransientGoesToDeadLetterTopic(t *testing.T) {
 	if st := sp.Stats(); st.Retries != 2 || st.DeadLettered != 1 {
 		t.Errorf("retries %d, dead-lettered %d; want 2, 1", st.Retries, st.DeadLettered)
 	}
+}
+
+// TestNoGuaranteeCommitsWhatWasEmitted: tuples are untracked (never
+// acked, never failed back) and what was emitted gets committed; values
+// come as strings with value.format string.
+func TestNoGuaranteeCommitsWhatWasEmitted(t *testing.T) {
+	const topic, n = "noguarantee", 30
+	c := newCluster(t, 3, topic)
+	produce(t, c, topic, 3, 0, n)
+	cfg := spoutConfig(c, topic, "g")
+	cfg.ProcessingGuarantee, cfg.KeyFormat, cfg.ValueFormat = kafka.NoGuarantee, kafka.String, kafka.String
+	sp := mustSpouts(t, cfg)
+	var strs atomic.Int64
+	s := newSeen()
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("kafka", sp.New, 1)
+	b.SetBolt("collect", func() gale.Bolt { return &stringCheck{collect: collect{s: s}, strs: &strs} }, 1).ShuffleGrouping("kafka")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := gale.StartLocal("noguarantee", gale.Config{}, topo, gale.RunOptions{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lt.Stop()
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sum(committed(t, c, "g", topic)) == n })
+	lt.Stop()
+	if st := sp.Stats(); st.Emitted != n || st.Acked != 0 || st.Failed != 0 || st.Committed != n || s.deliveries() != n || strs.Load() != n {
+		t.Errorf("stats %+v, %d deliveries, %d with string key and value; want %d emitted, committed and delivered once, as strings, none acked or failed",
+			st, s.deliveries(), strs.Load(), n)
+	}
+}
+
+// stringCheck is collect, counting the tuples whose key and value are
+// strings.
+type stringCheck struct {
+	collect
+	strs *atomic.Int64
+}
+
+func (b *stringCheck) Execute(t *gale.Tuple) {
+	_, k := t.ValueByField(kafka.FieldKey).(string)
+	v, ok := t.ValueByField(kafka.FieldValue).(string)
+	if k && ok {
+		b.strs.Add(1)
+	}
+	b.s.see(v)
+	b.Collector.Fail(t, errors.New("failed: no-guarantee tuples are not replayed"))
 }
