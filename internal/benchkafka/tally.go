@@ -40,11 +40,14 @@ func (t *Tally) Seen() int64 { return t.seen.Load() }
 // Complete reports whether every id has been seen.
 func (t *Tally) Complete() bool { return t.distinct.Load() == int64(len(t.counts)) }
 
-// Lost is the number of ids never seen; Duplicates the sightings beyond
-// the first of each id; Unknown the sightings of ids outside 0 … n−1.
-func (t *Tally) Lost() int64       { return int64(len(t.counts)) - t.distinct.Load() }
+// Lost is the number of ids never seen.
+func (t *Tally) Lost() int64 { return int64(len(t.counts)) - t.distinct.Load() }
+
+// Duplicates is the number of sightings beyond the first of each id.
 func (t *Tally) Duplicates() int64 { return t.seen.Load() - t.distinct.Load() - t.unknown.Load() }
-func (t *Tally) Unknown() int64    { return t.unknown.Load() }
+
+// Unknown is the number of sightings of ids outside 0 … n−1.
+func (t *Tally) Unknown() int64 { return t.unknown.Load() }
 
 // Missing returns up to max of the ids never seen, smallest first, for
 // an error message.
