@@ -137,3 +137,66 @@ func TestDeadLetterFailureHoldsTheCommit(t *testing.T) {
 		t.Errorf("dead-letter topic: %d records, key %q; want 1, k4", len(recs), recs[0].Key)
 	}
 }
+
+// holdTopology runs spouts → holdAll.
+func holdTopology(t *testing.T, name string, sp *kafka.Spouts, s *seen, release *atomic.Pointer[func()]) *gale.LocalTopology {
+	t.Helper()
+	var most atomic.Int64
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("kafka", sp.New, 1)
+	b.SetBolt("hold", func() gale.Bolt { return &holdAll{s: s, most: &most, release: release} }, 1).ShuffleGrouping("kafka")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := gale.StartLocal(name, gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0}, topo, gale.RunOptions{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lt
+}
+
+// TestLateAcksOfARevokedPartitionCommitNothing: a member that held the
+// records of a partition when it was revoked acks them afterwards; the
+// acks commit nothing for it, so the partition's new owner, which has
+// not acked them, still finds them uncommitted.
+func TestLateAcksOfARevokedPartitionCommitNothing(t *testing.T) {
+	const topic, n = "late", 40
+	c := newCluster(t, 2, topic)
+	produce(t, c, topic, 2, 0, n)
+	sA, sB := newSeen(), newSeen()
+	var relA, relB atomic.Pointer[func()]
+	spA := mustSpouts(t, spoutConfig(c, topic, "g"))
+	a := holdTopology(t, "a", spA, sA, &relA)
+	defer a.Stop()
+	waitFor(t, 20*time.Second, "a holding every record", func() bool { return sA.deliveries() == n })
+
+	spB := mustSpouts(t, spoutConfig(c, topic, "g"))
+	b := holdTopology(t, "b", spB, sB, &relB)
+	defer b.Stop()
+	waitFor(t, 20*time.Second, "b holding its partition's records", func() bool { return sB.deliveries() == n/2 })
+	if pa, pb := spA.Stats().Partitions, spB.Stats().Partitions; pa != 1 || pb != 1 {
+		t.Fatalf("partitions a %d, b %d; want 1 each", pa, pb)
+	}
+	(*relA.Load())() // a acks all 40, half of them of b's partition now
+	waitFor(t, 20*time.Second, "a's acks", func() bool { return spA.Stats().Acked == n })
+	waitFor(t, 20*time.Second, "a's own partition committed", func() bool {
+		for _, off := range committed(t, c, "g", topic) {
+			if off == n/2 {
+				return true
+			}
+		}
+		return false
+	})
+	a.Stop() // leaves: b gets a's partition too, already committed
+	got := committed(t, c, "g", topic)
+	var bPart int32 = -1
+	for k := range spB.Stats().PartitionLag {
+		bPart = int32(k[len(k)-1] - '0')
+	}
+	if bPart < 0 || got[bPart] != 0 || got[1-bPart] != n/2 {
+		t.Fatalf("committed %v with b (partition %d) holding its records unacked, want 0 for b's, %d for a's", got, bPart, n/2)
+	}
+	(*relB.Load())()
+	waitFor(t, 20*time.Second, "everything committed", func() bool { return sum(committed(t, c, "g", topic)) == n })
+}

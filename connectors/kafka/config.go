@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -90,7 +91,8 @@ type Config struct {
 	ValueFormat Format `json:"value.format"`
 
 	// Retry is the spout's retry policy: the retry.* keys of the map form
-	// (retry.ParsePolicy). Zero fields take retry's defaults.
+	// (retry.ParsePolicy). The zero Policy is retry.DefaultPolicy();
+	// otherwise zero fields but Jitter take retry's defaults.
 	Retry retry.Policy `json:"-"`
 	// DeadLetterFile is a JSONL file (retry.OpenFile) the spout sends
 	// the records it gives up to.
@@ -156,7 +158,11 @@ func (c Config) withDefaults() Config {
 	if c.ValueFormat == "" {
 		c.ValueFormat = Bytes
 	}
-	c.Retry = c.Retry.WithDefaults()
+	if c.Retry == (retry.Policy{}) {
+		c.Retry = retry.DefaultPolicy()
+	} else {
+		c.Retry = c.Retry.WithDefaults()
+	}
 	if c.MaxBufferedRecords == 0 {
 		c.MaxBufferedRecords = DefaultMaxBufferedRecords
 	}
@@ -352,6 +358,65 @@ func ParseConfig(m map[string]any) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// Map returns c in its map form, the one ParseConfig reads: the keys of
+// the fields set, durations in milliseconds, and a policy other than the
+// zero one as all six retry.* keys.
+func (c Config) Map() map[string]any {
+	m := make(map[string]any)
+	set := func(k string, v any, ok bool) {
+		if ok {
+			m[k] = v
+		}
+	}
+	set("bootstrap.servers", slices.Clone(c.BootstrapServers), len(c.BootstrapServers) > 0)
+	set("topic", c.Topic, c.Topic != "")
+	set("group.id", c.GroupID, c.GroupID != "")
+	set("client.id", c.ClientID, c.ClientID != "")
+	set("processing.guarantee", string(c.ProcessingGuarantee), c.ProcessingGuarantee != "")
+	set("auto.offset.reset", c.AutoOffsetReset, c.AutoOffsetReset != "")
+	set("max.uncommitted.offsets", c.MaxUncommittedOffsets, c.MaxUncommittedOffsets != 0)
+	set("max.poll.records", c.MaxPollRecords, c.MaxPollRecords != 0)
+	set("offset.commit.period.ms", c.OffsetCommitPeriod.Milliseconds(), c.OffsetCommitPeriod != 0)
+	set("fetch.max.wait.ms", c.FetchMaxWait.Milliseconds(), c.FetchMaxWait != 0)
+	set("session.timeout.ms", c.SessionTimeout.Milliseconds(), c.SessionTimeout != 0)
+	set("heartbeat.interval.ms", c.HeartbeatInterval.Milliseconds(), c.HeartbeatInterval != 0)
+	set("key.format", string(c.KeyFormat), c.KeyFormat != "")
+	set("value.format", string(c.ValueFormat), c.ValueFormat != "")
+	set("deadletter.file", c.DeadLetterFile, c.DeadLetterFile != "")
+	set("deadletter.topic", c.DeadLetterTopic, c.DeadLetterTopic != "")
+	set("max.buffered.records", c.MaxBufferedRecords, c.MaxBufferedRecords != 0)
+	set("delivery.timeout.ms", c.DeliveryTimeout.Milliseconds(), c.DeliveryTimeout != 0)
+	set("key.field", c.KeyField, c.KeyField != "")
+	set("value.field", c.ValueField, c.ValueField != "")
+	if c.Retry != (retry.Policy{}) {
+		p := c.Retry.WithDefaults()
+		m[retry.KeyInitialDelayMS] = p.Initial.Milliseconds()
+		m[retry.KeyMultiplier] = p.Multiplier
+		m[retry.KeyMaxDelayMS] = p.Max.Milliseconds()
+		m[retry.KeyJitter] = p.Jitter
+		m[retry.KeyMaxAttempts] = p.MaxAttempts
+		m[retry.KeyRetriesPerNew] = p.RetriesPerNew
+	}
+	return m
+}
+
+// MarshalJSON encodes c in its map form (Map).
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.Map()) }
+
+// UnmarshalJSON decodes the map form, as ParseConfig does.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("kafka: config: %w", err)
+	}
+	parsed, err := ParseConfig(m)
+	if err != nil {
+		return err
+	}
+	*c = parsed
+	return nil
 }
 
 // parseGuarantee accepts Storm's spelling (AT_LEAST_ONCE) too.

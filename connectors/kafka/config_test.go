@@ -1,11 +1,14 @@
 package kafka_test
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gale-stream/gale/connectors/kafka"
+	"github.com/gale-stream/gale/retry"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -97,5 +100,43 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := kafka.NewSpout(kafka.Config{}); err == nil {
 		t.Error("NewSpout of an empty config succeeded")
+	}
+}
+
+// TestConfigMapRoundTrip: Map gives the map form ParseConfig reads back,
+// and JSON carries it (durations in ms under the dotted keys).
+func TestConfigMapRoundTrip(t *testing.T) {
+	c := kafka.Config{
+		BootstrapServers: []string{"a:1", "b:2"}, Topic: "t", GroupID: "g", ClientID: "c",
+		ProcessingGuarantee: kafka.NoGuarantee, AutoOffsetReset: "latest", MaxUncommittedOffsets: 7,
+		MaxPollRecords: 8, OffsetCommitPeriod: 9 * time.Millisecond, FetchMaxWait: 10 * time.Millisecond,
+		SessionTimeout: 11 * time.Second, HeartbeatInterval: 12 * time.Millisecond, KeyFormat: kafka.String,
+		ValueFormat: kafka.Bytes, DeadLetterTopic: "dead", MaxBufferedRecords: 13,
+		DeliveryTimeout: 14 * time.Second, KeyField: "k", ValueField: "v",
+		Retry: retry.Policy{Initial: time.Millisecond, Multiplier: 3, Max: time.Second, Jitter: 0, MaxAttempts: -1, RetriesPerNew: 2},
+	}
+	back, err := kafka.ParseConfig(c.Map())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Errorf("ParseConfig(Map()):\n got %+v\nwant %+v", back, c)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"offset.commit.period.ms":9`) {
+		t.Errorf("JSON %s: want offset.commit.period.ms in milliseconds", b)
+	}
+	var fromJSON kafka.Config
+	if err := json.Unmarshal(b, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromJSON, c) {
+		t.Errorf("JSON round trip:\n got %+v\nwant %+v", fromJSON, c)
+	}
+	if err := json.Unmarshal([]byte(`{"topic": 3}`), &fromJSON); err == nil || !strings.Contains(err.Error(), `"topic"`) {
+		t.Errorf("decoding a number as topic: %v, want an error naming topic", err)
 	}
 }

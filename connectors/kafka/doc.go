@@ -2,6 +2,16 @@
 // Spout that reads a consumer group's share of topics, a Sink bolt that
 // produces its input, and a dead-letter sink to a topic.
 //
+// A topology adds them through their factories, which validate the
+// configuration once and sum the statistics of the tasks they make:
+//
+//	spouts, err := kafka.NewSpouts(kafka.Config{BootstrapServers: addrs, Topic: "orders", GroupID: "billing"})
+//	...
+//	b.SetSpout("orders", spouts.New, 4)
+//	sinks, err := kafka.NewSinks(kafka.Config{BootstrapServers: addrs, Topic: "invoices"})
+//	...
+//	b.SetBolt("invoices", sinks.New, 2).ShuffleGrouping("bill")
+//
 // # Spout
 //
 // Each spout task is a member of the consumer group group.id; Kafka
@@ -29,7 +39,9 @@
 //     partition and a crash between the two leaves a duplicate letter,
 //     never a lost record. After a crash, the partitions' next owners
 //     read again from the committed offsets: records are processed at
-//     least once, some twice.
+//     least once, some twice. A tree failed because the topology
+//     stopped (gale.ErrShutdown) costs no attempt: its record is left
+//     uncommitted for the next owner.
 //   - at-most-once: each polled batch is committed before any of it is
 //     emitted, and tuples are not tracked (no acks, no retries).
 //   - no-guarantee: tuples are not tracked; what was emitted is committed
@@ -50,10 +62,10 @@
 // failed, retries and dead-lettered, committed offsets, commit failures
 // and the consumer lag per partition.
 //
-// NextTuple never waits for the broker: a goroutine the spout owns (from
-// Open to Close) fetches, and hands records over a bounded queue. It
-// waits only to send a dead letter, and, under at-most-once, the
-// fetching goroutine waits for each commit before handing its records on.
+// NextTuple never waits for the broker: goroutines the spout owns (from
+// Open to Close) fetch, handing records over a bounded queue, commit, and
+// send dead letters. Under at-most-once the fetching goroutine waits for
+// each batch's commit before handing it on.
 //
 // # Sink
 //
@@ -66,7 +78,8 @@
 //
 // # Configuration
 //
-// Config is plain data. ParseConfig reads its map form, whose keys are:
+// Config is plain data. ParseConfig reads its map form (Map writes it, and
+// Config's JSON encoding is that form), whose keys are:
 //
 //	bootstrap.servers        brokers, host:port (list or comma-separated); required
 //	topic                    spout: topics (comma-separated); sink: the topic; required

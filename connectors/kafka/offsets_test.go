@@ -127,3 +127,21 @@ func TestOffsetTrackerRandom(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOffsetTracker tracks offsets in blocks of 64 and acks each
+// block in reverse, so every ack but the last waits behind the first.
+func BenchmarkOffsetTracker(b *testing.B) {
+	b.ReportAllocs()
+	tr := newOffsetTracker()
+	const block = 64
+	var off int64
+	for i := 0; i < b.N; i += block {
+		for j := int64(0); j < block; j++ {
+			tr.track(off + j)
+		}
+		for j := int64(block - 1); j >= 0; j-- {
+			tr.ack(off + j)
+		}
+		off += block
+	}
+}

@@ -138,3 +138,51 @@ func TestSinkFailsOnProduceError(t *testing.T) {
 		t.Errorf("out has %q, want 0", recs[0].Value)
 	}
 }
+
+// TestSinkBoundsOutstandingRecords: while the broker holds the sink's
+// produce requests, the sink takes at most max.buffered.records inputs
+// (and one more, blocked in Execute); once the broker answers, every
+// input is acked.
+func TestSinkBoundsOutstandingRecords(t *testing.T) {
+	const n, limit = 40, 4
+	c := newCluster(t, 1, "in", "out")
+	produce(t, c, "in", 1, 0, n)
+	release := make(chan struct{})
+	var held atomic.Int32
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		held.Add(1)
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	cfg := spoutConfig(c, "in", "bound")
+	sp := mustSpouts(t, cfg)
+	sk, err := kafka.NewSinks(kafka.Config{BootstrapServers: c.ListenAddrs(), Topic: "out", MaxBufferedRecords: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("in", sp.New, 1)
+	b.SetBolt("out", sk.New, 1).ShuffleGrouping("in")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := gale.StartLocal("bound", gale.Config{}, topo, gale.RunOptions{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lt.Stop()
+	waitFor(t, 20*time.Second, "the sink full", func() bool { return held.Load() > 0 && sk.Stats().Produced == limit+1 })
+	if st := sp.Stats(); st.Emitted <= limit+1 {
+		t.Fatalf("the spout emitted %d, want more than the sink may take", st.Emitted)
+	}
+	if p := sk.Stats().Produced; p != limit+1 {
+		t.Errorf("%d inputs taken with the broker holding, want %d", p, limit+1)
+	}
+	close(release)
+	waitFor(t, 20*time.Second, "every input acked and committed", func() bool { return sp.Progress() == n })
+	if st := sk.Stats(); st.Acked != n || st.Failed != 0 {
+		t.Errorf("sink %+v, want %d acked", st, n)
+	}
+}

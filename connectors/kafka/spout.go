@@ -28,12 +28,15 @@ const (
 	FieldOffset    = "offset"    // int64
 )
 
-// Fields are the spout's output fields, in order.
+// Fields are the spout's output fields, in order (a copy: the spout
+// declares the constants).
 var Fields = []string{FieldKey, FieldValue, FieldTopic, FieldPartition, FieldOffset}
 
 const (
-	// commitTimeout bounds one offset commit.
+	// commitTimeout bounds one offset commit, leaveTimeout leaving the
+	// group at Close.
 	commitTimeout = 15 * time.Second
+	leaveTimeout  = 10 * time.Second
 	// deadLetterTimeout bounds one dead-letter send; deadLetterRetry is
 	// the pause before a failed one is tried again.
 	deadLetterTimeout = 10 * time.Second
@@ -72,8 +75,8 @@ type Spout struct {
 	// The batch being emitted; the spout's goroutine only.
 	ready   []record
 	readyAt int
-	// letterAt: a dead-letter send failed; try again from then.
-	letterAt time.Time
+	// letterC wakes the goroutine sending dead letters; capacity 1.
+	letterC chan struct{}
 
 	// commitMu orders commits and revocations: a revocation waits for
 	// a commit in progress, and a commit never includes a partition
@@ -107,6 +110,8 @@ type topicPartition struct {
 // the old one are told apart by their pointer.
 type partState struct {
 	tp       topicPartition
+	topicV   any // tp's fields boxed once, for the tuples
+	partV    any
 	revoked  bool
 	offs     offsetTracker // at-least-once
 	emitNext int64         // other guarantees: offset after the last emitted; -1 none
@@ -147,7 +152,9 @@ func NewSpout(cfg Config) (*Spout, error) {
 }
 
 // DeclareOutputFields declares Fields on the default stream.
-func (*Spout) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare(Fields...) }
+func (*Spout) DeclareOutputFields(d gale.OutputDeclarer) {
+	d.Declare(FieldKey, FieldValue, FieldTopic, FieldPartition, FieldOffset)
+}
 
 // Open creates the Kafka client, joins the consumer group and starts the
 // goroutines that fetch and commit; Close stops them.
@@ -198,23 +205,21 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 	s.cl = cl
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.batches = make(chan []record, handoffBatches)
-	s.wg.Add(2)
+	s.letterC = make(chan struct{}, 1)
+	s.wg.Add(3)
 	go s.fetch()
 	go s.commitLoop()
+	go s.sendLetters()
 	return nil
 }
 
 // NextTuple emits one record: a retry that is due, unless the fair share
 // says a new record goes first, or the next new record. It never waits
-// for the broker, except to commit (at-most-once) or dead-letter.
+// for the broker: fetching, committing and dead-lettering happen on
+// goroutines the spout owns.
 func (s *Spout) NextTuple() {
 	now := s.tc.Now()
 	s.mu.Lock()
-	if len(s.mu.letters) > 0 && !now.Before(s.letterAt) {
-		s.mu.Unlock()
-		s.sendLetters(now)
-		s.mu.Lock()
-	}
 	fresh := s.peekLocked()
 	if s.cfg.ProcessingGuarantee == AtLeastOnce {
 		if rec, att, ok := s.tracker.Next(now, fresh != nil); ok {
@@ -287,7 +292,7 @@ func (s *Spout) emit(rec *record, id any) {
 	if s.cfg.ValueFormat == String {
 		val = string(r.Value)
 	}
-	if _, err := s.coll.Emit(id, key, val, r.Topic, r.Partition, r.Offset); err != nil {
+	if _, err := s.coll.Emit(id, key, val, rec.ps.topicV, rec.ps.partV, r.Offset); err != nil {
 		// Only a bug makes the runtime refuse these values; give the
 		// record up rather than hold its partition back forever.
 		s.coll.ReportError(fmt.Errorf("kafka spout: emit %s: %w", source(r), err))
@@ -357,43 +362,60 @@ func (s *Spout) Fail(msgID any, reason error) {
 		s.mu.letters = append(s.mu.letters, letter{rec: rec, l: l})
 	}
 	s.mu.Unlock()
-	if out.GiveUp && !now.Before(s.letterAt) {
-		s.sendLetters(now)
+	if out.GiveUp {
+		select {
+		case s.letterC <- struct{}{}:
+		default: // the sender is already awake
+		}
 	}
 }
 
 // sendLetters sends the given-up records to the dead-letter sink, in
-// order, and acks each once its letter is stored. A failed send is
-// logged, counted and tried again deadLetterRetry later; its record stays
-// uncommitted meanwhile.
-func (s *Spout) sendLetters(now time.Time) {
+// order, and acks each once its letter is stored, until Close. A failed
+// send is logged, counted and tried again deadLetterRetry later; its
+// record stays uncommitted meanwhile. Letters not sent by Close leave
+// their records uncommitted, to be read again.
+func (s *Spout) sendLetters() {
+	defer s.wg.Done()
 	for {
-		s.mu.Lock()
-		if len(s.mu.letters) == 0 {
+		select {
+		case <-s.letterC:
+		case <-s.ctx.Done():
+			return
+		}
+		for {
+			s.mu.Lock()
+			if len(s.mu.letters) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			lt := s.mu.letters[0]
 			s.mu.Unlock()
-			return
+			ctx, cancel := context.WithTimeout(s.ctx, deadLetterTimeout)
+			err := s.dl.Send(ctx, lt.l)
+			cancel()
+			if err != nil {
+				if s.ctx.Err() != nil {
+					return
+				}
+				s.c.deadLetterFailures.Add(1)
+				s.log.Error("dead-letter send failed; the record stays uncommitted and is sent again", "source", lt.l.Source, "err", err)
+				if !s.pause(deadLetterRetry) {
+					return
+				}
+				continue
+			}
+			s.mu.Lock()
+			if len(s.mu.letters) > 0 && s.mu.letters[0].rec == lt.rec {
+				s.mu.letters[0] = letter{}
+				s.mu.letters = s.mu.letters[1:]
+			}
+			if !lt.rec.ps.revoked {
+				lt.rec.ps.offs.ack(lt.rec.r.Offset)
+				s.maybeResumeLocked(lt.rec.ps)
+			}
+			s.mu.Unlock()
 		}
-		lt := s.mu.letters[0]
-		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(s.ctx, deadLetterTimeout)
-		err := s.dl.Send(ctx, lt.l)
-		cancel()
-		if err != nil {
-			s.c.deadLetterFailures.Add(1)
-			s.letterAt = now.Add(deadLetterRetry)
-			s.log.Error("dead-letter send failed; the record stays uncommitted and is sent again", "source", lt.l.Source, "err", err)
-			return
-		}
-		s.mu.Lock()
-		if len(s.mu.letters) > 0 && s.mu.letters[0].rec == lt.rec {
-			s.mu.letters[0] = letter{}
-			s.mu.letters = s.mu.letters[1:]
-		}
-		if !lt.rec.ps.revoked {
-			lt.rec.ps.offs.ack(lt.rec.r.Offset)
-			s.maybeResumeLocked(lt.rec.ps)
-		}
-		s.mu.Unlock()
 	}
 }
 
@@ -416,7 +438,16 @@ func (s *Spout) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	s.commit(ctx)
 	cancel()
-	s.cl.CloseAllowingRebalance()
+	// Leave the group (revoking every partition, which commits again)
+	// within a bound, so that an unreachable cluster cannot hold the
+	// topology's shutdown; Close then has nothing left to wait for.
+	s.cl.AllowRebalance()
+	ctx, cancel = context.WithTimeout(context.Background(), leaveTimeout)
+	if err := s.cl.LeaveGroupContext(ctx); err != nil {
+		s.log.Warn("leaving the consumer group failed; its partitions move once the session times out", "err", err)
+	}
+	cancel()
+	s.cl.Close()
 	if err := s.dl.Close(); err != nil {
 		s.log.Error("dead-letter sink close failed", "err", err)
 	}
@@ -479,7 +510,8 @@ func (s *Spout) fetch() {
 func (s *Spout) partLocked(tp topicPartition, first int64) *partState {
 	ps := s.mu.parts[tp]
 	if ps == nil {
-		ps = &partState{tp: tp, offs: newOffsetTracker(), emitNext: -1, base: first, committed: -1, hwm: -1}
+		ps = &partState{tp: tp, topicV: tp.topic, partV: tp.partition, offs: newOffsetTracker(),
+			emitNext: -1, base: first, committed: -1, hwm: -1}
 		s.mu.parts[tp] = ps
 	}
 	return ps
@@ -656,6 +688,9 @@ func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]
 			}
 		}
 		s.mu.Unlock()
+	}
+	if err != nil && errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+		return err // Close cut a periodic commit short; it commits again itself
 	}
 	if err != nil {
 		s.c.commitFailures.Add(1)

@@ -332,3 +332,22 @@ func (b *stringCheck) Execute(t *gale.Tuple) {
 	b.s.see(v)
 	b.Collector.Fail(t, errors.New("failed: no-guarantee tuples are not replayed"))
 }
+
+// TestSeveralTopics: topic may name several topics, comma-separated.
+func TestSeveralTopics(t *testing.T) {
+	c := newCluster(t, 1, "a", "b")
+	produce(t, c, "a", 1, 0, 5)
+	produce(t, c, "b", 1, 5, 5)
+	sp := mustSpouts(t, spoutConfig(c, "a, b", "g"))
+	s := newSeen()
+	lt := startTopology(t, "topics", sp, 1, s, nil)
+	defer lt.Stop()
+	waitFor(t, 20*time.Second, "both topics read and committed", func() bool { return sp.Progress() == 10 })
+	lt.Stop()
+	if missing, dups := s.missing(10); len(missing) > 0 || dups > 0 {
+		t.Errorf("missing %v, %d duplicates", missing, dups)
+	}
+	if a, b := committed(t, c, "g", "a")[0], committed(t, c, "g", "b")[0]; a != 5 || b != 5 {
+		t.Errorf("committed a %d, b %d; want 5, 5", a, b)
+	}
+}
