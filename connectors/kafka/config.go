@@ -82,7 +82,9 @@ type Config struct {
 	FetchMaxWait time.Duration `json:"fetch.max.wait.ms"`
 	// SessionTimeout and HeartbeatInterval are the consumer group's
 	// (map form: session.timeout.ms, heartbeat.interval.ms). Defaults
-	// 45s and 3s, franz-go's.
+	// 10s and 3s: a member that dies (a worker killed) holds its
+	// partitions until its session times out, and Kafka's own 45s would
+	// stall them that long.
 	SessionTimeout    time.Duration `json:"session.timeout.ms"`
 	HeartbeatInterval time.Duration `json:"heartbeat.interval.ms"`
 	// KeyFormat and ValueFormat say how the spout puts a record's key and
@@ -99,8 +101,11 @@ type Config struct {
 	DeadLetterFile string `json:"deadletter.file"`
 	// DeadLetterTopic is a topic (on the same cluster) the spout sends
 	// the records it gives up to, each as a DeadLetter in JSON with the
-	// record's key. Without a dead-letter file or topic a given-up record
-	// is logged at error level, with its key and value, and committed.
+	// record's key. Without a dead-letter file or topic the spout never
+	// gives a record up for running out of attempts (retry.max.attempts
+	// is ignored: it retries until the record is acked), and a record
+	// failed as permanent is logged at error level, with its key and
+	// value, and committed.
 	DeadLetterTopic string `json:"deadletter.topic"`
 
 	// MaxBufferedRecords caps the records the sink has produced and not
@@ -130,6 +135,9 @@ const (
 )
 
 // withDefaults returns c with each zero field set to its default.
+// DefaultSessionTimeout is the consumer group session's default timeout.
+const DefaultSessionTimeout = 10 * time.Second
+
 func (c Config) withDefaults() Config {
 	if c.ClientID == "" {
 		c.ClientID = DefaultClientID
@@ -151,6 +159,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FetchMaxWait == 0 {
 		c.FetchMaxWait = DefaultFetchMaxWait
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
 	}
 	if c.KeyFormat == "" {
 		c.KeyFormat = Bytes

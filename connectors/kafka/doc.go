@@ -34,12 +34,16 @@
 //     (retry.retries.per.new), and given up when the failure is
 //     permanent (gale.Permanent) or the attempts are spent. A given-up
 //     record is sent to the dead-letter sink first (deadletter.file, or
-//     deadletter.topic; with neither it is logged at error level) and only
-//     then counted as acked, so a poison message never stalls its
+//     deadletter.topic) and only then counted as acked, so a poison
+//     message never stalls its
 //     partition and a crash between the two leaves a duplicate letter,
 //     never a lost record. After a crash, the partitions' next owners
 //     read again from the committed offsets: records are processed at
-//     least once, some twice. A tree failed because the topology
+//     least once, some twice. With no dead-letter sink configured,
+//     nothing is given up for running out of attempts (a record is
+//     retried until acked: a poison message then holds its partition's
+//     commit back), and a permanent failure is logged at error level,
+//     with the record, and committed. A tree failed because the topology
 //     stopped (gale.ErrShutdown) costs no attempt: its record is left
 //     uncommitted for the next owner.
 //   - at-most-once: each polled batch is committed before any of it is
@@ -91,7 +95,7 @@
 //	max.poll.records         records handed over per poll, default 500
 //	offset.commit.period.ms  default 1000
 //	fetch.max.wait.ms        default 500
-//	session.timeout.ms       consumer group session, default 45000
+//	session.timeout.ms       consumer group session, default 10000
 //	heartbeat.interval.ms    default 3000
 //	key.format, value.format bytes (default) or string
 //	retry.*                  the retry policy (retry.ParsePolicy)

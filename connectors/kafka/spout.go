@@ -145,7 +145,15 @@ func NewSpout(cfg Config) (*Spout, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Spout{cfg: cfg, tracker: retry.NewTracker[*record](cfg.Retry, rand.Uint64())}
+	policy := cfg.Retry
+	if cfg.DeadLetterFile == "" && cfg.DeadLetterTopic == "" {
+		// With nowhere to put a record given up, running out of attempts
+		// would lose it: retry until it is acked (a timeout after a
+		// worker crash counts as an attempt). Only a permanent failure,
+		// which the topology asked for, is given up.
+		policy.MaxAttempts = -1
+	}
+	s := &Spout{cfg: cfg, tracker: retry.NewTracker[*record](policy, rand.Uint64())}
 	s.mu.parts = make(map[topicPartition]*partState)
 	s.mu.owned = make(map[topicPartition]bool)
 	return s, nil

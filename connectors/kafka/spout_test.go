@@ -284,6 +284,35 @@ func TestPoisonTransientGoesToDeadLetterTopic(t *testing.T) {
 	}
 }
 
+// TestNoDeadLetterSinkNeverGivesUp: without a dead-letter sink, a record
+// that fails more times than retry.max.attempts is retried until it is
+// acked, not given up and lost.
+func TestNoDeadLetterSinkNeverGivesUp(t *testing.T) {
+	const topic, n = "stubborn", 10
+	c := newCluster(t, 1, topic)
+	produce(t, c, topic, 1, 0, n)
+	cfg := spoutConfig(c, topic, "g")
+	cfg.Retry = retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxAttempts: 2}
+	sp := mustSpouts(t, cfg)
+	s := newSeen()
+	s.decide = func(v string, attempt int) error {
+		if v == "4" && attempt < 6 {
+			return errors.New("database down")
+		}
+		return nil
+	}
+	lt := startTopology(t, "stubborn", sp, 1, s, nil)
+	defer lt.Stop()
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	lt.Stop()
+	if got := s.count("4"); got != 6 {
+		t.Errorf("the failing record was delivered %d times, want 6: retried until acked", got)
+	}
+	if st := sp.Stats(); st.DeadLettered != 0 || st.Retries != 5 {
+		t.Errorf("dead-lettered %d, retries %d; want 0 and 5", st.DeadLettered, st.Retries)
+	}
+}
+
 // TestNoGuaranteeCommitsWhatWasEmitted: tuples are untracked (never
 // acked, never failed back) and what was emitted gets committed; values
 // come as strings with value.format string.
