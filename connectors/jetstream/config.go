@@ -92,8 +92,9 @@ type Config struct {
 	DeadLetterFile string `json:"deadletter.file"`
 	// DeadLetterSubject is a subject the spout publishes given-up
 	// messages to, as JSON, waiting for the stream to store each. At most
-	// one of DeadLetterFile and DeadLetterSubject may be set; with neither,
-	// a given-up message is logged and terminated.
+	// one of DeadLetterFile and DeadLetterSubject may be set. With
+	// neither, only permanent failures are given up (logged and
+	// terminated); a message out of attempts is retried until acked.
 	DeadLetterSubject string `json:"deadletter.subject"`
 
 	// Retry is the spout's retry policy (the retry.* keys; the zero value

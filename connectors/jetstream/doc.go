@@ -30,8 +30,12 @@
 //     timer while negative acks keep arriving.
 //   - A permanent failure (gale.Permanent), or a failure of the last of
 //     retry.max.attempts deliveries, is given up: its dead letter is sent
-//     first (deadletter.file or deadletter.subject; with neither it is
-//     logged), and only once stored is the message terminated. Letters
+//     first (deadletter.file or deadletter.subject), and only once stored
+//     is the message terminated. With no dead-letter sink configured,
+//     nothing is given up for running out of attempts (the message is
+//     retried until acked, at most retry.max.delay.ms apart), and a
+//     permanent failure is logged at error level, with the message, and
+//     terminated. Letters
 //     are sent in order by a goroutine the spout owns, so the spout never
 //     waits for the sink; a send that fails keeps the message (its
 //     ack.wait extended) and is tried again after the policy's backoff. A

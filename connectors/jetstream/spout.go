@@ -368,9 +368,10 @@ func (s *Spout) Ack(msgID any) {
 }
 
 // Fail decides the fate of the message whose tree failed: a negative ack
-// with the policy's delay, or, for a permanent failure or the last
-// attempt, its dead letter and then its termination. A tree cut by a
-// shutdown is negative-acked at once, for the consumer's next client.
+// with the policy's delay, or, for a permanent failure or (with a
+// dead-letter sink) the last attempt, its dead letter and then its
+// termination. A tree cut by a shutdown is negative-acked at once, for
+// the consumer's next client.
 func (s *Spout) Fail(msgID any, reason error) {
 	s.takeFetched()
 	s.sweep()
@@ -407,7 +408,10 @@ func (s *Spout) Fail(msgID any, reason error) {
 		s.c.timedOut.Add(1)
 	}
 	attempts := int(h.meta.NumDelivered)
-	if class == gale.ClassPermanent || s.cfg.Retry.MaxAttempts > 0 && attempts >= s.cfg.Retry.MaxAttempts {
+	// Without a dead-letter sink, running out of attempts gives nothing
+	// up: dropping a message that might yet succeed would lose it.
+	outOfAttempts := s.dlq != nil && s.cfg.Retry.MaxAttempts > 0 && attempts >= s.cfg.Retry.MaxAttempts
+	if class == gale.ClassPermanent || outOfAttempts {
 		delete(s.firstFailed, seq)
 		s.giveUp(h, attempts, class, reason, first, now)
 		return
@@ -436,8 +440,8 @@ func (s *Spout) nak(h *held, delay time.Duration) {
 }
 
 // giveUp has the message's dead letter sent, and the message terminated
-// once the letter is stored (letterBox); with no sink, it logs the letter
-// and terminates the message.
+// once the letter is stored (letterBox); with no sink (then only a
+// permanent failure is given up), it logs the message and terminates it.
 func (s *Spout) giveUp(h *held, attempts int, class gale.FailureClass, reason error, first, now time.Time) {
 	l := retry.DeadLetter{
 		Source:      source(h),
@@ -459,7 +463,8 @@ func (s *Spout) giveUp(h *held, attempts int, class gale.FailureClass, reason er
 		s.letters.add(lt)
 		return
 	}
-	s.log.Warn("jetstream message given up, no dead-letter sink configured", "source", l.Source, "attempts", l.Attempts, "class", l.Class, "last_error", l.LastError)
+	s.log.Error("jetstream message failed permanently, terminated; no dead-letter sink is configured",
+		"source", l.Source, "attempts", l.Attempts, "last_error", l.LastError, "value", string(l.Value), "headers", l.Headers)
 	terminate(lt, &s.c, s.log)
 }
 

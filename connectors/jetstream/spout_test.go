@@ -426,3 +426,27 @@ func TestSpoutExtendsAckWaitOfMessagesItHolds(t *testing.T) {
 		t.Fatalf("ok-4 delivered %d times, want 1", n)
 	}
 }
+
+// With no dead-letter sink, a message out of attempts is not dropped: it
+// is retried until acked. A permanent failure is still terminated.
+func TestSpoutWithoutADeadLetterSinkGivesUpOnlyPermanentFailures(t *testing.T) {
+	ts := startServer(t)
+	_, js := ts.client(t)
+	createStream(t, js, "ORDERS", "orders.>")
+	publish(t, js, "orders.new", "fail-x", "perm-y")
+
+	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", Retry: fastPolicy(time.Millisecond, 2)})
+	rec := &recorder{}
+	runTopology(t, "nosink", sp.New, &recBolt{rec: rec}, nil)
+
+	waitFor(t, 30*time.Second, "fail-x delivered twice its max attempts", func() bool {
+		return rec.count(func(d delivery) bool { return d.Data == "fail-x" }) >= 4
+	})
+	waitFor(t, 30*time.Second, "perm-y terminated", func() bool { return sp.Stats().Terminated == 1 })
+	if n := rec.count(func(d delivery) bool { return d.Data == "perm-y" }); n != 1 {
+		t.Fatalf("perm-y delivered %d times, want 1", n)
+	}
+	if st := sp.Stats(); st.DeadLettered != 0 || st.Terminated != 1 {
+		t.Fatalf("stats %+v: want only perm-y terminated, nothing dead-lettered", st)
+	}
+}
