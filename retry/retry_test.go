@@ -114,6 +114,23 @@ func TestTrackerMaxAttempts(t *testing.T) {
 	}
 }
 
+// TestTrackerShutdownCostsNoAttempt: a tree failed by a shutdown is not
+// the message's failure, even on its last attempt.
+func TestTrackerShutdownCostsNoAttempt(t *testing.T) {
+	tr := NewTracker[int](Policy{MaxAttempts: 2}, 1)
+	o := tr.Failed(7, 2, gale.ErrShutdown, t0)
+	if o.GiveUp || !o.Retry || !o.At.Equal(t0) {
+		t.Fatalf("shutdown on the last attempt: %+v, want queued again at once", o)
+	}
+	m, a, ok := tr.Next(t0, false)
+	if !ok || m != 7 || a != 1 {
+		t.Fatalf("Next = %v %d %v, want 7 with 1 delivery counted", m, a, ok)
+	}
+	if s := tr.Stats(); s.Transient.Load()+s.DeadLettered.Load() != 0 {
+		t.Errorf("a shutdown counted as a failure: %d transient, %d dead", s.Transient.Load(), s.DeadLettered.Load())
+	}
+}
+
 // TestTrackerFairShare: with a storm of due retries and new messages
 // waiting, Next gives at most RetriesPerNew retries in a row; with no new
 // message waiting, retries take every turn.

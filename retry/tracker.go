@@ -58,7 +58,16 @@ func (t *Tracker[M]) Policy() Policy { return t.p }
 
 // Failed records that msg, delivered attempts times (1 after its first
 // delivery), failed with reason at now, and says what to do with it.
+//
+// A tree failed because the topology shut down (gale.ErrShutdown) is not
+// the message's failure: it is queued again, due at once, without costing
+// an attempt or counting in Stats, and never given up.
 func (t *Tracker[M]) Failed(msg M, attempts int, reason error, now time.Time) Outcome {
+	if errors.Is(reason, gale.ErrShutdown) {
+		t.seq++
+		heap.Push(&t.q, retryEntry[M]{msg: msg, attempts: max(attempts-1, 0), due: now, seq: t.seq})
+		return Outcome{Retry: true, At: now, Class: gale.ClassTransient}
+	}
 	class, after := gale.ClassOf(reason)
 	switch class {
 	case gale.ClassPermanent:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gale-stream/gale/examples/wordcount"
 	"github.com/gale-stream/gale/galecli"
+	"github.com/gale-stream/gale/internal/benchkafka"
 	"github.com/gale-stream/gale/internal/benchtopo"
 )
 
@@ -15,5 +16,6 @@ func main() {
 	os.Exit(galecli.Main(
 		galecli.Topology{Name: "wordcount", Short: "the classic word count: sentences → split → count", Build: wordcount.Build},
 		galecli.Topology{Name: "bench-wordcount", Short: "the bench's word count, paced with -p rate=N", Build: benchtopo.Build},
+		galecli.Topology{Name: benchkafka.TopologyName, Short: "Kafka → decode → Kafka, for the crash tests: -p brokers=H:P -p topic=T -p group=G -p output=T", Build: benchkafka.Build},
 	))
 }

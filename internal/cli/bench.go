@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  runGroup,
 	}
-	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd(), newFailoverCmd(), newAutotuneCmd())
+	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd(), newFailoverCmd(), newBenchKafkaCmd(), newAutotuneCmd())
 	return cmd
 }
 

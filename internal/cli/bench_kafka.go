@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gale-stream/gale/internal/bench"
+	"github.com/gale-stream/gale/internal/benchkafka"
+)
+
+// kafkaFlags are the flags of `bench kafka`.
+type kafkaFlags struct {
+	cfg        benchkafka.Config
+	mode       string
+	asJSON     bool
+	cpuprofile string
+}
+
+func newBenchKafkaCmd() *cobra.Command {
+	f := kafkaFlags{cfg: benchkafka.Config{Messages: 1_000_000, Partitions: 4}}
+	cmd := &cobra.Command{
+		Use:   "kafka",
+		Short: "The seed's three experiments on an in-process Kafka: a plain consumer, the topology with acking off, and on",
+		Long: `Reproduce the seed's three experiments, which weighed Storm's cost against
+the deserialization it cannot avoid, on an in-process Kafka (franz-go's kfake,
+one broker on 127.0.0.1, run as a child process of this program so that its
+CPU is not counted). First --messages records are produced to a topic of
+--partitions partitions (not measured), each a small JSON event with a unique
+id; then each mode reads all of them, in a consumer group of its own, from the
+topic's start:
+
+  plain  a bare franz-go consumer loop that decodes each record's JSON and
+         counts its id: no framework (experiment 1);
+  noack  a topology: the Kafka spout → a bolt that decodes the JSON and counts
+         the ids, acking off (experiment 2);
+  ack    the same topology with acking on: the spout at-least-once, committing
+         only what is acked (experiment 3).
+
+Each mode is measured in its steady state, from when the decoding step has
+seen 10% of the ids (the client connected, the group joined, the heap grown)
+until it has seen every one: the wall time, messages per second, and this
+process's CPU time per message (getrusage; the broker's is reported apart).
+lost counts the ids the decoding step never saw, duplicates the sightings
+beyond each id's first. Then the CPU per
+message is compared: the issue's targets are noack ≤ 1.5× plain and
+ack ≤ 2× noack (the seed measured about 3× for Storm's reliability).
+
+--json prints one JSON object on stdout: "messages", "partitions",
+"produce_seconds", "runs" (one object per mode, in order, with "mode",
+"messages", "measured_messages" (the ids first seen in the steady state),
+"seconds" (its wall time), "total_seconds" (from the consumer's start),
+"messages_per_sec", "cpu_seconds", "cpu_us_per_message",
+"broker_cpu_seconds", "lost", "duplicates", "committed" (the offsets the
+topology's spout committed by its close; not for plain) and "error" when it
+failed), "noack_vs_plain_cpu" and "ack_vs_noack_cpu" (null unless both
+modes ran), and "error". A lost id or a mode that failed makes
+gale exit with status 1, after the report; a missed target does not.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBenchKafka(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.cfg.Messages, "messages", f.cfg.Messages, "records to produce, and to read in each mode")
+	fl.IntVar(&f.cfg.Partitions, "partitions", f.cfg.Partitions, "partitions of the topic")
+	fl.StringVar(&f.mode, "mode", "", `"plain", "noack" or "ack" (default: all three, in that order)`)
+	fl.DurationVar(&f.cfg.Stall, "stall", 30*time.Second, "fail a mode that reads nothing new for this long")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document on stdout and nothing else")
+	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write a pprof CPU profile of each mode's consuming phase to `file`.MODE")
+	cmd.AddCommand(newKafkaBrokerCmd())
+	return cmd
+}
+
+// newKafkaBrokerCmd is the hidden `bench kafka broker`: the bench's
+// broker child process.
+func newKafkaBrokerCmd() *cobra.Command {
+	partitions := 4
+	cmd := &cobra.Command{
+		Use:    "broker",
+		Short:  "Serve the Kafka broker of bench kafka until stdin closes (started by bench kafka)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return benchkafka.ServeBroker(cmd.Context(), partitions, []string{benchkafka.Topic}, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().IntVar(&partitions, "partitions", partitions, "partitions of the bench's topic")
+	return cmd
+}
+
+func runBenchKafka(cmd *cobra.Command, f kafkaFlags) error {
+	cfg := f.cfg
+	if f.mode != "" {
+		cfg.Modes = []string{f.mode}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.Exe = exe
+	cfg.Args = []string{"bench", "kafka", "broker", "--partitions", strconv.Itoa(cfg.Partitions)}
+	cfg.CPUProfile = f.cpuprofile
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	var live io.Writer = io.Discard
+	if !f.asJSON {
+		live = cmd.ErrOrStderr()
+	}
+	cfg.Live = live
+	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, runErr := benchkafka.Run(cmd.Context(), cfg)
+	if f.asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+			return err
+		}
+		return runErr
+	}
+	printKafkaReport(cmd.OutOrStdout(), r)
+	return runErr
+}
+
+func printKafkaReport(w io.Writer, r *benchkafka.Report) {
+	fmt.Fprintf(w, "bench kafka: %s JSON events in %d partitions (produced in %.1f s); the broker in a child process\n",
+		bench.Commas(int64(r.Messages)), r.Partitions, r.ProduceSeconds)
+	fmt.Fprintf(w, "each mode measured from %.0f%% of the ids seen to all of them; CPU is this process's, the broker's apart\n\n", 100*benchkafka.WarmShare)
+	fmt.Fprintf(w, "%-6s %11s %9s %8s %11s %13s %8s %11s\n", "mode", "msgs/s", "seconds", "cpu s", "cpu µs/msg", "broker cpu s", "lost", "duplicates")
+	for _, run := range r.Runs {
+		fmt.Fprintf(w, "%-6s %11.0f %9.2f %8.2f %11.2f %13.2f %8d %11d\n", run.Mode, run.PerSec, run.Seconds, run.CPUSeconds,
+			run.CPUMicrosPerMessage, run.BrokerCPUSeconds, run.Lost, run.Duplicates)
+	}
+	ratio := func(name string, v *float64, target float64) {
+		if v == nil {
+			return
+		}
+		verdict := "met"
+		if *v > target {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(w, "CPU per message, %s: %.2f× (target ≤ %.1f×: %s)\n", name, *v, target, verdict)
+	}
+	fmt.Fprintln(w)
+	ratio("noack / plain", r.NoAckVsPlain, benchkafka.TargetNoAckVsPlain)
+	ratio("ack / noack", r.AckVsNoAck, benchkafka.TargetAckVsNoAck)
+	if r.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+}
