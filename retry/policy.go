@@ -171,6 +171,19 @@ func ParsePolicy(m map[string]any) (Policy, error) {
 	return p, p.Validate()
 }
 
+// Map is p in the map form ParsePolicy reads, defaults filled in.
+func (p Policy) Map() map[string]any {
+	p = p.WithDefaults()
+	return map[string]any{
+		KeyInitialDelayMS: p.Initial.Milliseconds(),
+		KeyMultiplier:     p.Multiplier,
+		KeyMaxDelayMS:     p.Max.Milliseconds(),
+		KeyJitter:         p.Jitter,
+		KeyMaxAttempts:    p.MaxAttempts,
+		KeyRetriesPerNew:  p.RetriesPerNew,
+	}
+}
+
 func integer(v any) (int64, error) {
 	switch x := v.(type) {
 	case int:

@@ -224,6 +224,9 @@ func TestParsePolicy(t *testing.T) {
 	if err != nil || p != want {
 		t.Fatalf("ParsePolicy = %+v, %v; want %+v", p, err, want)
 	}
+	if back, err := ParsePolicy(p.Map()); err != nil || back != p {
+		t.Errorf("ParsePolicy(p.Map()) = %+v, %v; want %+v back", back, err, p)
+	}
 	if p, err := ParsePolicy(nil); err != nil || p != DefaultPolicy() {
 		t.Errorf("ParsePolicy(nil) = %+v, %v; want the defaults", p, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -192,13 +193,7 @@ func (c Config) Map() map[string]any {
 	str("deadletter.file", c.DeadLetterFile)
 	str("deadletter.subject", c.DeadLetterSubject)
 	if c.Retry != (retry.Policy{}) {
-		p := c.Retry.WithDefaults()
-		m[retry.KeyInitialDelayMS] = p.Initial.Milliseconds()
-		m[retry.KeyMultiplier] = p.Multiplier
-		m[retry.KeyMaxDelayMS] = p.Max.Milliseconds()
-		m[retry.KeyJitter] = p.Jitter
-		m[retry.KeyMaxAttempts] = p.MaxAttempts
-		m[retry.KeyRetriesPerNew] = p.RetriesPerNew
+		maps.Copy(m, c.Retry.Map())
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -402,13 +403,7 @@ func (c Config) Map() map[string]any {
 	set("key.field", c.KeyField, c.KeyField != "")
 	set("value.field", c.ValueField, c.ValueField != "")
 	if c.Retry != (retry.Policy{}) {
-		p := c.Retry.WithDefaults()
-		m[retry.KeyInitialDelayMS] = p.Initial.Milliseconds()
-		m[retry.KeyMultiplier] = p.Multiplier
-		m[retry.KeyMaxDelayMS] = p.Max.Milliseconds()
-		m[retry.KeyJitter] = p.Jitter
-		m[retry.KeyMaxAttempts] = p.MaxAttempts
-		m[retry.KeyRetriesPerNew] = p.RetriesPerNew
+		maps.Copy(m, c.Retry.Map())
 	}
 	return m
 }
