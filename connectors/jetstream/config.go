@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/retry"
 )
 
@@ -97,6 +98,13 @@ type Config struct {
 	// neither, only permanent failures are given up (logged and
 	// terminated); a message out of attempts is retried until acked.
 	DeadLetterSubject string `json:"deadletter.subject"`
+	// DeadLetters, if set, makes the records given up go to a sink of the
+	// program's own (a database, another system): it is called in each
+	// task's Open, and the sink it returns is closed at that task's
+	// Close. It is the Go way to plug a sink in; the map form names the
+	// built-in ones. At most one of DeadLetters, DeadLetterFile and
+	// DeadLetterSubject may be set.
+	DeadLetters func(tc *gale.TopologyContext) (retry.DeadLetterSink, error) `json:"-"`
 
 	// Retry is the spout's retry policy (the retry.* keys; the zero value
 	// means retry.DefaultPolicy).
@@ -354,6 +362,9 @@ func (c Config) validateSpout() error {
 	}
 	if strings.ContainsAny(c.Consumer, ".*> \t") {
 		return fmt.Errorf("%w: consumer %q must not contain '.', '*', '>' or white space", ErrConfig, c.Consumer)
+	}
+	if c.DeadLetters != nil && (c.DeadLetterFile != "" || c.DeadLetterSubject != "") {
+		return fmt.Errorf("%w: DeadLetters is set and so is deadletter.file or deadletter.subject; choose one dead-letter sink", ErrConfig)
 	}
 	if c.DeadLetterFile != "" && c.DeadLetterSubject != "" {
 		return fmt.Errorf("%w: set at most one of deadletter.file (%q) and deadletter.subject (%q)", ErrConfig, c.DeadLetterFile, c.DeadLetterSubject)

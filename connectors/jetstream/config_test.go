@@ -3,6 +3,7 @@ package jetstream_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestParseConfigReadsEveryKey(t *testing.T) {
 	}
 	want.Retry = retry.DefaultPolicy()
 	want.Retry.Initial, want.Retry.MaxAttempts, want.Retry.RetriesPerNew = 20*time.Millisecond, 7, 2
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
 	}
 }
@@ -104,7 +105,7 @@ func TestConfigMapAndJSONRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, err := jetstream.ParseConfig(c.Map())
-	if err != nil || again != c {
+	if err != nil || !reflect.DeepEqual(again, c) {
 		t.Fatalf("ParseConfig(Map()) = %+v, %v; want %+v", again, err, c)
 	}
 	b, err := json.Marshal(c)
@@ -115,7 +116,7 @@ func TestConfigMapAndJSONRoundTrip(t *testing.T) {
 		t.Fatalf("JSON %s: durations must be milliseconds under their .ms keys", b)
 	}
 	var decoded jetstream.Config
-	if err := json.Unmarshal(b, &decoded); err != nil || decoded != c {
+	if err := json.Unmarshal(b, &decoded); err != nil || !reflect.DeepEqual(decoded, c) {
 		t.Fatalf("JSON round trip: %+v, %v; want %+v", decoded, err, c)
 	}
 	if err := json.Unmarshal([]byte(`{"stream": "S", "acks": 1}`), &decoded); !errors.Is(err, jetstream.ErrConfig) || !strings.Contains(err.Error(), `"acks"`) {

@@ -30,7 +30,8 @@
 //     timer while negative acks keep arriving.
 //   - A permanent failure (gale.Permanent), or a failure of the last of
 //     retry.max.attempts deliveries, is given up: its dead letter is sent
-//     first (deadletter.file or deadletter.subject), and only once stored
+//     first (deadletter.file, deadletter.subject, or a sink of the
+//     program's own: Config.DeadLetters), and only once stored
 //     is the message terminated. With no dead-letter sink configured,
 //     nothing is given up for running out of attempts (the message is
 //     retried until acked, at most retry.max.delay.ms apart), and a

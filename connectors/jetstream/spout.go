@@ -205,6 +205,13 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 		return fmt.Errorf("jetstream: consumer %q on stream %q: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
 	switch {
+	case s.cfg.DeadLetters != nil:
+		dl, err := s.cfg.DeadLetters(tc)
+		if err != nil || dl == nil {
+			nc.Close()
+			return fmt.Errorf("jetstream: DeadLetters gave no sink: %v", err)
+		}
+		s.dlq = dl
 	case s.cfg.DeadLetterFile != "":
 		fs, err := retry.OpenFile(s.cfg.DeadLetterFile)
 		if err != nil {

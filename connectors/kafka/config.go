@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/retry"
 )
 
@@ -108,6 +109,13 @@ type Config struct {
 	// failed as permanent is logged at error level, with its key and
 	// value, and committed.
 	DeadLetterTopic string `json:"deadletter.topic"`
+	// DeadLetters, if set, makes the records given up go to a sink of the
+	// program's own (a database, another system): it is called in each
+	// task's Open, and the sink it returns is closed at that task's
+	// Close. It is the Go way to plug a sink in; the map form names the
+	// built-in ones. At most one of DeadLetters, DeadLetterFile and
+	// DeadLetterTopic may be set.
+	DeadLetters func(tc *gale.TopologyContext) (retry.DeadLetterSink, error) `json:"-"`
 
 	// MaxBufferedRecords caps the records the sink has produced and not
 	// yet had acknowledged; Execute blocks at the cap. Default 10000.
@@ -256,6 +264,9 @@ func (c Config) ValidateSpout() error {
 	}
 	if c.DeadLetterFile != "" && c.DeadLetterTopic != "" {
 		return errors.New("kafka: deadletter.file and deadletter.topic are both set; choose one dead-letter sink")
+	}
+	if c.DeadLetters != nil && (c.DeadLetterFile != "" || c.DeadLetterTopic != "") {
+		return errors.New("kafka: DeadLetters is set and so is deadletter.file or deadletter.topic; choose one dead-letter sink")
 	}
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("kafka: %w", err)

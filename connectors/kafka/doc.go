@@ -33,8 +33,9 @@
 //     with new records so a failure storm never starves them
 //     (retry.retries.per.new), and given up when the failure is
 //     permanent (gale.Permanent) or the attempts are spent. A given-up
-//     record is sent to the dead-letter sink first (deadletter.file, or
-//     deadletter.topic) and only then counted as acked, so a poison
+//     record is sent to the dead-letter sink first (deadletter.file,
+//     deadletter.topic, or a sink of the program's own: Config.DeadLetters)
+//     and only then counted as acked, so a poison
 //     message never stalls its
 //     partition and a crash between the two leaves a duplicate letter,
 //     never a lost record. After a crash, the partitions' next owners

@@ -146,7 +146,7 @@ func NewSpout(cfg Config) (*Spout, error) {
 	}
 	cfg = cfg.withDefaults()
 	policy := cfg.Retry
-	if cfg.DeadLetterFile == "" && cfg.DeadLetterTopic == "" {
+	if cfg.DeadLetterFile == "" && cfg.DeadLetterTopic == "" && cfg.DeadLetters == nil {
 		// With nowhere to put a record given up, running out of attempts
 		// would lose it: retry until it is acked (a timeout after a
 		// worker crash counts as an attempt). Only a permanent failure,
@@ -198,6 +198,13 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 		return fmt.Errorf("kafka spout: %w", err)
 	}
 	switch {
+	case s.cfg.DeadLetters != nil:
+		dl, err := s.cfg.DeadLetters(tc)
+		if err != nil || dl == nil {
+			cl.Close()
+			return fmt.Errorf("kafka spout: DeadLetters gave no sink: %v", err)
+		}
+		s.dl = dl
 	case s.cfg.DeadLetterFile != "":
 		fs, err := retry.OpenFile(s.cfg.DeadLetterFile)
 		if err != nil {

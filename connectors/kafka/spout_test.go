@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,6 +243,75 @@ func TestPoisonPermanentGoesToDeadLetterFile(t *testing.T) {
 	}
 	if st := sp.Stats(); st.DeadLettered != 1 || committed(t, c, "g", topic)[0] != n {
 		t.Errorf("dead-lettered %d, committed %v; want 1, %d", st.DeadLettered, committed(t, c, "g", topic), n)
+	}
+}
+
+// memorySink is a dead-letter sink of a program's own, for DeadLetters.
+type memorySink struct {
+	mu      sync.Mutex
+	letters []retry.DeadLetter
+	closed  int
+}
+
+func (m *memorySink) Send(_ context.Context, l retry.DeadLetter) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.letters = append(m.letters, l)
+	return nil
+}
+
+func (m *memorySink) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed++
+	return nil
+}
+
+// TestPluggableDeadLetterSink: with DeadLetters set, what is given up goes
+// to the program's own sink, one per task, each closed at its Close, and
+// running out of attempts gives up (a sink is configured).
+func TestPluggableDeadLetterSink(t *testing.T) {
+	const topic, n = "plug", 20
+	c := newCluster(t, 2, topic)
+	produce(t, c, topic, 2, 0, n)
+	cfg := spoutConfig(c, topic, "g")
+	cfg.Retry = retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxAttempts: 2}
+	var mu sync.Mutex
+	var sinks []*memorySink
+	cfg.DeadLetters = func(tc *gale.TopologyContext) (retry.DeadLetterSink, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		m := &memorySink{}
+		sinks = append(sinks, m)
+		return m, nil
+	}
+	sp := mustSpouts(t, cfg)
+	s := newSeen()
+	s.decide = func(v string, _ int) error {
+		if v == "5" {
+			return errors.New("always")
+		}
+		return nil
+	}
+	lt := startTopology(t, "plug", sp, 2, s, nil)
+	defer lt.Stop()
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	lt.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	var got []retry.DeadLetter
+	for _, m := range sinks {
+		if m.closed != 1 {
+			t.Errorf("a task's sink was closed %d times, want once", m.closed)
+		}
+		got = append(got, m.letters...)
+	}
+	if len(sinks) != 2 || len(got) != 1 || string(got[0].Value) != "5" || got[0].Attempts != 2 {
+		t.Fatalf("%d sinks, letters %+v; want 2 sinks and the record 5 after 2 attempts", len(sinks), got)
+	}
+	cfg.DeadLetterFile = "dead.jsonl"
+	if err := cfg.ValidateSpout(); err == nil || !strings.Contains(err.Error(), "choose one dead-letter sink") {
+		t.Errorf("DeadLetters with deadletter.file: %v, want an error", err)
 	}
 }
 
