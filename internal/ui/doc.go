@@ -1,0 +1,31 @@
+// Package ui serves the Storm UI's REST API under /api/v1, with Storm's
+// paths and field names, and a Prometheus /metrics endpoint, for the
+// `gale ui` process (and the one `gale dev` and `gale demo` run). Every
+// answer is built from the nimbus gRPC API at the time of the request:
+// the package keeps no state of its own, so any number of UI processes
+// may serve one cluster and a restarted one shows the same numbers.
+//
+// # Which process holds what
+//
+// The UI process's /metrics holds the cluster's and each topology's
+// totals as nimbus knows them from the supervisors' reports
+// (gale_topology_*, gale_cluster_*), collected from nimbus on each scrape,
+// and the Go runtime metrics of the UI process itself. One scrape target
+// thus answers "is the cluster, or a topology, healthy" without the
+// scraper knowing where the workers run, and without a pushgateway. Each
+// worker's own /metrics (its per-task counters and its process: CPU, heap,
+// GC) is a later step; it will serve what the worker alone knows, at the
+// worker's rate, so that nimbus's view stays a summary.
+//
+// # Authentication
+//
+// Reads need no token, as nimbus's reads do not. A mutation (activate,
+// deactivate, rebalance, kill) forwards the caller's own
+// "Authorization: Bearer TOKEN" header to nimbus, which checks it: the UI
+// holds no token and never lends one, so reaching the UI's port does not
+// grant the right to kill a topology where nimbus.auth.token is set. A
+// refused mutation answers 401 with Storm's error shape.
+//
+// Handler's methods are safe for concurrent use; the Nimbus it is given
+// must be too.
+package ui
