@@ -309,7 +309,7 @@ func TestGetEndpointsAnswerStormsFields(t *testing.T) {
 			t.Errorf("configuration: got %v, want the topology's config", tp["configuration"])
 		}
 	}
-	bolts := list(t, "bolts", ev.get("/api/v1/topology/"+ev.id+"?sys=true")["bolts"])
+	bolts := list(t, "bolts", ev.get("/api/v1/topology/" + ev.id + "?sys=true")["bolts"])
 	if len(bolts) != 3 || bolts[2]["boltId"] != "__acker" {
 		t.Errorf("bolts with sys=true: got %v, want the acker too", bolts)
 	}
