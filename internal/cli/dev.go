@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -38,6 +39,7 @@ type devFlags struct {
 	nimbusPort  int
 	slotsPer    int
 	slotBase    int
+	uiPort      int // 0: no UI
 	asJSON      bool
 }
 
@@ -51,6 +53,7 @@ func (f *devFlags) bind(cmd *cobra.Command, withJSON bool) {
 	fl.IntVar(&f.nimbusPort, "nimbus-port", 6627, "nimbus's API port")
 	fl.IntVar(&f.slotsPer, "slots-per", 4, "worker slots of each supervisor")
 	fl.IntVar(&f.slotBase, "slot-base", 6700, "the first slot's port: supervisor i has slot-base+i*slots-per and the next slots-per-1")
+	fl.IntVar(&f.uiPort, "ui-port", 8080, "the port of the REST API (/api/v1) and /metrics on 127.0.0.1; 0 for none")
 	if withJSON {
 		fl.BoolVar(&f.asJSON, "json", false, "print the cluster's addresses and pids as one JSON document")
 	}
@@ -67,7 +70,7 @@ func (f *devFlags) check() error {
 	for _, p := range []struct {
 		flag string
 		port int
-	}{{"--etcd-port", f.etcdPort}, {"--nimbus-port", f.nimbusPort}} {
+	}{{"--etcd-port", f.etcdPort}, {"--nimbus-port", f.nimbusPort}, {"--ui-port", f.uiPort}} {
 		if p.port < 0 || p.port > 65535 {
 			errs = append(errs, fmt.Errorf("%s must be a port from 0 to 65535, got %d", p.flag, p.port))
 		}
@@ -166,6 +169,7 @@ type devCluster struct {
 	supervisors []*child
 	etcdURL     string
 	nimbusAddr  string
+	ui          *uiServer // nil: none
 	// exited gets each child that exits; buffered for all of them.
 	exited chan *child
 }
@@ -300,8 +304,25 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 			return nil, err
 		}
 	}
+	if f.uiPort != 0 {
+		d.startUI(f)
+	}
 	fmt.Fprintf(d.log, "%s dev: the cluster is ready: nimbus at %s; Ctrl-C stops it\n", d.name, d.nimbusAddr)
 	return d, nil
+}
+
+// startUI serves the REST API and /metrics on 127.0.0.1:--ui-port. A
+// port it cannot have is a warning, not an error: the cluster works
+// without its UI, and a second dev cluster, or another program on 8080,
+// should not keep one from starting.
+func (d *devCluster) startUI(f devFlags) {
+	cc, err := (&clusterFlags{file: f.file, nimbus: d.nimbusAddr}).clientConfig()
+	if err == nil {
+		d.ui, err = startUI(net.JoinHostPort("127.0.0.1", strconv.Itoa(f.uiPort)), cc)
+	}
+	if err != nil {
+		fmt.Fprintf(d.log, "%s dev: warning: no REST API and /metrics: %v; the cluster runs without them (--ui-port PORT picks another port, 0 none)\n", d.name, err)
+	}
 }
 
 // writeDevConfig writes file with defaults for the keys it lacks as the
@@ -478,6 +499,8 @@ type devReport struct {
 	Etcd        devProcess      `json:"etcd"`
 	Nimbus      devProcess      `json:"nimbus"`
 	Supervisors []devSupervisor `json:"supervisors"`
+	// UI is the base URL of the REST API and /metrics; empty without one.
+	UI string `json:"ui,omitempty"`
 }
 
 type devProcess struct {
@@ -499,6 +522,9 @@ func (d *devCluster) report() devReport {
 		Etcd:        devProcess{Addr: d.etcdURL, PID: d.etcd.pid(), Dir: d.etcd.dir},
 		Nimbus:      devProcess{Addr: d.nimbusAddr, PID: d.nimbus.pid(), Dir: d.nimbus.dir},
 		Supervisors: []devSupervisor{},
+	}
+	if d.ui != nil {
+		r.UI = "http://" + d.ui.addr
 	}
 	for _, c := range d.supervisors {
 		r.Supervisors = append(r.Supervisors, devSupervisor{Name: c.role, Ports: c.ports, PID: c.pid(), Dir: c.dir})
@@ -522,6 +548,9 @@ func (d *devCluster) print(w io.Writer, asJSON, hint bool) error {
 	fmt.Fprintf(tw, "  nimbus\t%s\tpid %d\n", r.Nimbus.Addr, r.Nimbus.PID)
 	for _, s := range r.Supervisors {
 		fmt.Fprintf(tw, "  %s\tslots %s\tpid %d\n", s.Name, joinInts(s.Ports, ","), s.PID)
+	}
+	if r.UI != "" {
+		fmt.Fprintf(tw, "  ui\t%s/api/v1\t%s/metrics\n", r.UI, r.UI)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -564,6 +593,9 @@ const (
 // started, nor any worker, is left running.
 func (d *devCluster) stop() error {
 	var errs []error
+	if d.ui != nil {
+		errs = append(errs, d.ui.stop())
+	}
 	d.terminate(d.supervisors, stopGrace)
 	errs = append(errs, d.stopWorkers())
 	if d.nimbus != nil {

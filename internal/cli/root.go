@@ -128,7 +128,7 @@ func newRootCmd(opts *Options) *cobra.Command {
 	})
 	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
 	root.AddCommand(newNimbusCmd(opts))
-	root.AddCommand(newSubmitCmd(opts), newListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newEtcdCmd(opts), newDevCmd(opts), newDemoCmd(opts))
+	root.AddCommand(newSubmitCmd(opts), newListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newEtcdCmd(opts), newDevCmd(opts), newDemoCmd(opts), newUICmd())
 	root.AddCommand(newSupervisorCmd(opts))
 	return root
 }

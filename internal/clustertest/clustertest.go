@@ -158,6 +158,8 @@ type Cluster struct {
 	Dir string
 	// Nimbus is nimbus's address, host:port; Etcd etcd's client URL.
 	Nimbus, Etcd string
+	// UI is the base URL of dev's REST API (/api/v1) and /metrics.
+	UI string
 	// The processes: dev itself and its children.
 	DevPID, EtcdPID, NimbusPID int
 	SupervisorPIDs             []int
@@ -187,6 +189,7 @@ type devJSON struct {
 		Ports []int `json:"ports"`
 		PID   int   `json:"pid"`
 	} `json:"supervisors"`
+	UI string `json:"ui"`
 }
 
 // startAttempts bounds the retries of a start that lost a port it had
@@ -240,7 +243,7 @@ func Start(t testing.TB, o Options) *Cluster {
 var errPortTaken = errors.New("a port was taken")
 
 func start(dir string, o Options) (*Cluster, error) {
-	ports, err := freePorts(2, 1)
+	ports, err := freePorts(3, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +254,7 @@ func start(dir string, o Options) (*Cluster, error) {
 	args := []string{"dev", "--json", "--dir", dir,
 		"--supervisors", strconv.Itoa(o.Supervisors), "--slots-per", strconv.Itoa(o.SlotsPer),
 		"--etcd-port", strconv.Itoa(ports[0]), "--nimbus-port", strconv.Itoa(ports[1]),
-		"--slot-base", strconv.Itoa(slots[0])}
+		"--slot-base", strconv.Itoa(slots[0]), "--ui-port", strconv.Itoa(ports[2])}
 	if o.Config != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -290,7 +293,7 @@ func start(dir string, o Options) (*Cluster, error) {
 	defer tm.Stop()
 	select {
 	case d := <-decoded:
-		c.Nimbus, c.Etcd = d.Nimbus.Addr, d.Etcd.Addr
+		c.Nimbus, c.Etcd, c.UI = d.Nimbus.Addr, d.Etcd.Addr, d.UI
 		c.EtcdPID, c.NimbusPID = d.Etcd.PID, d.Nimbus.PID
 		for _, s := range d.Supervisors {
 			c.SupervisorPIDs = append(c.SupervisorPIDs, s.PID)

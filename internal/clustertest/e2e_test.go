@@ -5,7 +5,10 @@ package clustertest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -62,6 +65,13 @@ func TestSubmitListKill(t *testing.T) {
 	if w, err := c.Workers(); err != nil || len(w) == 0 {
 		t.Fatalf("workers of the running word count: %v, %v; want some", w, err)
 	}
+	var summary struct {
+		Topologies []struct{ ID, Name, Status string } `json:"topologies"`
+	}
+	getJSON(t, c.UI+"/api/v1/topology/summary", &summary)
+	if len(summary.Topologies) != 1 || summary.Topologies[0].Name != "wordcount" || summary.Topologies[0].Status != "ACTIVE" {
+		t.Errorf("dev's /api/v1/topology/summary: got %+v, want the word count, ACTIVE", summary)
+	}
 
 	if code, _, _ := c.Gale(t, "kill", "wordcount", "-w", "1", "--nimbus", c.Nimbus); code != 0 {
 		t.Fatalf("gale kill: exit %d", code)
@@ -84,7 +94,7 @@ func TestSubmitListKill(t *testing.T) {
 // everything on SIGINT.
 func TestDemo(t *testing.T) {
 	needCluster(t)
-	ports, err := freePorts(2, 1)
+	ports, err := freePorts(3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +108,8 @@ func TestDemo(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	cmd := exec.Command(Binary(), "demo", "--dir", dir, "--supervisors", "2", "--slots-per", "2",
-		"--etcd-port", strconv.Itoa(ports[0]), "--nimbus-port", strconv.Itoa(ports[1]), "--slot-base", strconv.Itoa(slots[0]))
+		"--etcd-port", strconv.Itoa(ports[0]), "--nimbus-port", strconv.Itoa(ports[1]), "--slot-base", strconv.Itoa(slots[0]),
+		"--ui-port", strconv.Itoa(ports[2]))
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -138,6 +149,7 @@ func TestDemo(t *testing.T) {
 	if !seen {
 		t.Fatal("gale demo ended before a line with trees acked")
 	}
+	checkDemoUI(t, fmt.Sprintf("http://127.0.0.1:%d", ports[2]))
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -147,5 +159,68 @@ func TestDemo(t *testing.T) {
 	}
 	if left, err := proclist.Under(dir); err != nil || len(left) > 0 {
 		t.Errorf("processes left under %s: %v (%v)", dir, left, err)
+	}
+}
+
+// getJSON decodes the JSON answer of GET url into v, failing unless it is
+// 200.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s (%v)", url, resp.StatusCode, b, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, b)
+	}
+}
+
+// checkDemoUI: the demo's REST API and /metrics answer what the README
+// shows, with the word count's trees acked.
+func checkDemoUI(t *testing.T, base string) {
+	t.Helper()
+	var summary struct {
+		Topologies []struct {
+			ID, Name, Status string
+			WorkersTotal     int `json:"workersTotal"`
+		} `json:"topologies"`
+	}
+	getJSON(t, base+"/api/v1/topology/summary", &summary)
+	if len(summary.Topologies) != 1 || summary.Topologies[0].Name != "wordcount" || summary.Topologies[0].WorkersTotal == 0 {
+		t.Fatalf("/api/v1/topology/summary: got %+v, want the word count", summary)
+	}
+	var page struct {
+		ID            string `json:"id"`
+		TopologyStats []struct {
+			Window string `json:"window"`
+			Acked  int64  `json:"acked"`
+		} `json:"topologyStats"`
+		Spouts []struct {
+			SpoutID string `json:"spoutId"`
+		} `json:"spouts"`
+		Bolts []struct {
+			BoltID string `json:"boltId"`
+		} `json:"bolts"`
+	}
+	getJSON(t, base+"/api/v1/topology/"+summary.Topologies[0].ID, &page)
+	if page.ID != summary.Topologies[0].ID || len(page.TopologyStats) != 1 || page.TopologyStats[0].Acked == 0 ||
+		len(page.Spouts) == 0 || len(page.Bolts) == 0 {
+		t.Errorf("/api/v1/topology/ID: got %+v, want the all-time stats with trees acked, spouts and bolts", page)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, w := range []string{`gale_topology_acked_total{topology="wordcount"`, "gale_cluster_supervisors 2", "go_goroutines"} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("/metrics has no %q", w)
+		}
 	}
 }
