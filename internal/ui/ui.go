@@ -280,7 +280,7 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		"window":          allTime,
 		"windowPretty":    "All time",
 		"emitted":         s.GetEmitted(),
-		"transferred":     s.GetEmitted(),
+		"transferred":     0, // not counted yet
 		"completeLatency": fmt.Sprintf("%.3f", lat),
 		"acked":           s.GetAcked(),
 		"failed":          s.GetFailed(),
@@ -323,16 +323,14 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 	}
 	page["spouts"], page["bolts"] = spouts, bolts
 	page["workers"] = workers(info)
-	conf := json.RawMessage("{}")
-	if b := info.GetConfigJson(); json.Valid(b) && len(b) > 0 {
-		conf = b
+	// The topology's own config layer: the keys it set, {} for none.
+	conf := map[string]any{}
+	if err := json.Unmarshal(info.GetConfigJson(), &conf); err != nil || conf == nil {
+		conf = map[string]any{}
 	}
 	page["configuration"] = conf
-	var cfg map[string]any
-	if json.Unmarshal(conf, &cfg) == nil {
-		if v, ok := cfg["topology.message.timeout.secs"]; ok {
-			page["msgTimeout"] = v
-		}
+	if v, ok := conf["topology.message.timeout.secs"]; ok {
+		page["msgTimeout"] = v
 	}
 	return page
 }

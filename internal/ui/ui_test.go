@@ -445,3 +445,15 @@ func TestPrettyUptime(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigurationIsAnObject: a topology that set no config keys shows
+// an empty configuration object, as Storm's scripts expect, not null.
+func TestConfigurationIsAnObject(t *testing.T) {
+	for _, conf := range []string{"", "null", "{}"} {
+		page := topologyPage(&nimbuspb.TopologyInfo{Summary: &nimbuspb.TopologySummary{Id: "t-1"}, ConfigJson: []byte(conf)}, false)
+		b, err := json.Marshal(page["configuration"])
+		if err != nil || string(b) != "{}" {
+			t.Errorf("config_json %q: configuration %s (%v), want {}", conf, b, err)
+		}
+	}
+}
