@@ -457,3 +457,24 @@ func TestConfigurationIsAnObject(t *testing.T) {
 		}
 	}
 }
+
+func TestComponentPage(t *testing.T) {
+	ev := newEnv(t)
+	split := ev.get("/api/v1/topology/" + ev.id + "/component/split")
+	want(t, "component/split", split, map[string]any{"id": "split", "componentType": "bolt", "executors": 4, "tasks": 4, "topologyId": ev.id})
+	in := list(t, "inputStats", split["inputStats"])
+	if len(in) != 1 || in[0]["component"] != "sentences" || in[0]["stream"] != "default" {
+		t.Errorf("split's inputStats: got %v, want sentences' default stream", in)
+	}
+	if out := list(t, "outputStats", split["outputStats"]); len(out) != 1 || out[0]["stream"] != "default" {
+		t.Errorf("split's outputStats: got %v, want its default stream", out)
+	}
+	if errs, ok := split["componentErrors"].([]any); !ok || len(errs) != 0 {
+		t.Errorf("componentErrors: got %v, want an empty list", split["componentErrors"])
+	}
+	want(t, "component/sentences", ev.get("/api/v1/topology/wordcount/component/sentences"), map[string]any{"componentType": "spout", "executors": 2})
+	code, b := ev.do("GET", "/api/v1/topology/"+ev.id+"/component/nosuch", "", "")
+	if code != http.StatusNotFound || !strings.Contains(string(b), "has no component") || !strings.Contains(string(b), "split") {
+		t.Errorf("an unknown component: got %d %s, want 404 naming the components", code, b)
+	}
+}
