@@ -30,8 +30,8 @@ func newUICmd() *cobra.Command {
 		Short: "Serve the Storm UI's REST API (/api/v1) and Prometheus /metrics for a cluster",
 		Long: `Serve Storm's UI REST API under /api/v1 (cluster/summary, supervisor/summary,
 nimbus/summary, topology/summary, topology/ID, topology/ID/component/C, and
-POST topology/ID/activate,
-deactivate, rebalance/WAIT and kill/WAIT) with Storm's field names, and
+POST topology/ID/activate, deactivate, rebalance/WAIT and kill/WAIT) with
+Storm's field names, and
 Prometheus metrics on /metrics, from the nimbus leader that nimbus.seeds
 (--file) or --nimbus names.
 
