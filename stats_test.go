@@ -172,3 +172,66 @@ func TestBoltCapacity(t *testing.T) {
 		t.Errorf("after a whole idle window: capacity %v, want 0", got)
 	}
 }
+
+// TestTransferred: in two workers, the copies of a tuple sent to a task
+// in the other worker count as transferred, those to a task in the same
+// worker do not, for spouts and bolts alike.
+func TestTransferred(t *testing.T) {
+	const n = 200
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("nums", seqSpout(n), 1)
+	b.SetBolt("all", func() gale.Bolt {
+		return &funcBolt{
+			declare: func(d gale.OutputDeclarer) { d.Declare("seq") },
+			execute: func(b *funcBolt, tu *gale.Tuple) {
+				b.Collector.Emit(tu, tu.GetInt(0))
+				b.Collector.Ack(tu)
+			},
+		}
+	}, 2).AllGrouping("nums")
+	b.SetBolt("sink", func() gale.Bolt { return &funcBolt{} }, 2).AllGrouping("all")
+	w := startWorkers(t, 2, build(t, b), gale.Config{}, nil, nil)
+	// Where each component's tasks run, tasks[worker][component], and
+	// the counters, once every tree is acked and every bolt has published
+	// what it executed.
+	var (
+		tasks            []map[string]int
+		bolts            []map[string]runstats.Bolt
+		spoutAt          int
+		spoutTransferred int64
+	)
+	waitFor(t, "every tree acked and every tuple executed", func() bool {
+		tasks, bolts = make([]map[string]int, 2), make([]map[string]runstats.Bolt, 2)
+		var acked, executed int64
+		for i, wk := range w.ws {
+			tasks[i], bolts[i] = map[string]int{}, map[string]runstats.Bolt{}
+			for _, s := range bridge.SpoutStats(wk) {
+				acked += s.Acked
+				if s.Tasks > 0 {
+					spoutAt, spoutTransferred = i, s.Transferred
+				}
+			}
+			for _, bs := range bridge.BoltStats(wk) {
+				tasks[i][bs.Component] = bs.Tasks
+				bolts[i][bs.Component] = bs
+				executed += bs.Executed
+			}
+		}
+		// 2 all tasks execute each tuple, 2 sink tasks each of theirs.
+		return acked == n && executed == 2*n+2*2*n
+	})
+	if want := int64(n * tasks[1-spoutAt]["all"]); spoutTransferred != want {
+		t.Errorf("nums (worker %d): transferred %d, want %d: each of %d tuples to the %d all tasks in the other worker",
+			spoutAt, spoutTransferred, want, n, tasks[1-spoutAt]["all"])
+	}
+	for i := range 2 {
+		all := bolts[i]["all"]
+		if want := int64(n * all.Tasks * tasks[1-i]["sink"]); all.Transferred != want {
+			t.Errorf("all in worker %d: transferred %d, want %d (%d tuples from each of %d tasks to %d sink tasks in the other worker)",
+				i, all.Transferred, want, n, all.Tasks, tasks[1-i]["sink"])
+		}
+		if all.Executed != int64(n*all.Tasks) || all.Emitted != all.Executed {
+			t.Errorf("all in worker %d: executed %d, emitted %d; want %d each", i, all.Executed, all.Emitted, n*all.Tasks)
+		}
+	}
+}
