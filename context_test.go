@@ -182,7 +182,7 @@ func TestSpoutStats(t *testing.T) {
 	}
 	defer lt.Stop()
 	want := []runstats.Spout{
-		{Component: "nums", Tasks: 4, Emitted: 4 * perTask, Acked: 4 * 45, Failed: 4 * 5},
+		{Component: "nums", Tasks: 4, Emitted: 4 * perTask, Acked: 4 * 45, Failed: 4 * 5, FailedByBolt: 4 * 5},
 		{Component: "quiet", Tasks: 1},
 	}
 	var got []runstats.Spout

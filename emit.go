@@ -47,6 +47,10 @@ type emitter struct {
 	// ackers in this worker; new roots map to one of them. Nil when every
 	// acker is here or none is: then a root maps to any acker.
 	localAckers []uint64
+
+	// A bolt task's counters (runstats.Bolt), kept by its executor's
+	// goroutine: tuples emitted, inputs acked and failed.
+	emitted, acked, failed int64
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -292,6 +296,7 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 			}
 		}
 	}
+	e.emitted++
 	acking := e.rt.numAckers > 0
 	var proto Tuple
 	if len(e.targets) > 1 {
@@ -375,6 +380,7 @@ func (e *emitter) ack(t *Tuple) {
 		return
 	}
 	t.markDone() // also outside a tree: the bolt is done with it (reuse)
+	e.acked++
 	if root := t.treeRoot(); root != 0 {
 		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
 		for _, p := range t.morePairs() {
@@ -392,6 +398,7 @@ func (e *emitter) fail(t *Tuple, reason error) {
 		return
 	}
 	t.markDone()
+	e.failed++
 	if root := t.treeRoot(); root != 0 {
 		fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
 		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgFail, task: e.task, root: root, reason: fe})

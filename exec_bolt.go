@@ -2,8 +2,11 @@ package gale
 
 import (
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // boltTask is one bolt instance with its collector.
@@ -33,6 +36,27 @@ type boltExec struct {
 	tk    Ticker         // tick tuples; made by start
 	reuse *tupleRecycler // nil unless TopologyTupleReuse
 	wakeC chan struct{}  // a task was woken (BoltCollector.Wakeup); capacity 1
+
+	// Counters for boltStats, kept by the executor's goroutine: inputs
+	// executed, and the Execute calls timed (one in
+	// runstats.ExecuteSampleEvery; sampleIn counts down to the next) and
+	// their total time. publish copies them, with the tasks' and the
+	// outbox's, into pub after each unit of work.
+	executed, samples, sampledNanos int64
+	sampleIn                        int
+	pub                             struct {
+		executed, acked, failed, emitted, transferred, samples, sampledNanos atomic.Int64
+	}
+	// The capacity window's marks, kept by boltStats: the counters read
+	// at the start of the window (prev) and of the next one (cur).
+	capMu           sync.Mutex
+	capPrev, capCur capMark
+}
+
+// capMark is a bolt executor's published counters at a clock time.
+type capMark struct {
+	at                              int64 // clock nanos
+	executed, samples, sampledNanos int64
 }
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
@@ -58,6 +82,8 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 		t.coll = &BoltCollector{task: t, x: x}
 		x.tasks = append(x.tasks, t)
 	}
+	x.capCur.at = rt.clock.Now().UnixNano()
+	x.capPrev = x.capCur
 	return x
 }
 
@@ -126,6 +152,7 @@ func (x *boltExec) run() {
 		if !x.out.flush() {
 			return
 		}
+		x.publish()
 		if in != nil {
 			// Released only now, so the in-flight count covers the input
 			// until what it caused has been sent on (shutdown's drain and
@@ -168,6 +195,7 @@ func spinsFor(procs int) int {
 
 func (x *boltExec) process(b *batch) {
 	task := x.tasks[b.task-x.first]
+	x.executed += int64(len(b.tuples))
 	for i := 0; i < len(b.tuples); {
 		i = x.executeFrom(task, b.tuples, i)
 	}
@@ -185,9 +213,36 @@ func (x *boltExec) executeFrom(task *boltTask, ts []*Tuple, i int) (next int) {
 	}()
 	bolt := task.bolt
 	for next = i; next < len(ts); next++ {
+		if x.sampleIn--; x.sampleIn > 0 {
+			bolt.Execute(ts[next])
+			continue
+		}
+		// Timing every call would cost two clock reads a tuple.
+		x.sampleIn = runstats.ExecuteSampleEvery
+		start := x.rt.clock.Now()
 		bolt.Execute(ts[next])
+		x.samples++
+		x.sampledNanos += int64(x.rt.clock.Now().Sub(start))
 	}
 	return next
+}
+
+// publish makes the executor's counters visible to boltStats.
+func (x *boltExec) publish() {
+	var emitted, acked, failed int64
+	for _, t := range x.tasks {
+		emitted += t.em.emitted
+		acked += t.em.acked
+		failed += t.em.failed
+	}
+	p := &x.pub
+	p.executed.Store(x.executed)
+	p.acked.Store(acked)
+	p.failed.Store(failed)
+	p.emitted.Store(emitted)
+	p.transferred.Store(x.out.transferred)
+	p.samples.Store(x.samples)
+	p.sampledNanos.Store(x.sampledNanos)
 }
 
 // runWakes runs the Wakeup functions of the tasks woken since they last
@@ -212,15 +267,19 @@ func (x *boltExec) runWakes() {
 
 func (x *boltExec) deliverTicks() {
 	secs := int(x.tick / time.Second)
+	sampleIn := x.sampleIn
+	x.sampleIn = 1 << 30 // tick tuples are not timed
 	for _, task := range x.tasks {
 		t := &Tuple{src: tickInfo}
 		t.inl[0] = secs
 		x.executeFrom(task, []*Tuple{t}, 0)
 	}
+	x.sampleIn = sampleIn
 }
 
 func (x *boltExec) cleanup() {
 	for _, t := range x.tasks {
 		x.rt.guard(x.comp.id, int(t.em.task), func() error { t.bolt.Cleanup(); return nil })
 	}
+	x.publish()
 }

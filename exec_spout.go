@@ -78,8 +78,12 @@ type spoutExec struct {
 
 	// Trees acked and failed by this executor's tasks, counted by its
 	// goroutine; publish copies them and the tasks' emits for spoutStats.
+	// failed is split by reason: by a bolt, timed out, at shutdown.
 	acked, failed                   int64
+	failedBy                        [failReasons]int64
 	pubEmitted, pubAcked, pubFailed atomic.Int64
+	pubFailedBy                     [failReasons]atomic.Int64
+	pubTransferred                  atomic.Int64
 	// latency: the complete latency of the trees acked, recorded by its
 	// goroutine, read by spoutStats.
 	latency runstats.LatencyRecorder
@@ -367,7 +371,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 			if e, ok := t.pending.remove(m.root); ok {
 				freed = true
 				x.resolved++
-				x.fail(t, e.msgID, m.reason)
+				x.fail(t, e.msgID, m.reason, failedByBolt)
 			}
 		case msgReset:
 			t.pending.touch(m.root)
@@ -393,8 +397,17 @@ func (x *spoutExec) unquiet() {
 	x.idleRounds.Store(0)
 }
 
-func (x *spoutExec) fail(t *spoutTask, msgID any, reason error) {
+// The reasons a spout's tree fails, as spoutExec.failedBy counts them.
+const (
+	failedByBolt   = iota // a bolt failed it (or panicked on it)
+	failedTimeout         // topology.message.timeout.secs passed
+	failedShutdown        // in flight when the topology stopped
+	failReasons
+)
+
+func (x *spoutExec) fail(t *spoutTask, msgID any, reason error, why int) {
 	x.failed++
+	x.failedBy[why]++
 	x.call(t, func() { t.spout.Fail(msgID, reason) })
 	if x.rt.obs.Fail != nil {
 		x.rt.obs.Fail(x.comp.id, int(t.em.task), msgID, reason)
@@ -408,7 +421,7 @@ func (x *spoutExec) expire() {
 		for _, e := range t.pending.rotate() {
 			x.resolved++
 			x.unquiet()
-			x.fail(t, e.msgID, x.timeoutErr)
+			x.fail(t, e.msgID, x.timeoutErr, failedTimeout)
 		}
 	}
 	x.publish(false)
@@ -521,7 +534,7 @@ func (x *spoutExec) shutdown() {
 			x.call(t, t.spout.Deactivate)
 		}
 		for _, e := range t.pending.drain() {
-			x.fail(t, e.msgID, ErrShutdown)
+			x.fail(t, e.msgID, ErrShutdown, failedShutdown)
 		}
 		x.call(t, t.spout.Close)
 	}
@@ -538,4 +551,8 @@ func (x *spoutExec) publishCounts(emits int) {
 	x.pubEmitted.Store(int64(emits))
 	x.pubAcked.Store(x.acked)
 	x.pubFailed.Store(x.failed)
+	for i := range x.failedBy {
+		x.pubFailedBy[i].Store(x.failedBy[i])
+	}
+	x.pubTransferred.Store(x.out.transferred)
 }

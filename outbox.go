@@ -73,6 +73,9 @@ type outbox struct {
 	ticks  <-chan time.Time
 	onTick func()
 
+	// transferred counts the tuples sent to a task in another worker.
+	transferred int64
+
 	// fbDest marks, by executor index, the destinations this executor
 	// reaches on a feedback edge (feedback.go); nil if none.
 	fbDest []bool
@@ -181,6 +184,9 @@ func (o *outbox) flush() bool {
 func (o *outbox) sendData(b *batch) bool {
 	exec := o.rt.taskExec[b.task]
 	slot := o.rt.execs[exec]
+	if slot.peer != nil {
+		o.transferred += int64(len(b.tuples))
+	}
 	if o.fbDest != nil && o.fbDest[exec] {
 		if slot.fb != nil {
 			o.sendFeedback(slot.fb, b)

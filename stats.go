@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/runstats"
@@ -16,6 +17,15 @@ func init() {
 			return r.rt.spoutStats()
 		case *workerShare:
 			return r.rt.spoutStats()
+		}
+		panic(fmt.Sprintf("runstats: %T is not a running topology", running))
+	}
+	bridge.BoltStats = func(running any) []runstats.Bolt {
+		switch r := running.(type) {
+		case *LocalTopology:
+			return r.rt.boltStats()
+		case *workerShare:
+			return r.rt.boltStats()
 		}
 		panic(fmt.Sprintf("runstats: %T is not a running topology", running))
 	}
@@ -36,8 +46,12 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		}
 		s.Tasks += len(x.tasks)
 		s.Emitted += x.pubEmitted.Load()
+		s.Transferred += x.pubTransferred.Load()
 		s.Acked += x.pubAcked.Load()
 		s.Failed += x.pubFailed.Load()
+		s.FailedByBolt += x.pubFailedBy[failedByBolt].Load()
+		s.TimedOut += x.pubFailedBy[failedTimeout].Load()
+		s.FailedShutdown += x.pubFailedBy[failedShutdown].Load()
 		s.Pending += x.pendingCount.Load()
 		s.MaxPending += x.pubMaxPending.Load()
 		x.latency.AddTo(&s.Latency)
@@ -48,4 +62,61 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 	}
 	slices.SortFunc(out, func(a, b runstats.Spout) int { return cmp.Compare(a.Component, b.Component) })
 	return out
+}
+
+// boltStats sums the counters of this process's bolt executors by
+// component, in component id order. Executors publish them after each
+// unit of work (a batch of input, a tick, a wakeup) and a last time when
+// they stop. A component's capacity is its busiest executor's.
+func (rt *runtime) boltStats() []runstats.Bolt {
+	now := rt.clock.Now().UnixNano()
+	byComp := make(map[string]*runstats.Bolt)
+	for _, x := range rt.boltExecs {
+		b := byComp[x.comp.id]
+		if b == nil {
+			b = &runstats.Bolt{Component: x.comp.id}
+			byComp[x.comp.id] = b
+		}
+		p := &x.pub
+		m := capMark{at: now, executed: p.executed.Load(), samples: p.samples.Load(), sampledNanos: p.sampledNanos.Load()}
+		b.Tasks += len(x.tasks)
+		b.Executed += m.executed
+		b.Acked += p.acked.Load()
+		b.Failed += p.failed.Load()
+		b.Emitted += p.emitted.Load()
+		b.Transferred += p.transferred.Load()
+		b.ExecuteSamples += m.samples
+		b.ExecuteSampledNanos += m.sampledNanos
+		b.Capacity = max(b.Capacity, x.capacity(m))
+	}
+	out := make([]runstats.Bolt, 0, len(byComp))
+	for _, b := range byComp {
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(a, b runstats.Bolt) int { return cmp.Compare(a.Component, b.Component) })
+	return out
+}
+
+// capacityWindow is the least window capacity is measured over, once
+// the topology has run that long; the window is at most twice as long.
+const capacityWindow = 10 * time.Second
+
+// capacity is the share of the window to m.at that the executor spent
+// in Execute, as Storm measures it: the inputs executed in the window
+// times their mean execute latency (from the calls timed in it), over
+// the window. The window starts at the executor's start or at a mark
+// taken by an earlier call at least capacityWindow before.
+func (x *boltExec) capacity(m capMark) float64 {
+	x.capMu.Lock()
+	defer x.capMu.Unlock()
+	if m.at-x.capCur.at >= int64(capacityWindow) {
+		x.capPrev, x.capCur = x.capCur, m
+	}
+	base := x.capPrev
+	window, samples := m.at-base.at, m.samples-base.samples
+	if window <= 0 || samples <= 0 {
+		return 0
+	}
+	mean := float64(m.sampledNanos-base.sampledNanos) / float64(samples)
+	return float64(m.executed-base.executed) * mean / float64(window)
 }

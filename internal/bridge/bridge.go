@@ -53,6 +53,13 @@ var (
 	// once, so they may be from slightly different instants.
 	SpoutStats func(running any) []runstats.Spout
 
+	// BoltStats returns the bolt counters of a running topology, as
+	// SpoutStats does the spouts'. The capacity is measured over a
+	// window that the calls themselves mark (at least 10 s of the
+	// topology's clock, once it has run that long), so it is meaningful
+	// when called now and then, as heartbeats do.
+	BoltStats func(running any) []runstats.Bolt
+
 	// PlanTopology returns the plan's input (internal/plan) of topo, a
 	// *gale.Topology, under its config layer conf and the cluster's layer
 	// file, as a cluster of workers would run it: what `submit` sends

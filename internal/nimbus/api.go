@@ -177,8 +177,8 @@ func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.List
 	return resp, nil
 }
 
-// Get returns one topology, by name or id, with its assignment and its
-// workers' latest reports.
+// Get returns one topology, by name or id, with its assignment, its
+// workers' latest reports and their per-component counters summed.
 func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.TopologyInfo, error) {
 	ctx, cancel := a.readCtx(ctx)
 	defer cancel()
@@ -201,7 +201,9 @@ func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.Topo
 	}
 	now := time.Now()
 	ws := a.n.workerReports(t, now)
-	return topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), now, sum(ws)), ws), nil
+	info := topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), now, sum(ws)), ws)
+	info.Components = sumComponents(ws)
+	return info, nil
 }
 
 // ClusterInfo returns the leader, the nimbuses, the live supervisors and
@@ -315,11 +317,9 @@ func (a *api) Report(ctx context.Context, req *nimbuspb.ReportRequest) (*nimbusp
 		return nil, status.Error(codes.InvalidArgument, "nimbus: a report needs its supervisor's id")
 	}
 	for _, w := range req.GetWorkers() {
-		if h := w.GetCompleteLatency(); h != nil {
-			if _, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "nimbus: the report of supervisor %s, worker on port %d: %v",
-					req.GetSupervisor(), w.GetPort(), err)
-			}
+		if err := checkReport(w); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "nimbus: the report of supervisor %s, worker on port %d: %v",
+				req.GetSupervisor(), w.GetPort(), err)
 		}
 	}
 	a.n.mu.Lock()

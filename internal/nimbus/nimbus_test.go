@@ -158,6 +158,57 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if info, _ := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: resp.GetId()}); len(info.GetWorkers()) != 3 {
 		t.Errorf("Get by id: workers %v, want the three reported", info.GetWorkers())
 	}
+	_, err = nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
+		{Topology: resp.GetId(), Port: 6700, State: "valid", Components: []*nimbuspb.ComponentStats{
+			{Component: "c", Kind: "spout", Tasks: 1, Emitted: 10, Acked: 7, Failed: 3, FailedByBolt: 1, TimedOut: 2,
+				CompleteLatency: hist(time.Millisecond, time.Millisecond)},
+			{Component: "d", Kind: "bolt", Tasks: 1, Executed: 10, Acked: 9, Failed: 1, ExecuteSamples: 1, ExecuteSampledNanos: 1000, Capacity: 0.25},
+		}},
+		{Topology: resp.GetId(), Port: 6701, State: "valid", Components: []*nimbuspb.ComponentStats{
+			{Component: "c", Kind: "spout", Tasks: 1, Emitted: 5, Acked: 5,
+				CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{300}, Counts: []int64{1}}},
+		}},
+	}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `component "c" complete_latency`) {
+		t.Errorf("a report with a bad component histogram: %v, want InvalidArgument naming the component", err)
+	}
+	if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
+		{Topology: resp.GetId(), Port: 6700, State: "valid", Components: []*nimbuspb.ComponentStats{
+			{Component: "c", Kind: "spout", Tasks: 1, Emitted: 10, Acked: 7, Failed: 3, FailedByBolt: 1, TimedOut: 2,
+				CompleteLatency: hist(time.Millisecond, time.Millisecond)},
+			{Component: "d", Kind: "bolt", Tasks: 1, Executed: 10, Acked: 9, Failed: 1, ExecuteSamples: 1, ExecuteSampledNanos: 1000, Capacity: 0.25},
+		}},
+		{Topology: resp.GetId(), Port: 6701, State: "valid", Components: []*nimbuspb.ComponentStats{
+			{Component: "c", Kind: "spout", Tasks: 1, Emitted: 5, Acked: 5, CompleteLatency: hist(time.Millisecond)},
+			{Component: "d", Kind: "bolt", Tasks: 2, Executed: 6, Acked: 6, ExecuteSamples: 1, ExecuteSampledNanos: 3000, Capacity: 0.75},
+		}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	// Get sums the components over the workers of both supervisors (s2
+	// reported none): the counters add, the capacity is the largest.
+	info, err = nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: resp.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := info.GetComponents()
+	if len(cs) != 2 || len(info.GetWorkers()) != 3 {
+		t.Fatalf("Get's components %v of %d workers, want c and d of 3", cs, len(info.GetWorkers()))
+	}
+	c, d := cs[0], cs[1]
+	if c.GetComponent() != "c" || c.GetKind() != "spout" || c.GetTasks() != 2 || c.GetEmitted() != 15 || c.GetAcked() != 12 ||
+		c.GetFailed() != 3 || c.GetFailedByBolt() != 1 || c.GetTimedOut() != 2 {
+		t.Errorf("Get's spout c: %v, want 2 tasks, 15 emitted, 12 acked, 3 failed (1 by a bolt, 2 timed out)", c)
+	}
+	if h := c.GetCompleteLatency(); h == nil {
+		t.Errorf("Get's spout c: no complete latency, want the 3 trees reported")
+	} else if l, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil || l.Count() != 3 {
+		t.Errorf("Get's spout c: complete latency of %d trees (%v), want 3", l.Count(), err)
+	}
+	if d.GetComponent() != "d" || d.GetKind() != "bolt" || d.GetTasks() != 3 || d.GetExecuted() != 16 || d.GetAcked() != 15 ||
+		d.GetFailed() != 1 || d.GetExecuteSamples() != 2 || d.GetExecuteSampledNanos() != 4000 || d.GetCapacity() != 0.75 {
+		t.Errorf("Get's bolt d: %v, want 3 tasks, 16 executed, 15 acked, 1 failed, 2 samples of 4000 ns, capacity 0.75", d)
+	}
 	if got := cl.etcd.RaftIndex(); got != rev {
 		t.Errorf("a report moved etcd's raft index from %d to %d", rev, got)
 	}

@@ -886,13 +886,16 @@ func (x *GetRequest) GetName() string {
 }
 
 type TopologyInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Summary       *TopologySummary       `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
-	Definition    *TopologyDefinition    `protobuf:"bytes,2,opt,name=definition,proto3" json:"definition,omitempty"`
-	ConfigJson    []byte                 `protobuf:"bytes,3,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
-	Artifact      *Artifact              `protobuf:"bytes,4,opt,name=artifact,proto3" json:"artifact,omitempty"`
-	Assignment    *AssignmentInfo        `protobuf:"bytes,5,opt,name=assignment,proto3" json:"assignment,omitempty"`
-	Workers       []*WorkerReport        `protobuf:"bytes,6,rep,name=workers,proto3" json:"workers,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Summary    *TopologySummary       `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
+	Definition *TopologyDefinition    `protobuf:"bytes,2,opt,name=definition,proto3" json:"definition,omitempty"`
+	ConfigJson []byte                 `protobuf:"bytes,3,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	Artifact   *Artifact              `protobuf:"bytes,4,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	Assignment *AssignmentInfo        `protobuf:"bytes,5,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	Workers    []*WorkerReport        `protobuf:"bytes,6,rep,name=workers,proto3" json:"workers,omitempty"`
+	// components: each component's counters summed over the workers'
+	// latest reports (capacity: the largest), in component id order.
+	Components    []*ComponentStats `protobuf:"bytes,7,rep,name=components,proto3" json:"components,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -965,6 +968,13 @@ func (x *TopologyInfo) GetAssignment() *AssignmentInfo {
 func (x *TopologyInfo) GetWorkers() []*WorkerReport {
 	if x != nil {
 		return x.Workers
+	}
+	return nil
+}
+
+func (x *TopologyInfo) GetComponents() []*ComponentStats {
+	if x != nil {
+		return x.Components
 	}
 	return nil
 }
@@ -1914,8 +1924,12 @@ type WorkerReport struct {
 	// complete_latency: the worker's spouts' trees acked since it started,
 	// by complete latency.
 	CompleteLatency *LatencyHistogram `protobuf:"bytes,16,opt,name=complete_latency,json=completeLatency,proto3" json:"complete_latency,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// components: the worker's counters per component since it started,
+	// in component id order. failed (above) counts every failed tree,
+	// timed_out those of them that timed out.
+	Components    []*ComponentStats `protobuf:"bytes,17,rep,name=components,proto3" json:"components,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerReport) Reset() {
@@ -2060,6 +2074,201 @@ func (x *WorkerReport) GetCompleteLatency() *LatencyHistogram {
 	return nil
 }
 
+func (x *WorkerReport) GetComponents() []*ComponentStats {
+	if x != nil {
+		return x.Components
+	}
+	return nil
+}
+
+// ComponentStats is one component's counters in one worker (in a
+// WorkerReport) or summed over the workers (in a TopologyInfo), since
+// the workers started.
+type ComponentStats struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Component string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	// kind: "spout" or "bolt".
+	Kind  string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Tasks int32  `protobuf:"varint,3,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	// emitted: tuples emitted; transferred: the copies of them sent to a
+	// task in another worker.
+	Emitted     int64 `protobuf:"varint,4,opt,name=emitted,proto3" json:"emitted,omitempty"`
+	Transferred int64 `protobuf:"varint,5,opt,name=transferred,proto3" json:"transferred,omitempty"`
+	// A spout's acked and failed count trees; a bolt's, input tuples (a
+	// tuple whose Execute panicked counts as failed).
+	Acked  int64 `protobuf:"varint,6,opt,name=acked,proto3" json:"acked,omitempty"`
+	Failed int64 `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
+	// A spout's failed trees by reason: failed by a bolt, timed out
+	// (topology.message.timeout.secs), in flight at shutdown.
+	FailedByBolt   int64 `protobuf:"varint,8,opt,name=failed_by_bolt,json=failedByBolt,proto3" json:"failed_by_bolt,omitempty"`
+	TimedOut       int64 `protobuf:"varint,9,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	FailedShutdown int64 `protobuf:"varint,10,opt,name=failed_shutdown,json=failedShutdown,proto3" json:"failed_shutdown,omitempty"`
+	// A spout's trees in flight and its limit (0: none set).
+	Pending    int64 `protobuf:"varint,11,opt,name=pending,proto3" json:"pending,omitempty"`
+	MaxPending int64 `protobuf:"varint,12,opt,name=max_pending,json=maxPending,proto3" json:"max_pending,omitempty"`
+	// A spout's complete latencies.
+	CompleteLatency *LatencyHistogram `protobuf:"bytes,13,opt,name=complete_latency,json=completeLatency,proto3" json:"complete_latency,omitempty"`
+	// A bolt's input tuples executed; the Execute calls timed (one in 64)
+	// and their total time, whose quotient is the mean execute latency.
+	Executed            int64 `protobuf:"varint,14,opt,name=executed,proto3" json:"executed,omitempty"`
+	ExecuteSamples      int64 `protobuf:"varint,15,opt,name=execute_samples,json=executeSamples,proto3" json:"execute_samples,omitempty"`
+	ExecuteSampledNanos int64 `protobuf:"varint,16,opt,name=execute_sampled_nanos,json=executeSampledNanos,proto3" json:"execute_sampled_nanos,omitempty"`
+	// A bolt's capacity: the share of the last window (10 to 20 s) its
+	// busiest executor spent executing; near 1, it is saturated.
+	Capacity      float64 `protobuf:"fixed64,17,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComponentStats) Reset() {
+	*x = ComponentStats{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComponentStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComponentStats) ProtoMessage() {}
+
+func (x *ComponentStats) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComponentStats.ProtoReflect.Descriptor instead.
+func (*ComponentStats) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ComponentStats) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *ComponentStats) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ComponentStats) GetTasks() int32 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetEmitted() int64 {
+	if x != nil {
+		return x.Emitted
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetTransferred() int64 {
+	if x != nil {
+		return x.Transferred
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetAcked() int64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetFailedByBolt() int64 {
+	if x != nil {
+		return x.FailedByBolt
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetTimedOut() int64 {
+	if x != nil {
+		return x.TimedOut
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetFailedShutdown() int64 {
+	if x != nil {
+		return x.FailedShutdown
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetPending() int64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetMaxPending() int64 {
+	if x != nil {
+		return x.MaxPending
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetCompleteLatency() *LatencyHistogram {
+	if x != nil {
+		return x.CompleteLatency
+	}
+	return nil
+}
+
+func (x *ComponentStats) GetExecuted() int64 {
+	if x != nil {
+		return x.Executed
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetExecuteSamples() int64 {
+	if x != nil {
+		return x.ExecuteSamples
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetExecuteSampledNanos() int64 {
+	if x != nil {
+		return x.ExecuteSampledNanos
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetCapacity() float64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
 type ReportResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2068,7 +2277,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2289,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2302,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 var File_gale_nimbus_v1_nimbus_proto protoreflect.FileDescriptor
@@ -2172,7 +2381,7 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x06counts\x18\x02 \x03(\x03R\x06counts\" \n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xdc\x02\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x9c\x03\n" +
 	"\fTopologyInfo\x129\n" +
 	"\asummary\x18\x01 \x01(\v2\x1f.gale.nimbus.v1.TopologySummaryR\asummary\x12B\n" +
 	"\n" +
@@ -2184,7 +2393,10 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"assignment\x18\x05 \x01(\v2\x1e.gale.nimbus.v1.AssignmentInfoR\n" +
 	"assignment\x126\n" +
-	"\aworkers\x18\x06 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xb3\x02\n" +
+	"\aworkers\x18\x06 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\x12>\n" +
+	"\n" +
+	"components\x18\a \x03(\v2\x1e.gale.nimbus.v1.ComponentStatsR\n" +
+	"components\"\xb3\x02\n" +
 	"\x0eAssignmentInfo\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x124\n" +
@@ -2257,7 +2469,7 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"supervisor\x18\x01 \x01(\tR\n" +
 	"supervisor\x126\n" +
-	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xfe\x03\n" +
+	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xbe\x04\n" +
 	"\fWorkerReport\x12\x1a\n" +
 	"\btopology\x18\x01 \x01(\tR\btopology\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x10\n" +
@@ -2277,7 +2489,30 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"supervisor\x12\x12\n" +
 	"\x04host\x18\x0e \x01(\tR\x04host\x12\x16\n" +
 	"\x06reason\x18\x0f \x01(\tR\x06reason\x12K\n" +
-	"\x10complete_latency\x18\x10 \x01(\v2 .gale.nimbus.v1.LatencyHistogramR\x0fcompleteLatency\"\x10\n" +
+	"\x10complete_latency\x18\x10 \x01(\v2 .gale.nimbus.v1.LatencyHistogramR\x0fcompleteLatency\x12>\n" +
+	"\n" +
+	"components\x18\x11 \x03(\v2\x1e.gale.nimbus.v1.ComponentStatsR\n" +
+	"components\"\xcb\x04\n" +
+	"\x0eComponentStats\x12\x1c\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05tasks\x18\x03 \x01(\x05R\x05tasks\x12\x18\n" +
+	"\aemitted\x18\x04 \x01(\x03R\aemitted\x12 \n" +
+	"\vtransferred\x18\x05 \x01(\x03R\vtransferred\x12\x14\n" +
+	"\x05acked\x18\x06 \x01(\x03R\x05acked\x12\x16\n" +
+	"\x06failed\x18\a \x01(\x03R\x06failed\x12$\n" +
+	"\x0efailed_by_bolt\x18\b \x01(\x03R\ffailedByBolt\x12\x1b\n" +
+	"\ttimed_out\x18\t \x01(\x03R\btimedOut\x12'\n" +
+	"\x0ffailed_shutdown\x18\n" +
+	" \x01(\x03R\x0efailedShutdown\x12\x18\n" +
+	"\apending\x18\v \x01(\x03R\apending\x12\x1f\n" +
+	"\vmax_pending\x18\f \x01(\x03R\n" +
+	"maxPending\x12K\n" +
+	"\x10complete_latency\x18\r \x01(\v2 .gale.nimbus.v1.LatencyHistogramR\x0fcompleteLatency\x12\x1a\n" +
+	"\bexecuted\x18\x0e \x01(\x03R\bexecuted\x12'\n" +
+	"\x0fexecute_samples\x18\x0f \x01(\x03R\x0eexecuteSamples\x122\n" +
+	"\x15execute_sampled_nanos\x18\x10 \x01(\x03R\x13executeSampledNanos\x12\x1a\n" +
+	"\bcapacity\x18\x11 \x01(\x01R\bcapacity\"\x10\n" +
 	"\x0eReportResponse2\xf7\x05\n" +
 	"\x06Nimbus\x12I\n" +
 	"\x06Submit\x12\x1d.gale.nimbus.v1.SubmitRequest\x1a\x1e.gale.nimbus.v1.SubmitResponse(\x01\x12A\n" +
@@ -2304,7 +2539,7 @@ func file_gale_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 	return file_gale_nimbus_v1_nimbus_proto_rawDescData
 }
 
-var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: gale.nimbus.v1.SubmitRequest
 	(*SubmitHeader)(nil),        // 1: gale.nimbus.v1.SubmitHeader
@@ -2337,16 +2572,17 @@ var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*Chunk)(nil),               // 28: gale.nimbus.v1.Chunk
 	(*ReportRequest)(nil),       // 29: gale.nimbus.v1.ReportRequest
 	(*WorkerReport)(nil),        // 30: gale.nimbus.v1.WorkerReport
-	(*ReportResponse)(nil),      // 31: gale.nimbus.v1.ReportResponse
-	nil,                         // 32: gale.nimbus.v1.TopologyDefinition.ParamsEntry
-	nil,                         // 33: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	nil,                         // 34: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	(*ComponentStats)(nil),      // 31: gale.nimbus.v1.ComponentStats
+	(*ReportResponse)(nil),      // 32: gale.nimbus.v1.ReportResponse
+	nil,                         // 33: gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	nil,                         // 34: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	nil,                         // 35: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
 }
 var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: gale.nimbus.v1.SubmitRequest.header:type_name -> gale.nimbus.v1.SubmitHeader
 	2,  // 1: gale.nimbus.v1.SubmitHeader.definition:type_name -> gale.nimbus.v1.TopologyDefinition
 	5,  // 2: gale.nimbus.v1.SubmitHeader.artifact:type_name -> gale.nimbus.v1.Artifact
-	32, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	33, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
 	3,  // 4: gale.nimbus.v1.TopologyDefinition.components:type_name -> gale.nimbus.v1.Component
 	4,  // 5: gale.nimbus.v1.Component.inputs:type_name -> gale.nimbus.v1.Input
 	9,  // 6: gale.nimbus.v1.ListResponse.topologies:type_name -> gale.nimbus.v1.TopologySummary
@@ -2356,38 +2592,41 @@ var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	5,  // 10: gale.nimbus.v1.TopologyInfo.artifact:type_name -> gale.nimbus.v1.Artifact
 	13, // 11: gale.nimbus.v1.TopologyInfo.assignment:type_name -> gale.nimbus.v1.AssignmentInfo
 	30, // 12: gale.nimbus.v1.TopologyInfo.workers:type_name -> gale.nimbus.v1.WorkerReport
-	14, // 13: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
-	33, // 14: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	17, // 15: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
-	18, // 16: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
-	34, // 17: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
-	30, // 18: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
-	10, // 19: gale.nimbus.v1.WorkerReport.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
-	0,  // 20: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
-	7,  // 21: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
-	11, // 22: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
-	15, // 23: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
-	19, // 24: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
-	21, // 25: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
-	23, // 26: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
-	25, // 27: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
-	27, // 28: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
-	29, // 29: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
-	6,  // 30: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
-	8,  // 31: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
-	12, // 32: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
-	16, // 33: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
-	20, // 34: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
-	22, // 35: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
-	24, // 36: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
-	26, // 37: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
-	28, // 38: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
-	31, // 39: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
-	30, // [30:40] is the sub-list for method output_type
-	20, // [20:30] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	31, // 13: gale.nimbus.v1.TopologyInfo.components:type_name -> gale.nimbus.v1.ComponentStats
+	14, // 14: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
+	34, // 15: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	17, // 16: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
+	18, // 17: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
+	35, // 18: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	30, // 19: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
+	10, // 20: gale.nimbus.v1.WorkerReport.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	31, // 21: gale.nimbus.v1.WorkerReport.components:type_name -> gale.nimbus.v1.ComponentStats
+	10, // 22: gale.nimbus.v1.ComponentStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	0,  // 23: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
+	7,  // 24: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
+	11, // 25: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
+	15, // 26: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
+	19, // 27: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
+	21, // 28: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
+	23, // 29: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
+	25, // 30: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
+	27, // 31: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
+	29, // 32: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
+	6,  // 33: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
+	8,  // 34: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
+	12, // 35: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
+	16, // 36: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
+	20, // 37: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
+	22, // 38: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
+	24, // 39: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
+	26, // 40: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
+	28, // 41: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
+	32, // 42: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
+	33, // [33:43] is the sub-list for method output_type
+	23, // [23:33] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_gale_nimbus_v1_nimbus_proto_init() }
@@ -2405,7 +2644,7 @@ func file_gale_nimbus_v1_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gale_nimbus_v1_nimbus_proto_rawDesc), len(file_gale_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,7 +1,7 @@
-// Package runstats is a running topology's spout counters and complete
-// latencies as the command line (`run`'s live numbers and report) and
-// worker heartbeats carry them; bridge.SpoutStats reads them out of
-// package gale.
+// Package runstats is a running topology's spout and bolt counters,
+// complete and execute latencies as the command line (`run`'s live
+// numbers and report) and worker heartbeats carry them;
+// bridge.SpoutStats and bridge.BoltStats read them out of package gale.
 package runstats
 
 import (
@@ -17,12 +17,22 @@ type Spout struct {
 	Tasks int `json:"tasks"`
 	// Emitted counts tuples emitted, with a message id or without.
 	Emitted int64 `json:"emitted"`
+	// Transferred counts the copies of those tuples sent to a task in
+	// another worker.
+	Transferred int64 `json:"transferred,omitempty"`
 	// Acked counts trees completed (with acking off, every tuple emitted
 	// with a message id), Failed trees failed by a bolt, by timeout or at
 	// shutdown; Pending the trees in flight.
 	Acked   int64 `json:"acked"`
 	Failed  int64 `json:"failed"`
 	Pending int64 `json:"pending"`
+	// FailedByBolt, TimedOut and FailedShutdown split Failed by reason:
+	// a bolt failed the tree (Fail, or a panic under the panic policy),
+	// it outlived topology.message.timeout.secs, or it was in flight
+	// when the topology stopped.
+	FailedByBolt   int64 `json:"failed_by_bolt,omitempty"`
+	TimedOut       int64 `json:"timed_out,omitempty"`
+	FailedShutdown int64 `json:"failed_shutdown,omitempty"`
 	// MaxPending is the most trees the tasks may have in flight, summed:
 	// topology.max.spout.pending, fixed or as the auto-tuner last chose it
 	// (topology.max.spout.pending.autotune); over Tasks, the value per
@@ -43,14 +53,22 @@ func Add(a, b []Spout) []Spout {
 		}
 		o := &out[i]
 		o.Tasks += s.Tasks
-		o.Emitted += s.Emitted
-		o.Acked += s.Acked
-		o.Failed += s.Failed
-		o.Pending += s.Pending
-		o.MaxPending += s.MaxPending
-		o.Latency.Add(&s.Latency)
+		o.add(&s)
 	}
 	return out
+}
+
+func (o *Spout) add(s *Spout) {
+	o.Emitted += s.Emitted
+	o.Transferred += s.Transferred
+	o.Acked += s.Acked
+	o.Failed += s.Failed
+	o.Pending += s.Pending
+	o.FailedByBolt += s.FailedByBolt
+	o.TimedOut += s.TimedOut
+	o.FailedShutdown += s.FailedShutdown
+	o.MaxPending += s.MaxPending
+	o.Latency.Add(&s.Latency)
 }
 
 // Total sums every component's counters into one, with no component name.
@@ -58,12 +76,7 @@ func Total(ss []Spout) Spout {
 	var t Spout
 	for _, s := range ss {
 		t.Tasks += s.Tasks
-		t.Emitted += s.Emitted
-		t.Acked += s.Acked
-		t.Failed += s.Failed
-		t.Pending += s.Pending
-		t.MaxPending += s.MaxPending
-		t.Latency.Add(&s.Latency)
+		t.add(&s)
 	}
 	return t
 }

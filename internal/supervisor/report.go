@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
@@ -35,8 +37,10 @@ func (s *Supervisor) report() *nimbuspb.ReportRequest {
 				wr.Emitted += sp.Emitted
 				wr.Acked += sp.Acked
 				wr.Failed += sp.Failed
+				wr.TimedOut += sp.TimedOut
 				lat.Add(&sp.Latency)
 			}
+			wr.Components = componentStats(b.Spouts, b.Bolts)
 			if lat.Count() > 0 {
 				wr.CompleteLatency = &nimbuspb.LatencyHistogram{}
 				wr.CompleteLatency.Buckets, wr.CompleteLatency.Counts = lat.Sparse()
@@ -77,4 +81,33 @@ func (s *Supervisor) reporter(ctx context.Context, in <-chan *nimbuspb.ReportReq
 			failing = false
 		}
 	}
+}
+
+// componentStats is a heartbeat's counters in the report's form, in
+// component id order.
+func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt) []*nimbuspb.ComponentStats {
+	out := make([]*nimbuspb.ComponentStats, 0, len(spouts)+len(bolts))
+	for _, s := range spouts {
+		c := &nimbuspb.ComponentStats{
+			Component: s.Component, Kind: "spout", Tasks: int32(s.Tasks),
+			Emitted: s.Emitted, Transferred: s.Transferred, Acked: s.Acked, Failed: s.Failed,
+			FailedByBolt: s.FailedByBolt, TimedOut: s.TimedOut, FailedShutdown: s.FailedShutdown,
+			Pending: s.Pending, MaxPending: s.MaxPending,
+		}
+		if s.Latency.Count() > 0 {
+			c.CompleteLatency = &nimbuspb.LatencyHistogram{}
+			c.CompleteLatency.Buckets, c.CompleteLatency.Counts = s.Latency.Sparse()
+		}
+		out = append(out, c)
+	}
+	for _, b := range bolts {
+		out = append(out, &nimbuspb.ComponentStats{
+			Component: b.Component, Kind: "bolt", Tasks: int32(b.Tasks),
+			Emitted: b.Emitted, Transferred: b.Transferred, Acked: b.Acked, Failed: b.Failed,
+			Executed: b.Executed, ExecuteSamples: b.ExecuteSamples, ExecuteSampledNanos: b.ExecuteSampledNanos,
+			Capacity: b.Capacity,
+		})
+	}
+	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
+	return out
 }

@@ -346,7 +346,8 @@ func TestSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid int32
-	tc.nimbus.waitReport(t, "a valid worker acking on the slot", validOn(ports[1], &pid, true))
+	first := tc.nimbus.waitReport(t, "a valid worker acking on the slot", validOn(ports[1], &pid, true))
+	checkComponents(t, workerOn(first, ports[1]))
 	if info, err := os.Stat(filepath.Join(dir, "artifacts", tc.art.SHA256)); err != nil || info.Mode().Perm() != 0o755 {
 		t.Fatalf("artifact stored: %v, %v; want mode 0755", info, err)
 	}
@@ -792,4 +793,26 @@ func TestSupervisorRestartsACrashedWorkerWithoutEtcd(t *testing.T) {
 		w := workerOn(r, ports[0])
 		return w != nil && w.Pid != pid && validOn(ports[0], &pid2, true)(r)
 	})
+}
+
+// checkComponents checks that a report from a worker of the ticks
+// topology carries its per-component counters: the spout's trees, the
+// bolt's tuples executed and acked, the spout's counters matching the
+// worker's totals.
+func checkComponents(t *testing.T, w *nimbuspb.WorkerReport) {
+	t.Helper()
+	cs := w.GetComponents()
+	if len(cs) != 2 || cs[0].GetComponent() != "sink" || cs[1].GetComponent() != "ticks" {
+		t.Fatalf("components %v, want sink and ticks", cs)
+	}
+	sink, ticks := cs[0], cs[1]
+	if sink.GetKind() != "bolt" || sink.GetTasks() != 1 || sink.GetExecuted() == 0 || sink.GetAcked() == 0 ||
+		sink.GetFailed() != 0 || sink.GetExecuteSamples() == 0 {
+		t.Errorf("sink: %v, want a bolt that executed and acked tuples, one of them timed", sink)
+	}
+	if ticks.GetKind() != "spout" || ticks.GetAcked() != w.GetAcked() || ticks.GetEmitted() != w.GetEmitted() ||
+		ticks.GetTimedOut() != w.GetTimedOut() || ticks.GetCompleteLatency() == nil {
+		t.Errorf("ticks: %v, want the spout's counters, as the worker's totals (%d emitted, %d acked, %d timed out)",
+			ticks, w.GetEmitted(), w.GetAcked(), w.GetTimedOut())
+	}
 }

@@ -133,7 +133,7 @@ func runSupervised(ctx context.Context, spec Spec, conf gale.Config, built *Buil
 	beat := func(event string) {
 		st := w.Status()
 		a := active
-		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w),
+		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w), Bolts: bridge.BoltStats(w),
 			Version: id.Version, Fingerprint: id.Fingerprint, Active: &a}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {

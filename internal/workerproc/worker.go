@@ -199,6 +199,8 @@ type Message struct {
 	Stats   json.RawMessage `json:"stats,omitempty"`
 	// Spouts are this worker's spout counters (heartbeat, stopped).
 	Spouts []runstats.Spout `json:"spouts,omitempty"`
+	// Bolts are this worker's bolt counters (heartbeat, stopped).
+	Bolts []runstats.Bolt `json:"bolts,omitempty"`
 
 	// Supervised mode (Supervised documents it).
 	Topology    string             `json:"topology,omitempty"`    // hello
@@ -321,7 +323,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	}
 	beat := func(event string) error {
 		st := w.Status()
-		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w)}
+		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w), Bolts: bridge.BoltStats(w)}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {
