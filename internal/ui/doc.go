@@ -9,7 +9,11 @@
 //
 // The UI process's /metrics holds the cluster's and each topology's
 // totals as nimbus knows them from the supervisors' reports
-// (gale_topology_*, gale_cluster_*), collected from nimbus on each scrape,
+// (gale_topology_*, gale_cluster_*) and each component's, summed over
+// its workers (gale_component_*, gale_spout_failed_by_reason_total by
+// bolt, timeout and shutdown, gale_bolt_executed_total,
+// gale_bolt_capacity_ratio, gale_bolt_execute_latency_seconds), collected
+// from nimbus on each scrape (List, then a Get per topology),
 // and the Go runtime metrics of the UI process itself. One scrape target
 // thus answers "is the cluster, or a topology, healthy" without the
 // scraper knowing where the workers run, and without a pushgateway. Each

@@ -28,10 +28,14 @@ type collector struct {
 	up, supervisors, slotsTotal, slotsUsed, topologies *prometheus.Desc
 	emitted, acked, failed, workers, workersRunning    *prometheus.Desc
 	executors, tasks, active, uptime, latency          *prometheus.Desc
+
+	compEmitted, compTransferred, compAcked, compFailed *prometheus.Desc
+	spoutFailed, boltExecuted, boltCapacity, boltExec   *prometheus.Desc
 }
 
 func newCollector(n Nimbus) *collector {
 	topo := []string{"topology", "topology_id"}
+	comp := []string{"topology", "topology_id", "component", "kind"}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
@@ -52,12 +56,22 @@ func newCollector(n Nimbus) *collector {
 		active:         d("gale_topology_active", "1 if the topology's status is ACTIVE, else 0.", append(topo, "status")...),
 		uptime:         d("gale_topology_uptime_seconds", "Seconds since the topology was submitted.", topo...),
 		latency:        d("gale_topology_complete_latency_seconds", "Tuple trees acked, by complete latency (emit to ack), since the topology's workers started.", topo...),
+
+		compEmitted:     d("gale_component_emitted_total", "Tuples the component emitted, since its workers started.", comp...),
+		compTransferred: d("gale_component_transferred_total", "Copies of the component's tuples sent to a task in another worker.", comp...),
+		compAcked:       d("gale_component_acked_total", "A spout's trees acked; a bolt's input tuples acked.", comp...),
+		compFailed:      d("gale_component_failed_total", "A spout's trees failed; a bolt's input tuples failed.", comp...),
+		spoutFailed:     d("gale_spout_failed_by_reason_total", "A spout's trees failed, by reason: bolt (a bolt failed a tuple), timeout (topology.message.timeout.secs), shutdown.", append(comp[:4:4], "reason")...),
+		boltExecuted:    d("gale_bolt_executed_total", "A bolt's input tuples executed.", comp[:3]...),
+		boltCapacity:    d("gale_bolt_capacity_ratio", "The share of the last 10 to 20 s the bolt's busiest executor spent executing; near 1 it is saturated.", comp[:3]...),
+		boltExec:        d("gale_bolt_execute_latency_seconds", "A bolt's mean execute latency, from one Execute in 64 timed.", comp[:3]...),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.supervisors, c.slotsTotal, c.slotsUsed, c.topologies,
-		c.emitted, c.acked, c.failed, c.workers, c.workersRunning, c.executors, c.tasks, c.active, c.uptime, c.latency} {
+		c.emitted, c.acked, c.failed, c.workers, c.workersRunning, c.executors, c.tasks, c.active, c.uptime, c.latency,
+		c.compEmitted, c.compTransferred, c.compAcked, c.compFailed, c.spoutFailed, c.boltExecuted, c.boltCapacity, c.boltExec} {
 		ch <- d
 	}
 }
@@ -103,6 +117,32 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.uptime, float64(t.GetUptimeSecs()), l...)
 		sum, n, buckets := histogram(t.GetCompleteLatency())
 		ch <- prometheus.MustNewConstHistogram(c.latency, n, sum, buckets, l...)
+		// Per component, from the topology's worker reports: one Get each.
+		info, err := c.nimbus.Get(ctx, &nimbuspb.GetRequest{Name: t.GetId()})
+		if err != nil {
+			continue // killed since the list, or nimbus went away: next scrape
+		}
+		for _, cs := range info.GetComponents() {
+			cl := []string{t.GetName(), t.GetId(), cs.GetComponent(), cs.GetKind()}
+			counter(c.compEmitted, float64(cs.GetEmitted()), cl...)
+			counter(c.compTransferred, float64(cs.GetTransferred()), cl...)
+			counter(c.compAcked, float64(cs.GetAcked()), cl...)
+			counter(c.compFailed, float64(cs.GetFailed()), cl...)
+			if cs.GetKind() == "spout" {
+				counter(c.spoutFailed, float64(cs.GetFailedByBolt()), append(cl, "bolt")...)
+				counter(c.spoutFailed, float64(cs.GetTimedOut()), append(cl, "timeout")...)
+				counter(c.spoutFailed, float64(cs.GetFailedShutdown()), append(cl, "shutdown")...)
+				continue
+			}
+			bl := cl[:3]
+			counter(c.boltExecuted, float64(cs.GetExecuted()), bl...)
+			gauge(c.boltCapacity, cs.GetCapacity(), bl...)
+			var mean float64
+			if n := cs.GetExecuteSamples(); n > 0 {
+				mean = float64(cs.GetExecuteSampledNanos()) / float64(n) / 1e9
+			}
+			gauge(c.boltExec, mean, bl...)
+		}
 	}
 }
 

@@ -281,38 +281,54 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		"window":          allTime,
 		"windowPretty":    "All time",
 		"emitted":         s.GetEmitted(),
-		"transferred":     0, // not counted yet
+		"transferred":     0, // the spouts' sum, set below
 		"completeLatency": fmt.Sprintf("%.3f", lat),
 		"acked":           s.GetAcked(),
 		"failed":          s.GetFailed(),
 	}}
 	par := info.GetAssignment().GetParallelism()
+	stats := map[string]*nimbuspb.ComponentStats{}
+	var transferred int64
+	for _, cs := range info.GetComponents() {
+		stats[cs.GetComponent()] = cs
+		if cs.GetKind() == "spout" {
+			transferred += cs.GetTransferred()
+		}
+	}
+	page["topologyStats"].([]map[string]any)[0]["transferred"] = transferred
 	spouts, bolts := []map[string]any{}, []map[string]any{}
 	for _, c := range info.GetDefinition().GetComponents() {
 		executors := c.GetParallelism()
 		if p, ok := par[c.GetId()]; ok {
 			executors = p
 		}
+		cs := stats[c.GetId()] // nil until a worker reported: every count 0
 		m := map[string]any{
 			"executors":   executors,
 			"tasks":       c.GetTasks(),
-			"emitted":     0,
-			"transferred": 0,
-			"acked":       0,
-			"failed":      0,
+			"emitted":     cs.GetEmitted(),
+			"transferred": cs.GetTransferred(),
+			"acked":       cs.GetAcked(),
+			"failed":      cs.GetFailed(),
 			"lastError":   "",
 		}
 		if c.GetSpout() {
 			m["spoutId"], m["encodedSpoutId"] = c.GetId(), c.GetId()
-			m["completeLatency"] = "0.000"
+			m["completeLatency"] = fmt.Sprintf("%.3f", latencyMillis(cs.GetCompleteLatency()))
+			// Gale's split of failed: what Storm's users ask for most.
+			m["failedByBolt"], m["timedOut"], m["failedShutdown"] = cs.GetFailedByBolt(), cs.GetTimedOut(), cs.GetFailedShutdown()
 			spouts = append(spouts, m)
 			continue
 		}
 		m["boltId"], m["encodedBoltId"] = c.GetId(), c.GetId()
-		m["executed"] = 0
-		m["capacity"] = "0.000"
-		m["executeLatency"] = "0.000"
-		m["processLatency"] = "0.000"
+		m["executed"] = cs.GetExecuted()
+		m["capacity"] = fmt.Sprintf("%.3f", cs.GetCapacity())
+		execMS := 0.0
+		if n := cs.GetExecuteSamples(); n > 0 {
+			execMS = float64(cs.GetExecuteSampledNanos()) / float64(n) / 1e6
+		}
+		m["executeLatency"] = fmt.Sprintf("%.3f", execMS)
+		m["processLatency"] = "0.000" // not measured yet
 		bolts = append(bolts, m)
 	}
 	if ackers := info.GetDefinition().GetAckers(); sys && ackers > 0 {

@@ -156,6 +156,12 @@ func (ev *env) report() {
 			Topology: ev.id, Port: port, Pid: int32(1000 + i), State: "valid", Supervisor: ev.sups, Host: "127.0.0.1",
 			Emitted: 30, Acked: 10, Failed: 1, HeartbeatUnixMs: time.Now().UnixMilli(),
 			CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{int32(b2), int32(b4)}, Counts: []int64{5, 5}},
+			Components: []*nimbuspb.ComponentStats{
+				{Component: "sentences", Kind: "spout", Tasks: 1, Emitted: 30, Transferred: 12, Acked: 10, Failed: 1, TimedOut: 1,
+					CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{int32(b2), int32(b4)}, Counts: []int64{5, 5}}},
+				{Component: "split", Kind: "bolt", Tasks: 2, Executed: 30, Acked: 29, Failed: 1, Emitted: 90,
+					ExecuteSamples: 2, ExecuteSampledNanos: 3_000_000, Capacity: 0.25 * float64(i+1)},
+			},
 		})
 	}
 	if _, err := ev.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
@@ -283,7 +289,7 @@ func TestGetEndpointsAnswerStormsFields(t *testing.T) {
 		if len(stats) != 1 {
 			t.Fatalf("topologyStats: got %v, want the all-time window", stats)
 		}
-		want(t, "topologyStats", stats[0], map[string]any{"window": ":all-time", "windowPretty": "All time", "emitted": 60, "acked": 20, "failed": 2})
+		want(t, "topologyStats", stats[0], map[string]any{"window": ":all-time", "windowPretty": "All time", "emitted": 60, "transferred": 24, "acked": 20, "failed": 2})
 		lat, err := strconv.ParseFloat(fmt.Sprint(stats[0]["completeLatency"]), 64)
 		if err != nil || lat < 2.8 || lat > 3.2 {
 			t.Errorf("completeLatency: got %v, want about 3 (ms, the mean of 2 and 4)", stats[0]["completeLatency"])
@@ -292,12 +298,18 @@ func TestGetEndpointsAnswerStormsFields(t *testing.T) {
 		if len(spouts) != 1 {
 			t.Fatalf("spouts: got %v", spouts)
 		}
-		want(t, "spout", spouts[0], map[string]any{"spoutId": "sentences", "executors": 2, "tasks": 2})
+		want(t, "spout", spouts[0], map[string]any{"spoutId": "sentences", "executors": 2, "tasks": 2,
+			"emitted": 60, "transferred": 24, "acked": 20, "failed": 2, "timedOut": 2, "failedByBolt": 0})
+		if l, err := strconv.ParseFloat(fmt.Sprint(spouts[0]["completeLatency"]), 64); err != nil || l < 2.8 || l > 3.2 {
+			t.Errorf("spout completeLatency: got %v, want about 3 (ms)", spouts[0]["completeLatency"])
+		}
 		bolts := list(t, "bolts", tp["bolts"])
 		if len(bolts) != 2 {
 			t.Fatalf("bolts without sys: got %v, want split and count", bolts)
 		}
-		want(t, "bolt", bolts[0], map[string]any{"boltId": "split", "executors": 4, "tasks": 4})
+		want(t, "bolt", bolts[0], map[string]any{"boltId": "split", "executors": 4, "tasks": 4,
+			"executed": 60, "acked": 58, "failed": 2, "emitted": 180, "executeLatency": "1.500", "capacity": "0.500"})
+		want(t, "bolt", bolts[1], map[string]any{"boltId": "count", "executed": 0, "capacity": "0.000"})
 		want(t, "bolt", bolts[1], map[string]any{"boltId": "count", "executors": 2, "tasks": 4})
 		workers := list(t, "workers", tp["workers"])
 		if len(workers) != 2 {
@@ -428,6 +440,13 @@ func TestMetricsHoldTheGaleSeries(t *testing.T) {
 		fmt.Sprintf(`gale_topology_complete_latency_seconds_bucket{topology="wordcount",topology_id="%s",le="0.005"} 20`, ev.id),
 		"# TYPE gale_topology_acked_total counter",
 		"# TYPE go_goroutines gauge",
+		fmt.Sprintf(`gale_component_acked_total{component="sentences",kind="spout",topology="wordcount",topology_id="%s"} 20`, ev.id),
+		fmt.Sprintf(`gale_component_transferred_total{component="sentences",kind="spout",topology="wordcount",topology_id="%s"} 24`, ev.id),
+		fmt.Sprintf(`gale_spout_failed_by_reason_total{component="sentences",kind="spout",reason="timeout",topology="wordcount",topology_id="%s"} 2`, ev.id),
+		fmt.Sprintf(`gale_spout_failed_by_reason_total{component="sentences",kind="spout",reason="bolt",topology="wordcount",topology_id="%s"} 0`, ev.id),
+		fmt.Sprintf(`gale_bolt_executed_total{component="split",topology="wordcount",topology_id="%s"} 60`, ev.id),
+		fmt.Sprintf(`gale_bolt_capacity_ratio{component="split",topology="wordcount",topology_id="%s"} 0.5`, ev.id),
+		fmt.Sprintf(`gale_bolt_execute_latency_seconds{component="split",topology="wordcount",topology_id="%s"} 0.0015`, ev.id),
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("/metrics has no line %q", line)
