@@ -124,6 +124,27 @@ func TestWorkerCrash(t *testing.T) {
 	t.Logf("trees acked again %s after the kill", time.Since(killed).Round(time.Millisecond))
 }
 
+// loseMachine kills a supervisor and then its workers with SIGKILL, as
+// when its machine dies: the supervisor first, so that it does not
+// restart them. It returns the workers' pids and the time of the kill.
+// placed (the assignment's supervisors) is for the failure message.
+func loseMachine(t *testing.T, victim *Proc, placed []string) ([]int, time.Time) {
+	t.Helper()
+	pids, err := victim.Workers()
+	if err != nil || len(pids) == 0 {
+		t.Fatalf("%s runs no worker (%v), though the assignment names it: %v", victim.Role, err, placed)
+	}
+	if err := victim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if err := killPID(pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pids, time.Now()
+}
+
 // killPID kills the process pid with SIGKILL.
 func killPID(pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -280,21 +301,7 @@ func TestMachineLost(t *testing.T) {
 			survivorWorkers, _ = s.Workers()
 		}
 	}
-	victimWorkers, err := victim.Workers()
-	if err != nil || len(victimWorkers) == 0 {
-		t.Fatalf("%s runs no worker (%v), though the assignment names it: %v", victim.Role, err, placed)
-	}
-	// The machine dies: the supervisor first, so that it does not
-	// restart the workers.
-	if err := victim.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for _, pid := range victimWorkers {
-		if err := killPID(pid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	killed := time.Now()
+	victimWorkers, killed := loseMachine(t, victim, placed)
 	t.Logf("killed %s (%s) and its workers %v; assignment v%d on %v", victim.Role, victim.ID, victimWorkers, a.Version, placed)
 
 	store := f.Store(t)

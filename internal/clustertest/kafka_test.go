@@ -78,21 +78,7 @@ func TestMachineLostKafka(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("assignment %v names a supervisor the fleet does not have", placed)
 	}
-	victimWorkers, err := victim.Workers()
-	if err != nil || len(victimWorkers) == 0 {
-		t.Fatalf("%s runs no worker (%v), though the assignment names it: %v", victim.Role, err, placed)
-	}
-	// The machine dies: the supervisor first, so that it does not
-	// restart the workers.
-	if err := victim.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for _, pid := range victimWorkers {
-		if err := killPID(pid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	killed := time.Now()
+	victimWorkers, killed := loseMachine(t, victim, placed)
 	t.Logf("killed %s (%s) and its workers %v with %d of %d ids in the output; assignment v%d on %v",
 		victim.Role, victim.ID, victimWorkers, out.Tally.Distinct(), n, a.Version, placed)
 
