@@ -356,9 +356,15 @@ func (x *Component) GetInputs() []*Input {
 }
 
 type Input struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
-	Stream        string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Component string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	Stream    string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	// grouping is how the stream's tuples are spread over the bolt's
+	// tasks, by Storm's names: shuffle, fields, all, global, none, direct,
+	// local-or-shuffle, partial-key, custom; fields names the grouping's
+	// fields (fields and partial-key).
+	Grouping      string   `protobuf:"bytes,3,opt,name=grouping,proto3" json:"grouping,omitempty"`
+	Fields        []string `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -405,6 +411,20 @@ func (x *Input) GetStream() string {
 		return x.Stream
 	}
 	return ""
+}
+
+func (x *Input) GetGrouping() string {
+	if x != nil {
+		return x.Grouping
+	}
+	return ""
+}
+
+func (x *Input) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
 }
 
 // Artifact is the binary a topology's workers run.
@@ -842,8 +862,12 @@ func (x *LatencyHistogram) GetCounts() []int64 {
 }
 
 type GetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // the name or the id
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // the name or the id
+	// window_secs selects the rolling window the components' counters in
+	// TopologyInfo.components cover: 600, 10800, 86400, or 0 for all time
+	// (since the workers started).
+	WindowSecs    int64 `protobuf:"varint,2,opt,name=window_secs,json=windowSecs,proto3" json:"window_secs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -885,6 +909,13 @@ func (x *GetRequest) GetName() string {
 	return ""
 }
 
+func (x *GetRequest) GetWindowSecs() int64 {
+	if x != nil {
+		return x.WindowSecs
+	}
+	return 0
+}
+
 type TopologyInfo struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Summary    *TopologySummary       `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
@@ -895,7 +926,12 @@ type TopologyInfo struct {
 	Workers    []*WorkerReport        `protobuf:"bytes,6,rep,name=workers,proto3" json:"workers,omitempty"`
 	// components: each component's counters summed over the workers'
 	// latest reports (capacity: the largest), in component id order.
-	Components    []*ComponentStats `protobuf:"bytes,7,rep,name=components,proto3" json:"components,omitempty"`
+	Components []*ComponentStats `protobuf:"bytes,7,rep,name=components,proto3" json:"components,omitempty"`
+	// windows: the topology's totals over each rolling window, as Storm's
+	// UI shows them: 600, 10800 and 86400 seconds, then 0 (all time).
+	Windows []*WindowStats `protobuf:"bytes,8,rep,name=windows,proto3" json:"windows,omitempty"`
+	// window_secs: the window components covers (GetRequest.window_secs).
+	WindowSecs    int64 `protobuf:"varint,9,opt,name=window_secs,json=windowSecs,proto3" json:"window_secs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -979,6 +1015,107 @@ func (x *TopologyInfo) GetComponents() []*ComponentStats {
 	return nil
 }
 
+func (x *TopologyInfo) GetWindows() []*WindowStats {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *TopologyInfo) GetWindowSecs() int64 {
+	if x != nil {
+		return x.WindowSecs
+	}
+	return 0
+}
+
+// WindowStats is a topology's totals over one rolling window: what its
+// spouts emitted and transferred, and their trees acked and failed, with
+// the complete latencies of the trees acked in the window.
+type WindowStats struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	WindowSecs      int64                  `protobuf:"varint,1,opt,name=window_secs,json=windowSecs,proto3" json:"window_secs,omitempty"` // 0: all time
+	Emitted         int64                  `protobuf:"varint,2,opt,name=emitted,proto3" json:"emitted,omitempty"`
+	Transferred     int64                  `protobuf:"varint,3,opt,name=transferred,proto3" json:"transferred,omitempty"`
+	Acked           int64                  `protobuf:"varint,4,opt,name=acked,proto3" json:"acked,omitempty"`
+	Failed          int64                  `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	CompleteLatency *LatencyHistogram      `protobuf:"bytes,6,opt,name=complete_latency,json=completeLatency,proto3" json:"complete_latency,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WindowStats) Reset() {
+	*x = WindowStats{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowStats) ProtoMessage() {}
+
+func (x *WindowStats) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowStats.ProtoReflect.Descriptor instead.
+func (*WindowStats) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WindowStats) GetWindowSecs() int64 {
+	if x != nil {
+		return x.WindowSecs
+	}
+	return 0
+}
+
+func (x *WindowStats) GetEmitted() int64 {
+	if x != nil {
+		return x.Emitted
+	}
+	return 0
+}
+
+func (x *WindowStats) GetTransferred() int64 {
+	if x != nil {
+		return x.Transferred
+	}
+	return 0
+}
+
+func (x *WindowStats) GetAcked() int64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *WindowStats) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *WindowStats) GetCompleteLatency() *LatencyHistogram {
+	if x != nil {
+		return x.CompleteLatency
+	}
+	return nil
+}
+
 type AssignmentInfo struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Version     int64                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -993,7 +1130,7 @@ type AssignmentInfo struct {
 
 func (x *AssignmentInfo) Reset() {
 	*x = AssignmentInfo{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1142,7 @@ func (x *AssignmentInfo) String() string {
 func (*AssignmentInfo) ProtoMessage() {}
 
 func (x *AssignmentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1155,7 @@ func (x *AssignmentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentInfo.ProtoReflect.Descriptor instead.
 func (*AssignmentInfo) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AssignmentInfo) GetVersion() int64 {
@@ -1067,7 +1204,7 @@ type WorkerSlot struct {
 
 func (x *WorkerSlot) Reset() {
 	*x = WorkerSlot{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1216,7 @@ func (x *WorkerSlot) String() string {
 func (*WorkerSlot) ProtoMessage() {}
 
 func (x *WorkerSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1229,7 @@ func (x *WorkerSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSlot.ProtoReflect.Descriptor instead.
 func (*WorkerSlot) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkerSlot) GetSupervisor() string {
@@ -1124,7 +1261,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1273,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1286,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
 }
 
 type ClusterInfoResponse struct {
@@ -1166,7 +1303,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1315,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1328,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -1248,7 +1385,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1397,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1410,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NimbusSummary) GetId() string {
@@ -1319,7 +1456,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1468,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1481,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SupervisorSummary) GetId() string {
@@ -1407,7 +1544,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1556,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1569,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KillRequest) GetName() string {
@@ -1457,7 +1594,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1606,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1619,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
 }
 
 type ActivateRequest struct {
@@ -1494,7 +1631,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1643,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1656,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ActivateRequest) GetName() string {
@@ -1537,7 +1674,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1686,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1699,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 type DeactivateRequest struct {
@@ -1574,7 +1711,7 @@ type DeactivateRequest struct {
 
 func (x *DeactivateRequest) Reset() {
 	*x = DeactivateRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1723,7 @@ func (x *DeactivateRequest) String() string {
 func (*DeactivateRequest) ProtoMessage() {}
 
 func (x *DeactivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1736,7 @@ func (x *DeactivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeactivateRequest) GetName() string {
@@ -1617,7 +1754,7 @@ type DeactivateResponse struct {
 
 func (x *DeactivateResponse) Reset() {
 	*x = DeactivateResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1766,7 @@ func (x *DeactivateResponse) String() string {
 func (*DeactivateResponse) ProtoMessage() {}
 
 func (x *DeactivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1779,7 @@ func (x *DeactivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 type RebalanceRequest struct {
@@ -1657,7 +1794,7 @@ type RebalanceRequest struct {
 
 func (x *RebalanceRequest) Reset() {
 	*x = RebalanceRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1806,7 @@ func (x *RebalanceRequest) String() string {
 func (*RebalanceRequest) ProtoMessage() {}
 
 func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1819,7 @@ func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RebalanceRequest) GetName() string {
@@ -1721,7 +1858,7 @@ type RebalanceResponse struct {
 
 func (x *RebalanceResponse) Reset() {
 	*x = RebalanceResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +1870,7 @@ func (x *RebalanceResponse) String() string {
 func (*RebalanceResponse) ProtoMessage() {}
 
 func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +1883,7 @@ func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 type DownloadRequest struct {
@@ -1758,7 +1895,7 @@ type DownloadRequest struct {
 
 func (x *DownloadRequest) Reset() {
 	*x = DownloadRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1907,7 @@ func (x *DownloadRequest) String() string {
 func (*DownloadRequest) ProtoMessage() {}
 
 func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1920,7 @@ func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadRequest.ProtoReflect.Descriptor instead.
 func (*DownloadRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DownloadRequest) GetSha256() string {
@@ -1805,7 +1942,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +1954,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +1967,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -1857,7 +1994,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +2006,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2019,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReportRequest) GetSupervisor() string {
@@ -1927,14 +2064,32 @@ type WorkerReport struct {
 	// components: the worker's counters per component since it started,
 	// in component id order. failed (above) counts every failed tree,
 	// timed_out those of them that timed out.
-	Components    []*ComponentStats `protobuf:"bytes,17,rep,name=components,proto3" json:"components,omitempty"`
+	Components []*ComponentStats `protobuf:"bytes,17,rep,name=components,proto3" json:"components,omitempty"`
+	// The worker process itself, since it started: CPU time (user and
+	// system), heap in use, garbage collections and their total pause,
+	// goroutines now, and bytes received from and sent to other workers.
+	CpuSeconds   float64 `protobuf:"fixed64,18,opt,name=cpu_seconds,json=cpuSeconds,proto3" json:"cpu_seconds,omitempty"`
+	HeapBytes    int64   `protobuf:"varint,19,opt,name=heap_bytes,json=heapBytes,proto3" json:"heap_bytes,omitempty"`
+	GcCount      int64   `protobuf:"varint,20,opt,name=gc_count,json=gcCount,proto3" json:"gc_count,omitempty"`
+	GcPauseNanos int64   `protobuf:"varint,21,opt,name=gc_pause_nanos,json=gcPauseNanos,proto3" json:"gc_pause_nanos,omitempty"`
+	Goroutines   int32   `protobuf:"varint,22,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
+	BytesIn      int64   `protobuf:"varint,23,opt,name=bytes_in,json=bytesIn,proto3" json:"bytes_in,omitempty"`
+	BytesOut     int64   `protobuf:"varint,24,opt,name=bytes_out,json=bytesOut,proto3" json:"bytes_out,omitempty"`
+	// restarts: how often the supervisor started a worker again in this
+	// slot for this topology (after an exit or a missed heartbeat);
+	// started_unix_ms: when the running one started.
+	Restarts      int32 `protobuf:"varint,25,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	StartedUnixMs int64 `protobuf:"varint,26,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	// metrics_port: the worker's own Prometheus /metrics, on its host
+	// (0: none).
+	MetricsPort   int32 `protobuf:"varint,27,opt,name=metrics_port,json=metricsPort,proto3" json:"metrics_port,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerReport) Reset() {
 	*x = WorkerReport{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2101,7 @@ func (x *WorkerReport) String() string {
 func (*WorkerReport) ProtoMessage() {}
 
 func (x *WorkerReport) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2114,7 @@ func (x *WorkerReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerReport.ProtoReflect.Descriptor instead.
 func (*WorkerReport) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WorkerReport) GetTopology() string {
@@ -2081,6 +2236,76 @@ func (x *WorkerReport) GetComponents() []*ComponentStats {
 	return nil
 }
 
+func (x *WorkerReport) GetCpuSeconds() float64 {
+	if x != nil {
+		return x.CpuSeconds
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetHeapBytes() int64 {
+	if x != nil {
+		return x.HeapBytes
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetGcCount() int64 {
+	if x != nil {
+		return x.GcCount
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetGcPauseNanos() int64 {
+	if x != nil {
+		return x.GcPauseNanos
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetGoroutines() int32 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetBytesIn() int64 {
+	if x != nil {
+		return x.BytesIn
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetBytesOut() int64 {
+	if x != nil {
+		return x.BytesOut
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
+}
+
+func (x *WorkerReport) GetMetricsPort() int32 {
+	if x != nil {
+		return x.MetricsPort
+	}
+	return 0
+}
+
 // ComponentStats is one component's counters in one worker (in a
 // WorkerReport) or summed over the workers (in a TopologyInfo), since
 // the workers started.
@@ -2115,14 +2340,42 @@ type ComponentStats struct {
 	ExecuteSampledNanos int64 `protobuf:"varint,16,opt,name=execute_sampled_nanos,json=executeSampledNanos,proto3" json:"execute_sampled_nanos,omitempty"`
 	// A bolt's capacity: the share of the last window (10 to 20 s) its
 	// busiest executor spent executing; near 1, it is saturated.
-	Capacity      float64 `protobuf:"fixed64,17,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Capacity float64 `protobuf:"fixed64,17,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// A bolt's process latency, Storm's: from a tuple's arrival at the
+	// executor to its ack, timed for a sample of tuples.
+	ProcessSamples      int64 `protobuf:"varint,18,opt,name=process_samples,json=processSamples,proto3" json:"process_samples,omitempty"`
+	ProcessSampledNanos int64 `protobuf:"varint,19,opt,name=process_sampled_nanos,json=processSampledNanos,proto3" json:"process_sampled_nanos,omitempty"`
+	// queue_depth: tuples waiting in its executors' input queues at the
+	// report; queue_capacity: those queues' bound.
+	QueueDepth    int64 `protobuf:"varint,20,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`
+	QueueCapacity int64 `protobuf:"varint,21,opt,name=queue_capacity,json=queueCapacity,proto3" json:"queue_capacity,omitempty"`
+	// backpressure_nanos: time its executors spent waiting to emit on a
+	// full queue (downstream backpressure); throttled_nanos: time a spout
+	// held back because its trees in flight were at max_pending.
+	BackpressureNanos int64 `protobuf:"varint,22,opt,name=backpressure_nanos,json=backpressureNanos,proto3" json:"backpressure_nanos,omitempty"`
+	ThrottledNanos    int64 `protobuf:"varint,23,opt,name=throttled_nanos,json=throttledNanos,proto3" json:"throttled_nanos,omitempty"`
+	// A spout's (or sink's) retries scheduled and messages given up to its
+	// dead-letter sink (package retry).
+	Retries     int64 `protobuf:"varint,24,opt,name=retries,proto3" json:"retries,omitempty"`
+	DeadLetters int64 `protobuf:"varint,25,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	// errors: the most recent errors its tasks reported (ReportError, a
+	// panic in Execute or NextTuple), oldest first, at most 10 per worker.
+	Errors []*ComponentError `protobuf:"bytes,26,rep,name=errors,proto3" json:"errors,omitempty"`
+	// inputs: a bolt's counters per input stream; outputs: the component's
+	// per output stream.
+	Inputs  []*StreamStats `protobuf:"bytes,27,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	Outputs []*StreamStats `protobuf:"bytes,28,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// executors: the same counters per executor (set in TopologyInfo's
+	// components when one is asked for; in a WorkerReport, one per
+	// executor of the worker).
+	Executors     []*ExecutorStats `protobuf:"bytes,29,rep,name=executors,proto3" json:"executors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ComponentStats) Reset() {
 	*x = ComponentStats{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2387,7 @@ func (x *ComponentStats) String() string {
 func (*ComponentStats) ProtoMessage() {}
 
 func (x *ComponentStats) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2400,7 @@ func (x *ComponentStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComponentStats.ProtoReflect.Descriptor instead.
 func (*ComponentStats) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ComponentStats) GetComponent() string {
@@ -2269,6 +2522,452 @@ func (x *ComponentStats) GetCapacity() float64 {
 	return 0
 }
 
+func (x *ComponentStats) GetProcessSamples() int64 {
+	if x != nil {
+		return x.ProcessSamples
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetProcessSampledNanos() int64 {
+	if x != nil {
+		return x.ProcessSampledNanos
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetQueueDepth() int64 {
+	if x != nil {
+		return x.QueueDepth
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetQueueCapacity() int64 {
+	if x != nil {
+		return x.QueueCapacity
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetBackpressureNanos() int64 {
+	if x != nil {
+		return x.BackpressureNanos
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetThrottledNanos() int64 {
+	if x != nil {
+		return x.ThrottledNanos
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetRetries() int64 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetDeadLetters() int64 {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return 0
+}
+
+func (x *ComponentStats) GetErrors() []*ComponentError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+func (x *ComponentStats) GetInputs() []*StreamStats {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *ComponentStats) GetOutputs() []*StreamStats {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *ComponentStats) GetExecutors() []*ExecutorStats {
+	if x != nil {
+		return x.Executors
+	}
+	return nil
+}
+
+type ComponentError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          int32                  `protobuf:"varint,1,opt,name=task,proto3" json:"task,omitempty"`
+	TimeUnixMs    int64                  `protobuf:"varint,2,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Host          string                 `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
+	Port          int32                  `protobuf:"varint,5,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComponentError) Reset() {
+	*x = ComponentError{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComponentError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComponentError) ProtoMessage() {}
+
+func (x *ComponentError) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComponentError.ProtoReflect.Descriptor instead.
+func (*ComponentError) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ComponentError) GetTask() int32 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *ComponentError) GetTimeUnixMs() int64 {
+	if x != nil {
+		return x.TimeUnixMs
+	}
+	return 0
+}
+
+func (x *ComponentError) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ComponentError) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ComponentError) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+// StreamStats is one stream's counters: for an output stream, the
+// tuples emitted on it and the copies transferred to other workers; for
+// an input stream (component: the stream's source), the tuples executed,
+// acked and failed, with their sampled latencies.
+type StreamStats struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Stream              string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	Component           string                 `protobuf:"bytes,2,opt,name=component,proto3" json:"component,omitempty"`
+	Emitted             int64                  `protobuf:"varint,3,opt,name=emitted,proto3" json:"emitted,omitempty"`
+	Transferred         int64                  `protobuf:"varint,4,opt,name=transferred,proto3" json:"transferred,omitempty"`
+	Executed            int64                  `protobuf:"varint,5,opt,name=executed,proto3" json:"executed,omitempty"`
+	Acked               int64                  `protobuf:"varint,6,opt,name=acked,proto3" json:"acked,omitempty"`
+	Failed              int64                  `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
+	ExecuteSamples      int64                  `protobuf:"varint,8,opt,name=execute_samples,json=executeSamples,proto3" json:"execute_samples,omitempty"`
+	ExecuteSampledNanos int64                  `protobuf:"varint,9,opt,name=execute_sampled_nanos,json=executeSampledNanos,proto3" json:"execute_sampled_nanos,omitempty"`
+	ProcessSamples      int64                  `protobuf:"varint,10,opt,name=process_samples,json=processSamples,proto3" json:"process_samples,omitempty"`
+	ProcessSampledNanos int64                  `protobuf:"varint,11,opt,name=process_sampled_nanos,json=processSampledNanos,proto3" json:"process_sampled_nanos,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *StreamStats) Reset() {
+	*x = StreamStats{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamStats) ProtoMessage() {}
+
+func (x *StreamStats) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamStats.ProtoReflect.Descriptor instead.
+func (*StreamStats) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *StreamStats) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *StreamStats) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *StreamStats) GetEmitted() int64 {
+	if x != nil {
+		return x.Emitted
+	}
+	return 0
+}
+
+func (x *StreamStats) GetTransferred() int64 {
+	if x != nil {
+		return x.Transferred
+	}
+	return 0
+}
+
+func (x *StreamStats) GetExecuted() int64 {
+	if x != nil {
+		return x.Executed
+	}
+	return 0
+}
+
+func (x *StreamStats) GetAcked() int64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *StreamStats) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *StreamStats) GetExecuteSamples() int64 {
+	if x != nil {
+		return x.ExecuteSamples
+	}
+	return 0
+}
+
+func (x *StreamStats) GetExecuteSampledNanos() int64 {
+	if x != nil {
+		return x.ExecuteSampledNanos
+	}
+	return 0
+}
+
+func (x *StreamStats) GetProcessSamples() int64 {
+	if x != nil {
+		return x.ProcessSamples
+	}
+	return 0
+}
+
+func (x *StreamStats) GetProcessSampledNanos() int64 {
+	if x != nil {
+		return x.ProcessSampledNanos
+	}
+	return 0
+}
+
+// ExecutorStats is one executor's counters: its tasks first_task to
+// last_task, on the worker host:port.
+type ExecutorStats struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	FirstTask           int32                  `protobuf:"varint,1,opt,name=first_task,json=firstTask,proto3" json:"first_task,omitempty"`
+	LastTask            int32                  `protobuf:"varint,2,opt,name=last_task,json=lastTask,proto3" json:"last_task,omitempty"`
+	Host                string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	Port                int32                  `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	Emitted             int64                  `protobuf:"varint,5,opt,name=emitted,proto3" json:"emitted,omitempty"`
+	Transferred         int64                  `protobuf:"varint,6,opt,name=transferred,proto3" json:"transferred,omitempty"`
+	Acked               int64                  `protobuf:"varint,7,opt,name=acked,proto3" json:"acked,omitempty"`
+	Failed              int64                  `protobuf:"varint,8,opt,name=failed,proto3" json:"failed,omitempty"`
+	Executed            int64                  `protobuf:"varint,9,opt,name=executed,proto3" json:"executed,omitempty"`
+	Capacity            float64                `protobuf:"fixed64,10,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	ExecuteSamples      int64                  `protobuf:"varint,11,opt,name=execute_samples,json=executeSamples,proto3" json:"execute_samples,omitempty"`
+	ExecuteSampledNanos int64                  `protobuf:"varint,12,opt,name=execute_sampled_nanos,json=executeSampledNanos,proto3" json:"execute_sampled_nanos,omitempty"`
+	ProcessSamples      int64                  `protobuf:"varint,13,opt,name=process_samples,json=processSamples,proto3" json:"process_samples,omitempty"`
+	ProcessSampledNanos int64                  `protobuf:"varint,14,opt,name=process_sampled_nanos,json=processSampledNanos,proto3" json:"process_sampled_nanos,omitempty"`
+	QueueDepth          int64                  `protobuf:"varint,15,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ExecutorStats) Reset() {
+	*x = ExecutorStats{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecutorStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecutorStats) ProtoMessage() {}
+
+func (x *ExecutorStats) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecutorStats.ProtoReflect.Descriptor instead.
+func (*ExecutorStats) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ExecutorStats) GetFirstTask() int32 {
+	if x != nil {
+		return x.FirstTask
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetLastTask() int32 {
+	if x != nil {
+		return x.LastTask
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ExecutorStats) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetEmitted() int64 {
+	if x != nil {
+		return x.Emitted
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetTransferred() int64 {
+	if x != nil {
+		return x.Transferred
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetAcked() int64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetExecuted() int64 {
+	if x != nil {
+		return x.Executed
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetCapacity() float64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetExecuteSamples() int64 {
+	if x != nil {
+		return x.ExecuteSamples
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetExecuteSampledNanos() int64 {
+	if x != nil {
+		return x.ExecuteSampledNanos
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetProcessSamples() int64 {
+	if x != nil {
+		return x.ProcessSamples
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetProcessSampledNanos() int64 {
+	if x != nil {
+		return x.ProcessSampledNanos
+	}
+	return 0
+}
+
+func (x *ExecutorStats) GetQueueDepth() int64 {
+	if x != nil {
+		return x.QueueDepth
+	}
+	return 0
+}
+
 type ReportResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2277,7 +2976,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +2988,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +3001,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 var File_gale_nimbus_v1_nimbus_proto protoreflect.FileDescriptor
@@ -2340,10 +3039,12 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\vparallelism\x18\x04 \x01(\x05R\vparallelism\x120\n" +
 	"\x14max_task_parallelism\x18\x05 \x01(\x05R\x12maxTaskParallelism\x12\x18\n" +
 	"\astreams\x18\x06 \x03(\tR\astreams\x12-\n" +
-	"\x06inputs\x18\a \x03(\v2\x15.gale.nimbus.v1.InputR\x06inputs\"=\n" +
+	"\x06inputs\x18\a \x03(\v2\x15.gale.nimbus.v1.InputR\x06inputs\"q\n" +
 	"\x05Input\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x16\n" +
-	"\x06stream\x18\x02 \x01(\tR\x06stream\"\xa8\x01\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bgrouping\x18\x03 \x01(\tR\bgrouping\x12\x16\n" +
+	"\x06fields\x18\x04 \x03(\tR\x06fields\"\xa8\x01\n" +
 	"\bArtifact\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x12\n" +
@@ -2378,10 +3079,12 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0fworkers_running\x18\r \x01(\x05R\x0eworkersRunning\"D\n" +
 	"\x10LatencyHistogram\x12\x18\n" +
 	"\abuckets\x18\x01 \x03(\x05R\abuckets\x12\x16\n" +
-	"\x06counts\x18\x02 \x03(\x03R\x06counts\" \n" +
+	"\x06counts\x18\x02 \x03(\x03R\x06counts\"A\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x9c\x03\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\vwindow_secs\x18\x02 \x01(\x03R\n" +
+	"windowSecs\"\xf4\x03\n" +
 	"\fTopologyInfo\x129\n" +
 	"\asummary\x18\x01 \x01(\v2\x1f.gale.nimbus.v1.TopologySummaryR\asummary\x12B\n" +
 	"\n" +
@@ -2396,7 +3099,18 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\aworkers\x18\x06 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\x12>\n" +
 	"\n" +
 	"components\x18\a \x03(\v2\x1e.gale.nimbus.v1.ComponentStatsR\n" +
-	"components\"\xb3\x02\n" +
+	"components\x125\n" +
+	"\awindows\x18\b \x03(\v2\x1b.gale.nimbus.v1.WindowStatsR\awindows\x12\x1f\n" +
+	"\vwindow_secs\x18\t \x01(\x03R\n" +
+	"windowSecs\"\xe5\x01\n" +
+	"\vWindowStats\x12\x1f\n" +
+	"\vwindow_secs\x18\x01 \x01(\x03R\n" +
+	"windowSecs\x12\x18\n" +
+	"\aemitted\x18\x02 \x01(\x03R\aemitted\x12 \n" +
+	"\vtransferred\x18\x03 \x01(\x03R\vtransferred\x12\x14\n" +
+	"\x05acked\x18\x04 \x01(\x03R\x05acked\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\x03R\x06failed\x12K\n" +
+	"\x10complete_latency\x18\x06 \x01(\v2 .gale.nimbus.v1.LatencyHistogramR\x0fcompleteLatency\"\xb3\x02\n" +
 	"\x0eAssignmentInfo\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x124\n" +
@@ -2469,7 +3183,7 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"supervisor\x18\x01 \x01(\tR\n" +
 	"supervisor\x126\n" +
-	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xbe\x04\n" +
+	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xfe\x06\n" +
 	"\fWorkerReport\x12\x1a\n" +
 	"\btopology\x18\x01 \x01(\tR\btopology\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x10\n" +
@@ -2492,7 +3206,21 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x10complete_latency\x18\x10 \x01(\v2 .gale.nimbus.v1.LatencyHistogramR\x0fcompleteLatency\x12>\n" +
 	"\n" +
 	"components\x18\x11 \x03(\v2\x1e.gale.nimbus.v1.ComponentStatsR\n" +
-	"components\"\xcb\x04\n" +
+	"components\x12\x1f\n" +
+	"\vcpu_seconds\x18\x12 \x01(\x01R\n" +
+	"cpuSeconds\x12\x1d\n" +
+	"\n" +
+	"heap_bytes\x18\x13 \x01(\x03R\theapBytes\x12\x19\n" +
+	"\bgc_count\x18\x14 \x01(\x03R\agcCount\x12$\n" +
+	"\x0egc_pause_nanos\x18\x15 \x01(\x03R\fgcPauseNanos\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\x16 \x01(\x05R\n" +
+	"goroutines\x12\x19\n" +
+	"\bbytes_in\x18\x17 \x01(\x03R\abytesIn\x12\x1b\n" +
+	"\tbytes_out\x18\x18 \x01(\x03R\bbytesOut\x12\x1a\n" +
+	"\brestarts\x18\x19 \x01(\x05R\brestarts\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x1a \x01(\x03R\rstartedUnixMs\x12!\n" +
+	"\fmetrics_port\x18\x1b \x01(\x05R\vmetricsPort\"\xe6\b\n" +
 	"\x0eComponentStats\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -2512,7 +3240,59 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\bexecuted\x18\x0e \x01(\x03R\bexecuted\x12'\n" +
 	"\x0fexecute_samples\x18\x0f \x01(\x03R\x0eexecuteSamples\x122\n" +
 	"\x15execute_sampled_nanos\x18\x10 \x01(\x03R\x13executeSampledNanos\x12\x1a\n" +
-	"\bcapacity\x18\x11 \x01(\x01R\bcapacity\"\x10\n" +
+	"\bcapacity\x18\x11 \x01(\x01R\bcapacity\x12'\n" +
+	"\x0fprocess_samples\x18\x12 \x01(\x03R\x0eprocessSamples\x122\n" +
+	"\x15process_sampled_nanos\x18\x13 \x01(\x03R\x13processSampledNanos\x12\x1f\n" +
+	"\vqueue_depth\x18\x14 \x01(\x03R\n" +
+	"queueDepth\x12%\n" +
+	"\x0equeue_capacity\x18\x15 \x01(\x03R\rqueueCapacity\x12-\n" +
+	"\x12backpressure_nanos\x18\x16 \x01(\x03R\x11backpressureNanos\x12'\n" +
+	"\x0fthrottled_nanos\x18\x17 \x01(\x03R\x0ethrottledNanos\x12\x18\n" +
+	"\aretries\x18\x18 \x01(\x03R\aretries\x12!\n" +
+	"\fdead_letters\x18\x19 \x01(\x03R\vdeadLetters\x126\n" +
+	"\x06errors\x18\x1a \x03(\v2\x1e.gale.nimbus.v1.ComponentErrorR\x06errors\x123\n" +
+	"\x06inputs\x18\x1b \x03(\v2\x1b.gale.nimbus.v1.StreamStatsR\x06inputs\x125\n" +
+	"\aoutputs\x18\x1c \x03(\v2\x1b.gale.nimbus.v1.StreamStatsR\aoutputs\x12;\n" +
+	"\texecutors\x18\x1d \x03(\v2\x1d.gale.nimbus.v1.ExecutorStatsR\texecutors\"\x84\x01\n" +
+	"\x0eComponentError\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\x05R\x04task\x12 \n" +
+	"\ftime_unix_ms\x18\x02 \x01(\x03R\n" +
+	"timeUnixMs\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04host\x18\x04 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x05 \x01(\x05R\x04port\"\x83\x03\n" +
+	"\vStreamStats\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1c\n" +
+	"\tcomponent\x18\x02 \x01(\tR\tcomponent\x12\x18\n" +
+	"\aemitted\x18\x03 \x01(\x03R\aemitted\x12 \n" +
+	"\vtransferred\x18\x04 \x01(\x03R\vtransferred\x12\x1a\n" +
+	"\bexecuted\x18\x05 \x01(\x03R\bexecuted\x12\x14\n" +
+	"\x05acked\x18\x06 \x01(\x03R\x05acked\x12\x16\n" +
+	"\x06failed\x18\a \x01(\x03R\x06failed\x12'\n" +
+	"\x0fexecute_samples\x18\b \x01(\x03R\x0eexecuteSamples\x122\n" +
+	"\x15execute_sampled_nanos\x18\t \x01(\x03R\x13executeSampledNanos\x12'\n" +
+	"\x0fprocess_samples\x18\n" +
+	" \x01(\x03R\x0eprocessSamples\x122\n" +
+	"\x15process_sampled_nanos\x18\v \x01(\x03R\x13processSampledNanos\"\xf0\x03\n" +
+	"\rExecutorStats\x12\x1d\n" +
+	"\n" +
+	"first_task\x18\x01 \x01(\x05R\tfirstTask\x12\x1b\n" +
+	"\tlast_task\x18\x02 \x01(\x05R\blastTask\x12\x12\n" +
+	"\x04host\x18\x03 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\x05R\x04port\x12\x18\n" +
+	"\aemitted\x18\x05 \x01(\x03R\aemitted\x12 \n" +
+	"\vtransferred\x18\x06 \x01(\x03R\vtransferred\x12\x14\n" +
+	"\x05acked\x18\a \x01(\x03R\x05acked\x12\x16\n" +
+	"\x06failed\x18\b \x01(\x03R\x06failed\x12\x1a\n" +
+	"\bexecuted\x18\t \x01(\x03R\bexecuted\x12\x1a\n" +
+	"\bcapacity\x18\n" +
+	" \x01(\x01R\bcapacity\x12'\n" +
+	"\x0fexecute_samples\x18\v \x01(\x03R\x0eexecuteSamples\x122\n" +
+	"\x15execute_sampled_nanos\x18\f \x01(\x03R\x13executeSampledNanos\x12'\n" +
+	"\x0fprocess_samples\x18\r \x01(\x03R\x0eprocessSamples\x122\n" +
+	"\x15process_sampled_nanos\x18\x0e \x01(\x03R\x13processSampledNanos\x12\x1f\n" +
+	"\vqueue_depth\x18\x0f \x01(\x03R\n" +
+	"queueDepth\"\x10\n" +
 	"\x0eReportResponse2\xf7\x05\n" +
 	"\x06Nimbus\x12I\n" +
 	"\x06Submit\x12\x1d.gale.nimbus.v1.SubmitRequest\x1a\x1e.gale.nimbus.v1.SubmitResponse(\x01\x12A\n" +
@@ -2539,7 +3319,7 @@ func file_gale_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 	return file_gale_nimbus_v1_nimbus_proto_rawDescData
 }
 
-var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: gale.nimbus.v1.SubmitRequest
 	(*SubmitHeader)(nil),        // 1: gale.nimbus.v1.SubmitHeader
@@ -2554,35 +3334,39 @@ var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*LatencyHistogram)(nil),    // 10: gale.nimbus.v1.LatencyHistogram
 	(*GetRequest)(nil),          // 11: gale.nimbus.v1.GetRequest
 	(*TopologyInfo)(nil),        // 12: gale.nimbus.v1.TopologyInfo
-	(*AssignmentInfo)(nil),      // 13: gale.nimbus.v1.AssignmentInfo
-	(*WorkerSlot)(nil),          // 14: gale.nimbus.v1.WorkerSlot
-	(*ClusterInfoRequest)(nil),  // 15: gale.nimbus.v1.ClusterInfoRequest
-	(*ClusterInfoResponse)(nil), // 16: gale.nimbus.v1.ClusterInfoResponse
-	(*NimbusSummary)(nil),       // 17: gale.nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),   // 18: gale.nimbus.v1.SupervisorSummary
-	(*KillRequest)(nil),         // 19: gale.nimbus.v1.KillRequest
-	(*KillResponse)(nil),        // 20: gale.nimbus.v1.KillResponse
-	(*ActivateRequest)(nil),     // 21: gale.nimbus.v1.ActivateRequest
-	(*ActivateResponse)(nil),    // 22: gale.nimbus.v1.ActivateResponse
-	(*DeactivateRequest)(nil),   // 23: gale.nimbus.v1.DeactivateRequest
-	(*DeactivateResponse)(nil),  // 24: gale.nimbus.v1.DeactivateResponse
-	(*RebalanceRequest)(nil),    // 25: gale.nimbus.v1.RebalanceRequest
-	(*RebalanceResponse)(nil),   // 26: gale.nimbus.v1.RebalanceResponse
-	(*DownloadRequest)(nil),     // 27: gale.nimbus.v1.DownloadRequest
-	(*Chunk)(nil),               // 28: gale.nimbus.v1.Chunk
-	(*ReportRequest)(nil),       // 29: gale.nimbus.v1.ReportRequest
-	(*WorkerReport)(nil),        // 30: gale.nimbus.v1.WorkerReport
-	(*ComponentStats)(nil),      // 31: gale.nimbus.v1.ComponentStats
-	(*ReportResponse)(nil),      // 32: gale.nimbus.v1.ReportResponse
-	nil,                         // 33: gale.nimbus.v1.TopologyDefinition.ParamsEntry
-	nil,                         // 34: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	nil,                         // 35: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	(*WindowStats)(nil),         // 13: gale.nimbus.v1.WindowStats
+	(*AssignmentInfo)(nil),      // 14: gale.nimbus.v1.AssignmentInfo
+	(*WorkerSlot)(nil),          // 15: gale.nimbus.v1.WorkerSlot
+	(*ClusterInfoRequest)(nil),  // 16: gale.nimbus.v1.ClusterInfoRequest
+	(*ClusterInfoResponse)(nil), // 17: gale.nimbus.v1.ClusterInfoResponse
+	(*NimbusSummary)(nil),       // 18: gale.nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),   // 19: gale.nimbus.v1.SupervisorSummary
+	(*KillRequest)(nil),         // 20: gale.nimbus.v1.KillRequest
+	(*KillResponse)(nil),        // 21: gale.nimbus.v1.KillResponse
+	(*ActivateRequest)(nil),     // 22: gale.nimbus.v1.ActivateRequest
+	(*ActivateResponse)(nil),    // 23: gale.nimbus.v1.ActivateResponse
+	(*DeactivateRequest)(nil),   // 24: gale.nimbus.v1.DeactivateRequest
+	(*DeactivateResponse)(nil),  // 25: gale.nimbus.v1.DeactivateResponse
+	(*RebalanceRequest)(nil),    // 26: gale.nimbus.v1.RebalanceRequest
+	(*RebalanceResponse)(nil),   // 27: gale.nimbus.v1.RebalanceResponse
+	(*DownloadRequest)(nil),     // 28: gale.nimbus.v1.DownloadRequest
+	(*Chunk)(nil),               // 29: gale.nimbus.v1.Chunk
+	(*ReportRequest)(nil),       // 30: gale.nimbus.v1.ReportRequest
+	(*WorkerReport)(nil),        // 31: gale.nimbus.v1.WorkerReport
+	(*ComponentStats)(nil),      // 32: gale.nimbus.v1.ComponentStats
+	(*ComponentError)(nil),      // 33: gale.nimbus.v1.ComponentError
+	(*StreamStats)(nil),         // 34: gale.nimbus.v1.StreamStats
+	(*ExecutorStats)(nil),       // 35: gale.nimbus.v1.ExecutorStats
+	(*ReportResponse)(nil),      // 36: gale.nimbus.v1.ReportResponse
+	nil,                         // 37: gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	nil,                         // 38: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	nil,                         // 39: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
 }
 var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: gale.nimbus.v1.SubmitRequest.header:type_name -> gale.nimbus.v1.SubmitHeader
 	2,  // 1: gale.nimbus.v1.SubmitHeader.definition:type_name -> gale.nimbus.v1.TopologyDefinition
 	5,  // 2: gale.nimbus.v1.SubmitHeader.artifact:type_name -> gale.nimbus.v1.Artifact
-	33, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	37, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
 	3,  // 4: gale.nimbus.v1.TopologyDefinition.components:type_name -> gale.nimbus.v1.Component
 	4,  // 5: gale.nimbus.v1.Component.inputs:type_name -> gale.nimbus.v1.Input
 	9,  // 6: gale.nimbus.v1.ListResponse.topologies:type_name -> gale.nimbus.v1.TopologySummary
@@ -2590,43 +3374,49 @@ var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	9,  // 8: gale.nimbus.v1.TopologyInfo.summary:type_name -> gale.nimbus.v1.TopologySummary
 	2,  // 9: gale.nimbus.v1.TopologyInfo.definition:type_name -> gale.nimbus.v1.TopologyDefinition
 	5,  // 10: gale.nimbus.v1.TopologyInfo.artifact:type_name -> gale.nimbus.v1.Artifact
-	13, // 11: gale.nimbus.v1.TopologyInfo.assignment:type_name -> gale.nimbus.v1.AssignmentInfo
-	30, // 12: gale.nimbus.v1.TopologyInfo.workers:type_name -> gale.nimbus.v1.WorkerReport
-	31, // 13: gale.nimbus.v1.TopologyInfo.components:type_name -> gale.nimbus.v1.ComponentStats
-	14, // 14: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
-	34, // 15: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	17, // 16: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
-	18, // 17: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
-	35, // 18: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
-	30, // 19: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
-	10, // 20: gale.nimbus.v1.WorkerReport.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
-	31, // 21: gale.nimbus.v1.WorkerReport.components:type_name -> gale.nimbus.v1.ComponentStats
-	10, // 22: gale.nimbus.v1.ComponentStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
-	0,  // 23: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
-	7,  // 24: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
-	11, // 25: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
-	15, // 26: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
-	19, // 27: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
-	21, // 28: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
-	23, // 29: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
-	25, // 30: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
-	27, // 31: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
-	29, // 32: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
-	6,  // 33: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
-	8,  // 34: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
-	12, // 35: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
-	16, // 36: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
-	20, // 37: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
-	22, // 38: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
-	24, // 39: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
-	26, // 40: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
-	28, // 41: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
-	32, // 42: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
-	33, // [33:43] is the sub-list for method output_type
-	23, // [23:33] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	14, // 11: gale.nimbus.v1.TopologyInfo.assignment:type_name -> gale.nimbus.v1.AssignmentInfo
+	31, // 12: gale.nimbus.v1.TopologyInfo.workers:type_name -> gale.nimbus.v1.WorkerReport
+	32, // 13: gale.nimbus.v1.TopologyInfo.components:type_name -> gale.nimbus.v1.ComponentStats
+	13, // 14: gale.nimbus.v1.TopologyInfo.windows:type_name -> gale.nimbus.v1.WindowStats
+	10, // 15: gale.nimbus.v1.WindowStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	15, // 16: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
+	38, // 17: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	18, // 18: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
+	19, // 19: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
+	39, // 20: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	31, // 21: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
+	10, // 22: gale.nimbus.v1.WorkerReport.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	32, // 23: gale.nimbus.v1.WorkerReport.components:type_name -> gale.nimbus.v1.ComponentStats
+	10, // 24: gale.nimbus.v1.ComponentStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	33, // 25: gale.nimbus.v1.ComponentStats.errors:type_name -> gale.nimbus.v1.ComponentError
+	34, // 26: gale.nimbus.v1.ComponentStats.inputs:type_name -> gale.nimbus.v1.StreamStats
+	34, // 27: gale.nimbus.v1.ComponentStats.outputs:type_name -> gale.nimbus.v1.StreamStats
+	35, // 28: gale.nimbus.v1.ComponentStats.executors:type_name -> gale.nimbus.v1.ExecutorStats
+	0,  // 29: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
+	7,  // 30: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
+	11, // 31: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
+	16, // 32: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
+	20, // 33: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
+	22, // 34: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
+	24, // 35: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
+	26, // 36: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
+	28, // 37: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
+	30, // 38: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
+	6,  // 39: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
+	8,  // 40: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
+	12, // 41: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
+	17, // 42: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
+	21, // 43: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
+	23, // 44: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
+	25, // 45: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
+	27, // 46: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
+	29, // 47: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
+	36, // 48: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
+	39, // [39:49] is the sub-list for method output_type
+	29, // [29:39] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_gale_nimbus_v1_nimbus_proto_init() }
@@ -2644,7 +3434,7 @@ func file_gale_nimbus_v1_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gale_nimbus_v1_nimbus_proto_rawDesc), len(file_gale_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
