@@ -669,6 +669,13 @@ func (e *Effective) Bool(key string) bool {
 	return b
 }
 
+// Float returns the value of a number key and whether it is set. It
+// panics if key is unknown or not a number key.
+func (e *Effective) Float(key string) (v float64, set bool) {
+	f, ok := e.setting(key, configFloat).value.(float64)
+	return f, ok
+}
+
 // String returns the value of a string key ("" when unset). It panics if key
 // is unknown or not a string key.
 func (e *Effective) String(key string) string {

@@ -98,6 +98,20 @@ const (
 	// type even when the topology runs in one process (bool, default
 	// false, as in Storm). galetest turns it on unless the config sets it.
 	TopologyTestingAlwaysTrySerialize = "topology.testing.always.try.serialize"
+	// TopologyStatsEnabled turns the per-component metrics on or off (bool,
+	// default true). Off, executors keep no per-component counters beyond
+	// what the spouts need to work: no execute or process latency
+	// sampling, capacity, complete latency histogram, queue depth or time
+	// spent backpressured or throttled, and bolts publish no counters; a
+	// spout's acked, failed (by reason) and pending counts, which `gale
+	// list` and the in-flight limit use, stay, as do the errors reported.
+	// The cost of keeping them is measured by `gale bench wordcount
+	// --compare-stats` (docs/performance.md).
+	TopologyStatsEnabled = "topology.stats.enabled"
+	// TopologyStatsSampleRate is the share of Execute calls timed for the
+	// execute latency, capacity and process latency, as Storm's key:
+	// one in round(1/rate) (float, default unset = 1 in 64, 0 < rate ≤ 1).
+	TopologyStatsSampleRate = "topology.stats.sample.rate"
 	// TopologyMinReplicationCount is how many nimbuses must hold a
 	// topology's artifact before nimbus schedules it, so that a standby
 	// that takes over has the code (int, default 1 = the leader alone, ≥ 1).
@@ -376,6 +390,10 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"bind each worker process a launcher starts to its own share of the machine's CPUs", nil},
 	{TopologyTestingAlwaysTrySerialize, configBool, false, ScopeTopology,
 		"encode and decode every emitted tuple as between workers, to find values that cannot cross in tests", nil},
+	{TopologyStatsEnabled, configBool, true, ScopeTopology,
+		"keep the per-component metrics (latency sampling, capacity, queue depth, backpressure); false keeps only the spouts' acked, failed and pending", nil},
+	{TopologyStatsSampleRate, configFloat, nil, ScopeTopology,
+		"share of Execute calls timed for execute and process latency, one in round(1/rate) (unset = 1 in 64)", sampleRate},
 	{TopologyMinReplicationCount, configInt, 1, ScopeTopology,
 		"nimbuses that must hold a topology's artifact before it is scheduled", intAtLeast(1)},
 	{TopologyMaxReplicationWaitTimeSec, configInt, 60, ScopeTopology,
@@ -481,6 +499,13 @@ func intMapValuesAtLeast(min int) func(any) string {
 func gogcValue(v any) string {
 	if n := v.(int); n != -1 && n < 25 {
 		return fmt.Sprintf("must be -1 (off) or ≥ 25, got %d", n)
+	}
+	return ""
+}
+
+func sampleRate(v any) string {
+	if f := v.(float64); !(f > 0 && f <= 1) {
+		return fmt.Sprintf("must be > 0 and ≤ 1 (the share of Execute calls timed), got %v", f)
 	}
 	return ""
 }

@@ -51,6 +51,9 @@ type emitter struct {
 	// A bolt task's counters (runstats.Bolt), kept by its executor's
 	// goroutine: tuples emitted, inputs acked and failed.
 	emitted, acked, failed int64
+	// proc is the bolt executor's process latency sample; nil for spouts
+	// and with topology.stats.enabled false.
+	proc *procSample
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -381,6 +384,9 @@ func (e *emitter) ack(t *Tuple) {
 	}
 	t.markDone() // also outside a tree: the bolt is done with it (reuse)
 	e.acked++
+	if e.proc != nil {
+		e.proc.acked(t)
+	}
 	if root := t.treeRoot(); root != 0 {
 		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
 		for _, p := range t.morePairs() {
@@ -399,6 +405,9 @@ func (e *emitter) fail(t *Tuple, reason error) {
 	}
 	t.markDone()
 	e.failed++
+	if e.proc != nil && e.proc.t == t {
+		e.proc.t = nil // only acked tuples count, as in Storm
+	}
 	if root := t.treeRoot(); root != 0 {
 		fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
 		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgFail, task: e.task, root: root, reason: fe})

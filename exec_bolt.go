@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // boltTask is one bolt instance with its collector.
@@ -17,8 +15,9 @@ type boltTask struct {
 	coll *BoltCollector
 	em   *emitter
 
-	wakeFns []func()    // registered by Wakeup, run on the executor's goroutine
-	woken   atomic.Bool // a wake since the fns last ran
+	wakeFns []func()      // registered by Wakeup, run on the executor's goroutine
+	woken   atomic.Bool   // a wake since the fns last ran
+	retry   RetryReporter // the bolt, if it reports its retries; nil otherwise
 }
 
 // boltExec runs a bolt's tasks in one goroutine.
@@ -38,19 +37,45 @@ type boltExec struct {
 	wakeC chan struct{}  // a task was woken (BoltCollector.Wakeup); capacity 1
 
 	// Counters for boltStats, kept by the executor's goroutine: inputs
-	// executed, and the Execute calls timed (one in
-	// runstats.ExecuteSampleEvery; sampleIn counts down to the next) and
-	// their total time. publish copies them, with the tasks' and the
-	// outbox's, into pub after each unit of work.
+	// executed, and the Execute calls timed (one in rt.sampleEvery;
+	// sampleIn counts down to the next) and their total time; arrived is
+	// when the batch holding the next one timed was taken off the queue,
+	// the start of its process latency (proc). publish copies them, with
+	// the tasks' and the outbox's, into pub after each unit of work. With
+	// topology.stats.enabled false none is kept.
+	stats                           bool
 	executed, samples, sampledNanos int64
 	sampleIn                        int
+	arrived                         int64
+	proc                            procSample
 	pub                             struct {
 		executed, acked, failed, emitted, transferred, samples, sampledNanos atomic.Int64
+		procSamples, procNanos, backpressure, retries, deadLetters           atomic.Int64
 	}
 	// The capacity window's marks, kept by boltStats: the counters read
 	// at the start of the window (prev) and of the next one (cur).
 	capMu           sync.Mutex
 	capPrev, capCur capMark
+}
+
+// procSample is the input tuple an executor is timing the process latency
+// of: from at, its arrival, to its ack. It belongs to the executor's
+// goroutine; the emitters of its tasks record into it.
+type procSample struct {
+	clock        Clock
+	t            *Tuple // nil: none being timed
+	at           int64  // clock nanos
+	samples, sum int64  // the tuples timed and their total nanos
+}
+
+// acked ends the timing of t, if it is the tuple timed.
+func (p *procSample) acked(t *Tuple) {
+	if p.t != t {
+		return
+	}
+	p.t = nil
+	p.samples++
+	p.sum += p.clock.Now().UnixNano() - p.at
 }
 
 // capMark is a bolt executor's published counters at a clock time.
@@ -61,7 +86,8 @@ type capMark struct {
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin,
-		wakeC: make(chan struct{}, 1)}
+		wakeC: make(chan struct{}, 1), stats: rt.stats}
+	x.proc.clock = rt.clock
 	x.out = newOutbox(rt, true, c)
 	x.out.fbDest = rt.feedbackDests(c)
 	if rt.hasFeedbackInput(c) {
@@ -77,8 +103,15 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	for i := 0; i < n; i++ {
 		task := first + i
 		t := &boltTask{rt: rt, bolt: rt.topo.bolts[c.id]()}
+		t.retry, _ = t.bolt.(RetryReporter)
+		if a, ok := t.bolt.(*basicBoltAdapter); ok {
+			t.retry, _ = a.b.(RetryReporter)
+		}
 		t.tc = rt.context(c, task)
 		t.em = newEmitter(rt, c, task, x.out, t.tc.log)
+		if x.stats {
+			t.em.proc = &x.proc
+		}
 		t.coll = &BoltCollector{task: t, x: x}
 		x.tasks = append(x.tasks, t)
 	}
@@ -128,16 +161,16 @@ func (x *boltExec) run() {
 		case len(x.rin) > 0 && (n&1 == 1 || len(x.in) == 0):
 			// Local and remote input take turns.
 			in = <-x.rin
-			x.process(in)
+			x.dequeued(in)
 		case len(x.in) > 0:
 			in = <-x.in
-			x.process(in)
+			x.dequeued(in)
 		default:
 			select {
 			case in = <-x.in:
-				x.process(in)
+				x.dequeued(in)
 			case in = <-x.rin:
-				x.process(in)
+				x.dequeued(in)
 			case <-ticks:
 				x.deliverTicks()
 				ticked = true
@@ -193,9 +226,21 @@ func spinsFor(procs int) int {
 	return spinYields
 }
 
+// dequeued processes a batch taken off the executor's queues (in, rin).
+func (x *boltExec) dequeued(b *batch) {
+	if x.stats {
+		x.rt.execs[x.idx].queued.Add(-int64(len(b.tuples)))
+	}
+	x.process(b)
+}
+
 func (x *boltExec) process(b *batch) {
 	task := x.tasks[b.task-x.first]
 	x.executed += int64(len(b.tuples))
+	if x.stats && x.sampleIn <= len(b.tuples) {
+		// A tuple of this batch is timed: its process latency starts now.
+		x.arrived = x.rt.clock.Now().UnixNano()
+	}
 	for i := 0; i < len(b.tuples); {
 		i = x.executeFrom(task, b.tuples, i)
 	}
@@ -212,14 +257,21 @@ func (x *boltExec) executeFrom(task *boltTask, ts []*Tuple, i int) (next int) {
 		}
 	}()
 	bolt := task.bolt
+	if !x.stats {
+		for next = i; next < len(ts); next++ {
+			bolt.Execute(ts[next])
+		}
+		return next
+	}
 	for next = i; next < len(ts); next++ {
 		if x.sampleIn--; x.sampleIn > 0 {
 			bolt.Execute(ts[next])
 			continue
 		}
 		// Timing every call would cost two clock reads a tuple.
-		x.sampleIn = runstats.ExecuteSampleEvery
+		x.sampleIn = x.rt.sampleEvery
 		start := x.rt.clock.Now()
+		x.proc.t, x.proc.at = ts[next], x.arrived
 		bolt.Execute(ts[next])
 		x.samples++
 		x.sampledNanos += int64(x.rt.clock.Now().Sub(start))
@@ -229,11 +281,18 @@ func (x *boltExec) executeFrom(task *boltTask, ts []*Tuple, i int) (next int) {
 
 // publish makes the executor's counters visible to boltStats.
 func (x *boltExec) publish() {
-	var emitted, acked, failed int64
+	if !x.stats {
+		return
+	}
+	var emitted, acked, failed, retries, dead int64
 	for _, t := range x.tasks {
 		emitted += t.em.emitted
 		acked += t.em.acked
 		failed += t.em.failed
+		if t.retry != nil {
+			r, d := t.retry.RetryStats()
+			retries, dead = retries+r, dead+d
+		}
 	}
 	p := &x.pub
 	p.executed.Store(x.executed)
@@ -243,6 +302,11 @@ func (x *boltExec) publish() {
 	p.transferred.Store(x.out.transferred)
 	p.samples.Store(x.samples)
 	p.sampledNanos.Store(x.sampledNanos)
+	p.procSamples.Store(x.proc.samples)
+	p.procNanos.Store(x.proc.sum)
+	p.backpressure.Store(x.out.waitNanos)
+	p.retries.Store(retries)
+	p.deadLetters.Store(dead)
 }
 
 // runWakes runs the Wakeup functions of the tasks woken since they last

@@ -21,6 +21,7 @@ type spoutTask struct {
 	pending  *pendingMap
 	deferred []any // message ids to ack after NextTuple (acking off)
 	emits    int
+	retry    RetryReporter // the spout, if it reports its retries; nil otherwise
 }
 
 func (t *spoutTask) emit(stream string, msgID any, direct int, vals []any) ([]int, error) {
@@ -87,6 +88,14 @@ type spoutExec struct {
 	// latency: the complete latency of the trees acked, recorded by its
 	// goroutine, read by spoutStats.
 	latency runstats.LatencyRecorder
+	// With topology.stats.enabled (stats): the time every task was held
+	// at its in-flight limit, closed intervals in throttled and the open
+	// one from cappedAt (clock nanos, 0 = none); and the tasks' retries
+	// (RetryReporter), all published by publishCounts.
+	stats                         bool
+	cappedAt, throttled           int64
+	pubThrottled, pubBackpressure atomic.Int64
+	pubRetries, pubDeadLetters    atomic.Int64
 
 	timeoutTk, tuneTk Ticker // made by start, so their phase is fixed before any executor runs
 
@@ -101,7 +110,7 @@ type spoutExec struct {
 }
 
 func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
-	x := &spoutExec{rt: rt, idx: idx, comp: c, first: int32(first), ctl: rt.execs[idx].ctl}
+	x := &spoutExec{rt: rt, idx: idx, comp: c, first: int32(first), ctl: rt.execs[idx].ctl, stats: rt.stats}
 	x.out = newOutbox(rt, false, c)
 	x.out.ctlIn = x.ctl
 	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
@@ -118,6 +127,7 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 		t.tc = rt.context(c, task)
 		t.em = newEmitter(rt, c, task, x.out, t.tc.log)
 		t.coll = &SpoutCollector{task: t}
+		t.retry, _ = t.spout.(RetryReporter)
 		x.tasks = append(x.tasks, t)
 	}
 	if rt.numAckers > 0 {
@@ -183,6 +193,9 @@ func (x *spoutExec) run() {
 			}
 		}
 		if a := x.rt.active.Load(); a != x.active {
+			if !a && x.cappedAt != 0 {
+				x.uncapped(x.rt.clock.Now().UnixNano()) // not throttled while inactive
+			}
 			x.active = a
 			x.restartTuneWindow()
 			for _, t := range x.tasks {
@@ -203,6 +216,14 @@ func (x *spoutExec) run() {
 			}
 			if capped && x.autoLimit > 0 && x.maxPending == 0 {
 				x.retuneEarly(x.now)
+			}
+			if x.stats {
+				switch {
+				case capped && x.cappedAt == 0:
+					x.cappedAt = x.now
+				case !capped && x.cappedAt != 0:
+					x.uncapped(x.now)
+				}
 			}
 		}
 		if emitted {
@@ -321,6 +342,13 @@ func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 	return emitted, false
 }
 
+// uncapped ends the interval the spout was held at its in-flight limit,
+// at now.
+func (x *spoutExec) uncapped(now int64) {
+	x.throttled += now - x.cappedAt
+	x.cappedAt = 0
+}
+
 // endRound publishes what a round did once its emits are flushed: the
 // pending count first, so that whoever sees capped set sees the count it
 // was set with (waitQuiet reads them in the other order).
@@ -358,10 +386,12 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 				freed = true
 				x.resolved++
 				x.acked++
-				if now == 0 {
-					now = x.rt.clock.Now().UnixNano()
+				if x.stats {
+					if now == 0 {
+						now = x.rt.clock.Now().UnixNano()
+					}
+					x.latency.Record(time.Duration(now - e.emitted))
 				}
-				x.latency.Record(time.Duration(now - e.emitted))
 				x.call(t, func() { t.spout.Ack(e.msgID) })
 				if x.rt.obs.Ack != nil {
 					x.rt.obs.Ack(x.comp.id, int(m.task), e.msgID)
@@ -555,4 +585,22 @@ func (x *spoutExec) publishCounts(emits int) {
 		x.pubFailedBy[i].Store(x.failedBy[i])
 	}
 	x.pubTransferred.Store(x.out.transferred)
+	if !x.stats {
+		return
+	}
+	throttled := x.throttled
+	if x.cappedAt != 0 {
+		throttled += x.now - x.cappedAt
+	}
+	x.pubThrottled.Store(throttled)
+	x.pubBackpressure.Store(x.out.waitNanos)
+	var retries, dead int64
+	for _, t := range x.tasks {
+		if t.retry != nil {
+			r, d := t.retry.RetryStats()
+			retries, dead = retries+r, dead+d
+		}
+	}
+	x.pubRetries.Store(retries)
+	x.pubDeadLetters.Store(dead)
 }

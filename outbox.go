@@ -75,6 +75,12 @@ type outbox struct {
 
 	// transferred counts the tuples sent to a task in another worker.
 	transferred int64
+	// waitNanos is the time spent waiting for room to send (backpressure),
+	// on the runtime's clock, timed only when timeWaits
+	// (topology.stats.enabled, an executor of a component) and only when a
+	// send has to wait.
+	timeWaits bool
+	waitNanos int64
 
 	// fbDest marks, by executor index, the destinations this executor
 	// reaches on a feedback edge (feedback.go); nil if none.
@@ -113,6 +119,23 @@ func newOutbox(rt *runtime, blockOnFull bool, c *compInfo) *outbox {
 		ctl:         make([]*ackBatch, execHi-execLo),
 		execBase:    execLo,
 		blockOnFull: blockOnFull,
+		timeWaits:   c != nil && rt.stats,
+	}
+}
+
+// waitStart is the clock reading when a send starts waiting, 0 if waits
+// are not timed.
+func (o *outbox) waitStart() int64 {
+	if !o.timeWaits {
+		return 0
+	}
+	return o.rt.clock.Now().UnixNano()
+}
+
+// waitEnd counts the wait begun at start (waitStart).
+func (o *outbox) waitEnd(start int64) {
+	if start != 0 {
+		o.waitNanos += o.rt.clock.Now().UnixNano() - start
 	}
 }
 
@@ -199,6 +222,9 @@ func (o *outbox) sendData(b *batch) bool {
 	if slot.peer != nil {
 		return o.sendRemoteData(slot, b)
 	}
+	if o.rt.stats {
+		slot.queued.Add(int64(len(b.tuples)))
+	}
 	return send(o, slot.in, b, len(b.tuples))
 }
 
@@ -221,6 +247,8 @@ func send[B any](o *outbox, ch chan<- B, b B, n int) bool {
 		return true
 	default:
 	}
+	start := o.waitStart()
+	defer o.waitEnd(start)
 	for {
 		select {
 		case ch <- b:

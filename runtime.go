@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	goruntime "runtime"
 	"runtime/debug"
@@ -17,6 +18,7 @@ import (
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/ratelog"
+	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/worker"
 )
@@ -57,6 +59,10 @@ type execSlot struct {
 	rctl    chan *ackBatch
 
 	fb *feedbackQueue // bolts consuming a feedback edge (feedback.go); nil otherwise
+
+	// queued counts the tuples in in and rin (a bolt's queue depth), with
+	// topology.stats.enabled: senders add, the executor subtracts.
+	queued atomic.Int64
 }
 
 // runtime runs one topology in this process.
@@ -95,6 +101,14 @@ type runtime struct {
 	errCount atomic.Int64
 	errMu    sync.Mutex
 	lastErrs []ComponentError
+	// compErrs are the last maxComponentErrors errors of each component,
+	// oldest first, under errMu (runstats.Spout.Errors).
+	compErrs map[string][]runstats.Error
+
+	// stats: topology.stats.enabled; sampleEvery: one Execute in this many
+	// is timed (topology.stats.sample.rate).
+	stats       bool
+	sampleEvery int
 
 	capture func(component, stream string, task int, vals []any)
 	obs     bridge.Observer
@@ -217,9 +231,29 @@ func (rt *runtime) reportError(component string, task int, err error) {
 		rt.lastErrs = rt.lastErrs[:maxKeptErrors-1]
 	}
 	rt.lastErrs = append(rt.lastErrs, ComponentError{Component: component, Task: task, Time: now, Err: err})
+	if rt.compErrs == nil {
+		rt.compErrs = make(map[string][]runstats.Error)
+	}
+	errs := rt.compErrs[component]
+	if len(errs) == maxComponentErrors {
+		errs = slices.Delete(errs, 0, 1)
+	}
+	rt.compErrs[component] = append(errs, runstats.Error{Task: task, TimeUnixMs: now.UnixMilli(), Error: err.Error()})
+}
+
+// componentErrors returns a copy of a component's last errors, oldest
+// first.
+func (rt *runtime) componentErrors(component string) []runstats.Error {
+	rt.errMu.Lock()
+	defer rt.errMu.Unlock()
+	return slices.Clone(rt.compErrs[component])
 }
 
 const maxKeptErrors = 64
+
+// maxComponentErrors is how many of a component's errors a process keeps
+// for its counters (runstats.MaxErrors).
+const maxComponentErrors = runstats.MaxErrors
 
 // ComponentError is an error a component reported or caused.
 type ComponentError struct {
@@ -309,6 +343,11 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 	rt.batchSize, _ = eff.Int(TopologyProducerBatchSize)
 	rt.batchSize = max(rt.batchSize, 1)
 	rt.policy = eff.String(TopologyComponentPanicPolicy)
+	rt.stats = eff.Bool(TopologyStatsEnabled)
+	rt.sampleEvery = runstats.ExecuteSampleEvery
+	if r, set := eff.Float(TopologyStatsSampleRate); set {
+		rt.sampleEvery = max(1, int(math.Round(1/r)))
+	}
 	if n, set := eff.Int(TopologyAckerExecutors); set {
 		rt.numAckers = n
 	} else {

@@ -31,6 +31,19 @@ func init() {
 	}
 }
 
+// RetryReporter is implemented by a spout or bolt that retries the
+// messages it handles and gives some up to a dead-letter sink (package
+// retry's Tracker counts both): the runtime shows them in the
+// component's counters (the nimbus API's ComponentStats retries and
+// dead_letters). RetryStats returns the retries scheduled and the
+// messages given up since the task opened. The runtime calls it on the
+// task's own goroutine, between calls of the component's other methods,
+// each time it publishes the task's counters (after each round of
+// NextTuple or batch of input): it must be cheap and must not block.
+type RetryReporter interface {
+	RetryStats() (retries, deadLetters int64)
+}
+
 // spoutStats sums the counters of this process's spout executors by
 // component, in component id order. Executors publish them after each
 // round and each batch of acks, and a last time when they stop; the
@@ -55,9 +68,14 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		s.Pending += x.pendingCount.Load()
 		s.MaxPending += x.pubMaxPending.Load()
 		x.latency.AddTo(&s.Latency)
+		s.BackpressureNanos += x.pubBackpressure.Load()
+		s.ThrottledNanos += x.pubThrottled.Load()
+		s.Retries += x.pubRetries.Load()
+		s.DeadLetters += x.pubDeadLetters.Load()
 	}
 	out := make([]runstats.Spout, 0, len(byComp))
 	for _, s := range byComp {
+		s.Errors = rt.componentErrors(s.Component)
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b runstats.Spout) int { return cmp.Compare(a.Component, b.Component) })
@@ -88,9 +106,19 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 		b.ExecuteSamples += m.samples
 		b.ExecuteSampledNanos += m.sampledNanos
 		b.Capacity = max(b.Capacity, x.capacity(m))
+		b.ProcessSamples += p.procSamples.Load()
+		b.ProcessSampledNanos += p.procNanos.Load()
+		b.BackpressureNanos += p.backpressure.Load()
+		b.Retries += p.retries.Load()
+		b.DeadLetters += p.deadLetters.Load()
+		b.QueueCapacity += int64((cap(x.in) + cap(x.rin)) * rt.batchSize)
+		if rt.stats {
+			b.QueueDepth += rt.execs[x.idx].queued.Load()
+		}
 	}
 	out := make([]runstats.Bolt, 0, len(byComp))
 	for _, b := range byComp {
+		b.Errors = rt.componentErrors(b.Component)
 		out = append(out, *b)
 	}
 	slices.SortFunc(out, func(a, b runstats.Bolt) int { return cmp.Compare(a.Component, b.Component) })

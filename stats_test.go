@@ -3,6 +3,7 @@ package gale_test
 import (
 	"context"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ func TestBoltStats(t *testing.T) {
 	bolts := bridge.BoltStats(lt)
 	want := []runstats.Bolt{
 		{Component: "sink", Tasks: 2, Executed: 99, Acked: 99},
-		{Component: "split", Tasks: 1, Executed: 100, Acked: 98, Failed: 1, Emitted: 99, ExecuteSamples: 2},
+		{Component: "split", Tasks: 1, Executed: 100, Acked: 98, Failed: 1, Emitted: 99, ExecuteSamples: 2, ProcessSamples: 2},
 	}
 	if len(bolts) != len(want) {
 		t.Fatalf("bolt stats %+v, want %+v", bolts, want)
@@ -90,13 +91,14 @@ func TestBoltStats(t *testing.T) {
 		g := bolts[i]
 		if g.Component == "sink" {
 			// Two executors time their first Execute each, then one in 64.
-			if g.ExecuteSamples < 2 || g.ExecuteSamples > 3 {
-				t.Errorf("sink: %d Execute calls timed of 99 in 2 executors, want 2 or 3", g.ExecuteSamples)
+			if g.ExecuteSamples < 2 || g.ExecuteSamples > 3 || g.ProcessSamples != g.ExecuteSamples {
+				t.Errorf("sink: %d Execute calls timed of 99 in 2 executors, %d acks; want 2 or 3 of each", g.ExecuteSamples, g.ProcessSamples)
 			}
-			g.ExecuteSamples = 0
+			g.ExecuteSamples, g.ProcessSamples = 0, 0
 		}
-		g.Capacity = 0 // TestBoltCapacity checks it
-		if g != w {
+		g.Capacity = 0      // TestBoltCapacity checks it
+		g.QueueCapacity = 0 // TestQueueDepth checks it
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("got %+v, want %+v", g, w)
 		}
 	}

@@ -603,6 +603,9 @@ func (in *inbound) deliver(payload []byte) error {
 		}
 		b.origin = in
 		rt.inflight.Add(int64(len(b.tuples)))
+		if rt.stats {
+			rt.execs[idx].queued.Add(int64(len(b.tuples)))
+		}
 		deliverTo(rt, rt.execs[idx].rin, b)
 		return nil
 	case wireAcks:
@@ -719,6 +722,8 @@ func (o *outbox) takeCredit(credits chan struct{}) bool {
 		return true
 	default:
 	}
+	start := o.waitStart()
+	defer o.waitEnd(start)
 	for {
 		select {
 		case <-credits:
@@ -741,6 +746,8 @@ func (o *outbox) sendFrame(p *peer, payload []byte) bool {
 		return true
 	default:
 	}
+	start := o.waitStart()
+	defer o.waitEnd(start)
 	for {
 		select {
 		case q <- f:

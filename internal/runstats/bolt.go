@@ -32,11 +32,45 @@ type Bolt struct {
 	// executed × mean execute latency / window); near 1, the bolt is
 	// saturated. Summed over processes it is the largest.
 	Capacity float64 `json:"capacity,omitempty"`
+	// ProcessSamples is how many input tuples were timed from their
+	// arrival at the executor (its taking their batch off its queue) to
+	// their ack, ProcessSampledNanos their total time: the mean process
+	// latency is their quotient (ProcessLatency). The tuples timed are
+	// those whose Execute is timed, when they are acked.
+	ProcessSamples      int64 `json:"process_samples,omitempty"`
+	ProcessSampledNanos int64 `json:"process_sampled_nanos,omitempty"`
+	// QueueDepth is the tuples waiting in the executors' input queues
+	// when the counters were read; QueueCapacity the tuples those queues
+	// hold at most (topology.executor.receive.buffer.size each, and as
+	// much again for tuples from other workers in a worker of several).
+	QueueDepth    int64 `json:"queue_depth,omitempty"`
+	QueueCapacity int64 `json:"queue_capacity,omitempty"`
+	// BackpressureNanos is the time the executors spent waiting to send
+	// their emits on a full queue (downstream backpressure), on the
+	// topology's clock.
+	BackpressureNanos int64 `json:"backpressure_nanos,omitempty"`
+	// Retries and DeadLetters are what a bolt that retries reports
+	// (gale.RetryReporter: a sink).
+	Retries     int64 `json:"retries,omitempty"`
+	DeadLetters int64 `json:"dead_letters,omitempty"`
+	// Errors are the component's last errors in this process, oldest
+	// first, at most MaxErrors.
+	Errors []Error `json:"errors,omitempty"`
 }
 
-// ExecuteSampleEvery is the rate at which Execute calls are timed: one
-// in this many, the first one included.
+// ExecuteSampleEvery is the rate at which Execute calls are timed by
+// default (topology.stats.sample.rate unset): one in this many, the
+// first one included.
 const ExecuteSampleEvery = 64
+
+// ProcessLatency is the mean process latency of the tuples timed, or 0
+// if none was.
+func (b *Bolt) ProcessLatency() time.Duration {
+	if b.ProcessSamples == 0 {
+		return 0
+	}
+	return time.Duration(b.ProcessSampledNanos / b.ProcessSamples)
+}
 
 // ExecuteLatency is the mean time of the Execute calls timed, or 0 if
 // none was.
@@ -57,6 +91,14 @@ func (o *Bolt) add(b *Bolt) {
 	o.ExecuteSamples += b.ExecuteSamples
 	o.ExecuteSampledNanos += b.ExecuteSampledNanos
 	o.Capacity = max(o.Capacity, b.Capacity)
+	o.ProcessSamples += b.ProcessSamples
+	o.ProcessSampledNanos += b.ProcessSampledNanos
+	o.QueueDepth += b.QueueDepth
+	o.QueueCapacity += b.QueueCapacity
+	o.BackpressureNanos += b.BackpressureNanos
+	o.Retries += b.Retries
+	o.DeadLetters += b.DeadLetters
+	o.Errors = MergeErrors(o.Errors, b.Errors, MaxErrors)
 }
 
 // AddBolts sums b into a by component, keeping the result in component

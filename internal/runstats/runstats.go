@@ -1,5 +1,5 @@
 // Package runstats is a running topology's spout and bolt counters,
-// complete and execute latencies as the command line (`run`'s live
+// complete, execute and process latencies and last errors as the command line (`run`'s live
 // numbers and report) and worker heartbeats carry them;
 // bridge.SpoutStats and bridge.BoltStats read them out of package gale.
 package runstats
@@ -41,6 +41,48 @@ type Spout struct {
 	MaxPending int64 `json:"max_pending,omitempty"`
 	// Latency is the complete latency of the trees acked.
 	Latency Latency `json:"latency,omitzero"`
+	// BackpressureNanos is the time the executors spent waiting to send
+	// their emits on a full queue (downstream backpressure);
+	// ThrottledNanos the time they held back because every task's trees
+	// in flight were at MaxPending (or the runtime's own limit), as read
+	// from the topology's clock.
+	BackpressureNanos int64 `json:"backpressure_nanos,omitempty"`
+	ThrottledNanos    int64 `json:"throttled_nanos,omitempty"`
+	// Retries and DeadLetters are what a spout that retries reports
+	// (gale.RetryReporter): retries scheduled and messages given up to
+	// its dead-letter sink.
+	Retries     int64 `json:"retries,omitempty"`
+	DeadLetters int64 `json:"dead_letters,omitempty"`
+	// Errors are the component's last errors in this process, oldest
+	// first, at most MaxErrors.
+	Errors []Error `json:"errors,omitempty"`
+}
+
+// Error is an error a component's task reported (ReportError) or caused
+// (a panic in its code, a rejected emit).
+type Error struct {
+	Task int `json:"task"`
+	// TimeUnixMs is when, on the topology's clock.
+	TimeUnixMs int64  `json:"time_unix_ms"`
+	Error      string `json:"error"`
+}
+
+// MaxErrors is how many errors of a component a process keeps.
+const MaxErrors = 10
+
+// MergeErrors returns a's and b's errors, each oldest first, merged in
+// time order (a's first at the same time) and cut to the newest max.
+func MergeErrors(a, b []Error, max int) []Error {
+	out := make([]Error, 0, len(a)+len(b))
+	out = append(append(out, a...), b...)
+	slices.SortStableFunc(out, func(x, y Error) int { return cmp.Compare(x.TimeUnixMs, y.TimeUnixMs) })
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Add sums b into a by component, keeping the result in component order.
@@ -69,6 +111,11 @@ func (o *Spout) add(s *Spout) {
 	o.FailedShutdown += s.FailedShutdown
 	o.MaxPending += s.MaxPending
 	o.Latency.Add(&s.Latency)
+	o.BackpressureNanos += s.BackpressureNanos
+	o.ThrottledNanos += s.ThrottledNanos
+	o.Retries += s.Retries
+	o.DeadLetters += s.DeadLetters
+	o.Errors = MergeErrors(o.Errors, s.Errors, MaxErrors)
 }
 
 // Total sums every component's counters into one, with no component name.
