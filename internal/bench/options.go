@@ -43,6 +43,9 @@ type Options struct {
 	GCFloorMB       int           // least heap in MiB before collecting, 0 = none (a worker's worker.gc.floor.mb)
 	HeapPretouch    bool          // touch the GC floor's heap at start (a worker's worker.heap.pretouch)
 	TupleReuse      bool          // Gale's bolts run with topology.tuple.reuse
+	// StatsOff runs Gale's topology with topology.stats.enabled false: no
+	// per-component metrics (the zero value keeps them, as Gale does).
+	StatsOff bool
 
 	JSON   bool   // print one JSON document instead of the live view and table
 	Runner string // RunnerGale or RunnerPlain; a label for the report
@@ -130,6 +133,9 @@ func (o Options) Validate() error {
 	}
 	if o.MessageTimeout < 0 || o.MessageTimeout%time.Second != 0 {
 		bad("--message-timeout must be whole seconds ≥ 0 (0 = Gale's default), got %v", o.MessageTimeout)
+	}
+	if o.StatsOff && o.Runner == RunnerPlain {
+		bad("--stats=false applies to the gale runner only (--runner %s keeps no metrics)", RunnerPlain)
 	}
 	if o.CountDelay < 0 {
 		bad("--count-delay must be ≥ 0, got %v", o.CountDelay)

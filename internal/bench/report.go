@@ -129,6 +129,7 @@ type Report struct {
 	GCFloorMB  int    `json:"gc_floor_mb"`
 	Pretouch   bool   `json:"heap_pretouch"`
 	TupleReuse bool   `json:"tuple_reuse"`
+	Stats      bool   `json:"stats"` // the gale runner kept its per-component metrics (topology.stats.enabled)
 	GoVersion  string `json:"go_version"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
 }
@@ -195,6 +196,7 @@ func NewReport(opts Options, stats *Stats, m Measurements) *Report {
 		GCFloorMB:  opts.GCFloorMB,
 		Pretouch:   opts.HeapPretouch && opts.GCFloorMB > 0,
 		TupleReuse: opts.TupleReuse && opts.Runner == RunnerGale, // plain has no tuples
+		Stats:      !opts.StatsOff && opts.Runner == RunnerGale,
 		GCCycles:   m.GCCycles,
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
@@ -292,7 +294,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Error != "" {
 		row("error", "%s", r.Error)
 	}
-	row("runner", "%s, mode %s, rate %s", r.Runner, r.Mode, rate)
+	metrics := ""
+	if r.Runner == RunnerGale && !r.Stats {
+		metrics = ", metrics off (topology.stats.enabled false)"
+	}
+	row("runner", "%s, mode %s, rate %s%s", r.Runner, r.Mode, rate, metrics)
 	pending := "unset (automatic)"
 	if r.MaxSpoutPending > 0 {
 		pending = Commas(int64(r.MaxSpoutPending))

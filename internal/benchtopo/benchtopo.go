@@ -192,6 +192,9 @@ func Topology(opts bench.Options, stats *bench.Stats) (*gale.Topology, gale.Conf
 		return nil, nil, err
 	}
 	conf := gale.Config{gale.TopologyAckerExecutors: 0}
+	if opts.StatsOff {
+		conf[gale.TopologyStatsEnabled] = false
+	}
 	if opts.MessageTimeout > 0 {
 		conf[gale.TopologyMessageTimeoutSecs] = int(opts.MessageTimeout / time.Second)
 	}

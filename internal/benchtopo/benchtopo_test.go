@@ -118,6 +118,20 @@ func TestTopologyShape(t *testing.T) {
 	}
 }
 
+// TestTopologyStatsOff: --stats=false runs the topology with
+// topology.stats.enabled false; by default the key is left to Gale's
+// default (on).
+func TestTopologyStatsOff(t *testing.T) {
+	opts := bench.DefaultOptions()
+	if _, conf, err := benchtopo.Topology(opts, new(bench.Stats)); err != nil || conf[gale.TopologyStatsEnabled] != nil {
+		t.Errorf("default: %s = %v (err %v), want unset", gale.TopologyStatsEnabled, conf[gale.TopologyStatsEnabled], err)
+	}
+	opts.StatsOff = true
+	if _, conf, err := benchtopo.Topology(opts, new(bench.Stats)); err != nil || conf[gale.TopologyStatsEnabled] != false {
+		t.Errorf("StatsOff: %s = %v (err %v), want false", gale.TopologyStatsEnabled, conf[gale.TopologyStatsEnabled], err)
+	}
+}
+
 // TestCompleteFixedSentences feeds fixed sentences through split and count with
 // galetest: each is acked, split emits exactly its words in order, and count
 // counts each word once.

@@ -30,6 +30,7 @@ func newBenchCmd() *cobra.Command {
 func newWordcountCmd() *cobra.Command {
 	opts := bench.DefaultOptions()
 	var cpuprofile, tracefile string
+	stats, comparePairs := true, 0
 	cmd := &cobra.Command{
 		Use:   "wordcount",
 		Short: "Benchmark the word-count topology: spouts → split → count",
@@ -47,9 +48,19 @@ started again; its trees time out and their sentences are replayed.
 The run is measured from when every spout is active, not from the start (worker
 processes take a while to start and connect). The report is printed however the
 run ends; when it went wrong (a worker died, nothing was emitted) it says what
-in its "error", and gale exits with status 1.`,
+in its "error", and gale exits with status 1.
+
+--compare-stats N measures what the per-component metrics cost: N pairs of
+runs of --duration each, one with the metrics (topology.stats.enabled) and one
+without, in ABBA order (on/off, off/on, ...), and prints each pair's throughput
+ratio (on/off) and the median ratio, so that both are measured in the same
+run, under the same load.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.StatsOff = !stats
+			if comparePairs != 0 {
+				return runCompareStats(cmd, opts, comparePairs, cpuprofile, tracefile)
+			}
 			return runWordcount(cmd, opts, cpuprofile, tracefile)
 		},
 	}
@@ -73,6 +84,8 @@ in its "error", and gale exits with status 1.`,
 	f.BoolVar(&opts.PinCPUs, "pin-cpus", opts.PinCPUs, "with --workers N, bind each worker process to its own 1/N of the CPUs (when there are at least N); =false lets the kernel place them (a cluster's worker.cpu.pinning)")
 	f.StringVar(&opts.Runner, "runner", opts.Runner, `"gale" runs the Gale topology; "plain" the plain-Go baseline`)
 	f.BoolVar(&opts.JSON, "json", opts.JSON, "print one JSON document on stdout and nothing else")
+	f.BoolVar(&stats, "stats", stats, "keep Gale's per-component metrics (topology.stats.enabled); =false runs without them")
+	f.IntVar(&comparePairs, "compare-stats", comparePairs, "run N pairs of runs with the metrics on and off, in ABBA order, and print the throughput ratio of each pair and its median (0 = one run)")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the run to `file` (with --workers, each worker's to file.worker-N too)")
 	f.StringVar(&tracefile, "trace", "", "write a runtime execution trace of the run to `file` (go tool trace; with --workers, each worker's to file.worker-N too)")
 	return cmd
@@ -132,6 +145,40 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 	// The report is written whatever happened, with what went wrong in it;
 	// the error then goes to stderr and sets the exit code.
 	_, err = bench.Run(cmd.Context(), opts, runner, cmd.OutOrStdout(), live)
+	return err
+}
+
+// runCompareStats runs `bench wordcount --compare-stats pairs`.
+func runCompareStats(cmd *cobra.Command, opts bench.Options, pairs int, cpuprofile, tracefile string) error {
+	switch {
+	case pairs < 1:
+		return usageError{fmt.Errorf("--compare-stats must be ≥ 1 pairs of runs (0 = one run), got %d", pairs)}
+	case opts.Runner != bench.RunnerGale:
+		return usageError{fmt.Errorf("--compare-stats applies to the gale runner only, got --runner %s", opts.Runner)}
+	case cpuprofile != "" || tracefile != "":
+		return usageError{fmt.Errorf("--compare-stats takes no --cpuprofile or --trace: profile one run, with --stats or --stats=false")}
+	case cmd.Flags().Changed("stats"):
+		return usageError{fmt.Errorf("--compare-stats runs with the metrics both on and off: drop --stats")}
+	}
+	if err := opts.Validate(); err != nil {
+		return usageError{err}
+	}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	runner := benchtopo.Runner(log)
+	if opts.Workers > 1 {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		runner = benchtopo.ProcessRunner(benchtopo.ProcessConfig{
+			Exe: exe, Args: workerArgs, Logs: cmd.ErrOrStderr(), Log: log, Launched: benchLaunched,
+		})
+	}
+	var live io.Writer
+	if !opts.JSON {
+		live = cmd.ErrOrStderr()
+	}
+	_, err := bench.CompareStats(cmd.Context(), opts, runner, pairs, cmd.OutOrStdout(), live)
 	return err
 }
 
