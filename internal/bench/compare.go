@@ -25,6 +25,9 @@ type StatsPair struct {
 	Off     StatsRun `json:"off"`
 	OnFirst bool     `json:"on_first"`
 	Ratio   float64  `json:"ratio"` // On.SentencesPerSec / Off.SentencesPerSec
+	// CPURatio is On's CPU per million sentences over Off's: the cost in
+	// CPU, which a busy machine disturbs less than the throughput.
+	CPURatio float64 `json:"cpu_ratio"`
 }
 
 // StatsComparison is what CompareStats measured: the pairs in the order
@@ -35,6 +38,8 @@ type StatsComparison struct {
 	// off, each pair run back to back so that the machine's load is
 	// about the same for both.
 	MedianRatio float64 `json:"median_ratio"`
+	// MedianCPURatio is the median of the pairs' CPU ratios.
+	MedianCPURatio float64 `json:"median_cpu_ratio"`
 	// The medians of the runs' throughput and CPU per million sentences.
 	MedianOnPerSec  float64 `json:"median_on_sentences_per_sec"`
 	MedianOffPerSec float64 `json:"median_off_sentences_per_sec"`
@@ -93,6 +98,9 @@ func CompareStats(ctx context.Context, opts Options, topo Runner, pairs int, out
 		if p.Off.SentencesPerSec > 0 {
 			p.Ratio = p.On.SentencesPerSec / p.Off.SentencesPerSec
 		}
+		if p.Off.CPUSecondsPerMillionSentences > 0 {
+			p.CPURatio = p.On.CPUSecondsPerMillionSentences / p.Off.CPUSecondsPerMillionSentences
+		}
 		c.Pairs = append(c.Pairs, p)
 	}
 	c.summarise()
@@ -118,13 +126,13 @@ func onOff(on bool) string {
 }
 
 func (c *StatsComparison) summarise() {
-	var ratios, on, off, onCPU, offCPU []float64
+	var ratios, cpuRatios, on, off, onCPU, offCPU []float64
 	for _, p := range c.Pairs {
-		ratios = append(ratios, p.Ratio)
+		ratios, cpuRatios = append(ratios, p.Ratio), append(cpuRatios, p.CPURatio)
 		on, off = append(on, p.On.SentencesPerSec), append(off, p.Off.SentencesPerSec)
 		onCPU, offCPU = append(onCPU, p.On.CPUSecondsPerMillionSentences), append(offCPU, p.Off.CPUSecondsPerMillionSentences)
 	}
-	c.MedianRatio = median(ratios)
+	c.MedianRatio, c.MedianCPURatio = median(ratios), median(cpuRatios)
 	c.MedianOnPerSec, c.MedianOffPerSec = median(on), median(off)
 	c.MedianOnCPU, c.MedianOffCPU = median(onCPU), median(offCPU)
 }
@@ -150,18 +158,18 @@ func (c *StatsComparison) WriteTable(w io.Writer) error {
 	if c.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", c.Error)
 	}
-	fmt.Fprintf(tw, "pair\torder\ton sentences/s\toff sentences/s\ton/off\ton CPU s/M\toff CPU s/M\n")
+	fmt.Fprintf(tw, "pair\torder\ton sentences/s\toff sentences/s\ton/off\ton CPU s/M\toff CPU s/M\ton/off\n")
 	for i, p := range c.Pairs {
 		order := "on, off"
 		if !p.OnFirst {
 			order = "off, on"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\n", i+1, order,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\n", i+1, order,
 			Commas(int64(p.On.SentencesPerSec)), Commas(int64(p.Off.SentencesPerSec)), p.Ratio,
-			p.On.CPUSecondsPerMillionSentences, p.Off.CPUSecondsPerMillionSentences)
+			p.On.CPUSecondsPerMillionSentences, p.Off.CPUSecondsPerMillionSentences, p.CPURatio)
 	}
-	fmt.Fprintf(tw, "median\t\t%s\t%s\t%.3f\t%.3f\t%.3f\n",
-		Commas(int64(c.MedianOnPerSec)), Commas(int64(c.MedianOffPerSec)), c.MedianRatio, c.MedianOnCPU, c.MedianOffCPU)
+	fmt.Fprintf(tw, "median\t\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\n",
+		Commas(int64(c.MedianOnPerSec)), Commas(int64(c.MedianOffPerSec)), c.MedianRatio, c.MedianOnCPU, c.MedianOffCPU, c.MedianCPURatio)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write comparison: %w", err)
 	}

@@ -103,3 +103,16 @@ func pacedEvery(d time.Duration) Runner {
 		}
 	}
 }
+
+// TestStatsComparisonMedians: the medians are over the pairs, the mean
+// of the middle two for an even count, for the throughput and CPU ratios.
+func TestStatsComparisonMedians(t *testing.T) {
+	c := &StatsComparison{}
+	for _, r := range [][2]float64{{0.9, 1.2}, {1.1, 0.8}, {1.0, 1.0}, {0.5, 3}} {
+		c.Pairs = append(c.Pairs, StatsPair{Ratio: r[0], CPURatio: r[1]})
+	}
+	c.summarise()
+	if c.MedianRatio != 0.95 || c.MedianCPURatio != 1.1 {
+		t.Errorf("medians %v, %v; want 0.95, 1.1", c.MedianRatio, c.MedianCPURatio)
+	}
+}
