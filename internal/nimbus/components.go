@@ -11,7 +11,8 @@ import (
 
 // sumComponents sums the workers' per-component counters by component,
 // in component id order: every counter and histogram is added, the
-// capacity is the largest (the busiest executor's).
+// capacity is the largest (the busiest executor's), and the errors are
+// merged oldest first, keeping the newest maxErrors.
 func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 	byComp := make(map[string]*nimbuspb.ComponentStats)
 	lat := make(map[string]*runstats.Latency)
@@ -37,6 +38,18 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 			s.ExecuteSamples += c.GetExecuteSamples()
 			s.ExecuteSampledNanos += c.GetExecuteSampledNanos()
 			s.Capacity = max(s.Capacity, c.GetCapacity())
+			s.ProcessSamples += c.GetProcessSamples()
+			s.ProcessSampledNanos += c.GetProcessSampledNanos()
+			s.QueueDepth += c.GetQueueDepth()
+			s.QueueCapacity += c.GetQueueCapacity()
+			s.BackpressureNanos += c.GetBackpressureNanos()
+			s.ThrottledNanos += c.GetThrottledNanos()
+			s.Retries += c.GetRetries()
+			s.DeadLetters += c.GetDeadLetters()
+			for _, e := range c.GetErrors() {
+				s.Errors = append(s.Errors, &nimbuspb.ComponentError{Task: e.GetTask(), TimeUnixMs: e.GetTimeUnixMs(),
+					Error: e.GetError(), Host: e.GetHost(), Port: e.GetPort()})
+			}
 			if h := c.GetCompleteLatency(); h != nil {
 				// Checked when the report came (checkReport).
 				l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
@@ -46,6 +59,13 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 	}
 	out := make([]*nimbuspb.ComponentStats, 0, len(byComp))
 	for id, s := range byComp {
+		// Oldest first; at the same time, by worker, then as reported.
+		slices.SortStableFunc(s.Errors, func(a, b *nimbuspb.ComponentError) int {
+			return cmp.Or(cmp.Compare(a.GetTimeUnixMs(), b.GetTimeUnixMs()), cmp.Compare(a.GetHost(), b.GetHost()), cmp.Compare(a.GetPort(), b.GetPort()))
+		})
+		if n := len(s.Errors); n > maxErrors {
+			s.Errors = s.Errors[n-maxErrors:]
+		}
 		if l := lat[id]; l.Count() > 0 {
 			s.CompleteLatency = &nimbuspb.LatencyHistogram{}
 			s.CompleteLatency.Buckets, s.CompleteLatency.Counts = l.Sparse()
@@ -55,6 +75,9 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
 	return out
 }
+
+// maxErrors is how many errors of a component Get returns: the newest.
+const maxErrors = 10
 
 // checkReport checks a worker report's latency histograms, naming the
 // one at fault.

@@ -40,7 +40,7 @@ func (s *Supervisor) report() *nimbuspb.ReportRequest {
 				wr.TimedOut += sp.TimedOut
 				lat.Add(&sp.Latency)
 			}
-			wr.Components = componentStats(b.Spouts, b.Bolts)
+			wr.Components = componentStats(b.Spouts, b.Bolts, s.cfg.Host, int32(w.Port))
 			if lat.Count() > 0 {
 				wr.CompleteLatency = &nimbuspb.LatencyHistogram{}
 				wr.CompleteLatency.Buckets, wr.CompleteLatency.Counts = lat.Sparse()
@@ -84,8 +84,9 @@ func (s *Supervisor) reporter(ctx context.Context, in <-chan *nimbuspb.ReportReq
 }
 
 // componentStats is a heartbeat's counters in the report's form, in
-// component id order.
-func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt) []*nimbuspb.ComponentStats {
+// component id order, from the worker on host:port (which its errors
+// name).
+func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt, host string, port int32) []*nimbuspb.ComponentStats {
 	out := make([]*nimbuspb.ComponentStats, 0, len(spouts)+len(bolts))
 	for _, s := range spouts {
 		c := &nimbuspb.ComponentStats{
@@ -93,6 +94,9 @@ func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt) []*nimbuspb.
 			Emitted: s.Emitted, Transferred: s.Transferred, Acked: s.Acked, Failed: s.Failed,
 			FailedByBolt: s.FailedByBolt, TimedOut: s.TimedOut, FailedShutdown: s.FailedShutdown,
 			Pending: s.Pending, MaxPending: s.MaxPending,
+			BackpressureNanos: s.BackpressureNanos, ThrottledNanos: s.ThrottledNanos,
+			Retries: s.Retries, DeadLetters: s.DeadLetters,
+			Errors: componentErrors(s.Errors, host, port),
 		}
 		if s.Latency.Count() > 0 {
 			c.CompleteLatency = &nimbuspb.LatencyHistogram{}
@@ -105,9 +109,23 @@ func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt) []*nimbuspb.
 			Component: b.Component, Kind: "bolt", Tasks: int32(b.Tasks),
 			Emitted: b.Emitted, Transferred: b.Transferred, Acked: b.Acked, Failed: b.Failed,
 			Executed: b.Executed, ExecuteSamples: b.ExecuteSamples, ExecuteSampledNanos: b.ExecuteSampledNanos,
-			Capacity: b.Capacity,
+			Capacity:       b.Capacity,
+			ProcessSamples: b.ProcessSamples, ProcessSampledNanos: b.ProcessSampledNanos,
+			QueueDepth: b.QueueDepth, QueueCapacity: b.QueueCapacity, BackpressureNanos: b.BackpressureNanos,
+			Retries: b.Retries, DeadLetters: b.DeadLetters,
+			Errors: componentErrors(b.Errors, host, port),
 		})
 	}
 	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
+	return out
+}
+
+// componentErrors is a component's errors in the report's form, naming
+// the worker they came from.
+func componentErrors(errs []runstats.Error, host string, port int32) []*nimbuspb.ComponentError {
+	var out []*nimbuspb.ComponentError
+	for _, e := range errs {
+		out = append(out, &nimbuspb.ComponentError{Task: int32(e.Task), TimeUnixMs: e.TimeUnixMs, Error: e.Error, Host: host, Port: port})
+	}
 	return out
 }

@@ -807,8 +807,8 @@ func checkComponents(t *testing.T, w *nimbuspb.WorkerReport) {
 	}
 	sink, ticks := cs[0], cs[1]
 	if sink.GetKind() != "bolt" || sink.GetTasks() != 1 || sink.GetExecuted() == 0 || sink.GetAcked() == 0 ||
-		sink.GetFailed() != 0 || sink.GetExecuteSamples() == 0 {
-		t.Errorf("sink: %v, want a bolt that executed and acked tuples, one of them timed", sink)
+		sink.GetFailed() != 0 || sink.GetExecuteSamples() == 0 || sink.GetProcessSamples() == 0 || sink.GetQueueCapacity() == 0 {
+		t.Errorf("sink: %v, want a bolt that executed and acked tuples, one of them timed to its ack, and its queue's capacity", sink)
 	}
 	if ticks.GetKind() != "spout" || ticks.GetAcked() != w.GetAcked() || ticks.GetEmitted() != w.GetEmitted() ||
 		ticks.GetTimedOut() != w.GetTimedOut() || ticks.GetCompleteLatency() == nil {

@@ -1,0 +1,52 @@
+package nimbus
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gale-stream/gale/internal/nimbuspb"
+)
+
+// TestSumComponentsNewCounters: process latency samples, queue depth
+// and capacity, time backpressured and throttled, retries and dead
+// letters add up over the workers, and the errors are merged oldest
+// first, the newest maxErrors kept.
+func TestSumComponentsNewCounters(t *testing.T) {
+	errs := func(host string, port int32, times ...int64) []*nimbuspb.ComponentError {
+		var out []*nimbuspb.ComponentError
+		for _, at := range times {
+			out = append(out, &nimbuspb.ComponentError{Task: 1, TimeUnixMs: at, Error: fmt.Sprintf("e%d", at), Host: host, Port: port})
+		}
+		return out
+	}
+	w := func(port int32, n int64, times ...int64) *nimbuspb.WorkerReport {
+		return &nimbuspb.WorkerReport{Port: port, Components: []*nimbuspb.ComponentStats{{
+			Component: "b", Kind: "bolt", Tasks: 1,
+			ProcessSamples: n, ProcessSampledNanos: 10 * n, QueueDepth: 2 * n, QueueCapacity: 1000,
+			BackpressureNanos: 3 * n, ThrottledNanos: 4 * n, Retries: 5 * n, DeadLetters: 6 * n,
+			Errors: errs("h", port, times...),
+		}}}
+	}
+	got := sumComponents([]*nimbuspb.WorkerReport{
+		w(6700, 1, 1, 3, 5, 7, 9, 11, 13),
+		w(6701, 2, 2, 4, 6, 8, 10, 12),
+	})
+	if len(got) != 1 {
+		t.Fatalf("components %v, want b", got)
+	}
+	b := got[0]
+	if b.GetProcessSamples() != 3 || b.GetProcessSampledNanos() != 30 || b.GetQueueDepth() != 6 || b.GetQueueCapacity() != 2000 ||
+		b.GetBackpressureNanos() != 9 || b.GetThrottledNanos() != 12 || b.GetRetries() != 15 || b.GetDeadLetters() != 18 {
+		t.Errorf("sum: %v, want process 3 in 30 ns, queue 6 of 2000, backpressure 9, throttled 12, retries 15, dead letters 18", b)
+	}
+	var times []int64
+	for _, e := range b.GetErrors() {
+		times = append(times, e.GetTimeUnixMs())
+		if want := int32(6700 + 1 - e.GetTimeUnixMs()%2); e.GetPort() != want || e.GetError() != fmt.Sprintf("e%d", e.GetTimeUnixMs()) {
+			t.Errorf("error %v: want e%d from port %d", e, e.GetTimeUnixMs(), want)
+		}
+	}
+	if fmt.Sprint(times) != "[4 5 6 7 8 9 10 11 12 13]" {
+		t.Errorf("errors at %v, want the newest 10, oldest first: [4 … 13]", times)
+	}
+}
