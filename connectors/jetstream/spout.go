@@ -155,6 +155,15 @@ func (s *Spout) Progress() int64 { return s.c.acked.Load() }
 
 var _ gale.ProgressReporter = (*Spout)(nil)
 
+// RetryStats is the failures answered with a delayed redelivery and the
+// dead letters stored (gale.RetryReporter: the component's retries and
+// dead letters). Safe for concurrent use.
+func (s *Spout) RetryStats() (retries, deadLetters int64) {
+	return s.c.retries.Load(), s.c.deadLettered.Load()
+}
+
+var _ gale.RetryReporter = (*Spout)(nil)
+
 // DeclareOutputFields declares the default stream's fields.
 func (*Spout) DeclareOutputFields(d gale.OutputDeclarer) {
 	d.Declare(FieldSubject, FieldData, FieldSequence, FieldAttempt)

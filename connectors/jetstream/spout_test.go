@@ -12,6 +12,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/jetstream"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/retry"
 )
 
@@ -194,11 +195,17 @@ func TestSpoutPoisonMessageIsDeadLetteredAfterMaxAttemptsAndTheStreamMovesOn(t *
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", DeadLetterSubject: "dlq.orders",
 		Retry: fastPolicy(5*time.Millisecond, attempts)})
 	rec := &recorder{}
-	runTopology(t, "poison", sp.New, &recBolt{rec: rec}, nil)
+	lt := runTopology(t, "poison", sp.New, &recBolt{rec: rec}, nil)
 
 	waitFor(t, 30*time.Second, "the poison dead-lettered and the rest acked", func() bool {
 		st := sp.Stats()
 		return st.DeadLettered == 1 && st.Terminated == 1 && st.Acked == 20
+	})
+	// The runtime reads them too (gale.RetryReporter): the component's
+	// counters show the retries and the dead letter.
+	waitFor(t, 30*time.Second, "the component's retries and dead letter", func() bool {
+		st := bridge.SpoutStats(lt)
+		return len(st) == 1 && st[0].Retries == attempts-1 && st[0].DeadLetters == 1
 	})
 	if n := rec.count(func(d delivery) bool { return d.Data == "fail-poison" }); n != attempts {
 		t.Fatalf("poison delivered %d times, want retry.max.attempts = %d", n, attempts)

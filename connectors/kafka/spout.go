@@ -935,8 +935,17 @@ func source(r *kgo.Record) string {
 	return "kafka:" + r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10)
 }
 
+// RetryStats is the retry tracker's retries handed out and records given
+// up to the dead-letter sink (gale.RetryReporter: the component's
+// retries and dead letters). Safe for concurrent use.
+func (s *Spout) RetryStats() (retries, deadLetters int64) {
+	ts := s.tracker.Stats()
+	return ts.Retries.Load(), ts.DeadLettered.Load()
+}
+
 // Compile-time checks of the interfaces the spout implements.
 var (
 	_ gale.Spout            = (*Spout)(nil)
 	_ gale.ProgressReporter = (*Spout)(nil)
+	_ gale.RetryReporter    = (*Spout)(nil)
 )

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/kafka"
+	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/retry"
 )
 
@@ -243,6 +244,11 @@ func TestPoisonPermanentGoesToDeadLetterFile(t *testing.T) {
 	}
 	if st := sp.Stats(); st.DeadLettered != 1 || committed(t, c, "g", topic)[0] != n {
 		t.Errorf("dead-lettered %d, committed %v; want 1, %d", st.DeadLettered, committed(t, c, "g", topic), n)
+	}
+	// The runtime reads them too (gale.RetryReporter): the component's
+	// counters show the dead letter.
+	if st := bridge.SpoutStats(lt); len(st) != 1 || st[0].DeadLetters != 1 || st[0].Retries != 0 {
+		t.Errorf("the spout's component counters %+v, want 1 dead letter and no retry", st)
 	}
 }
 
