@@ -215,6 +215,7 @@ func slicesEqual(a, b []runstats.Spout) bool {
 		}
 		x.Latency, y.Latency = runstats.Latency{}, runstats.Latency{}
 		x.ThrottledNanos, y.ThrottledNanos = 0, 0
+		x.Executors, y.Executors = nil, nil
 		if !reflect.DeepEqual(x, y) {
 			return false
 		}

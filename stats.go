@@ -72,6 +72,13 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		s.ThrottledNanos += x.pubThrottled.Load()
 		s.Retries += x.pubRetries.Load()
 		s.DeadLetters += x.pubDeadLetters.Load()
+		if rt.stats {
+			s.Executors = append(s.Executors, runstats.Executor{
+				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
+				Emitted: x.pubEmitted.Load(), Transferred: x.pubTransferred.Load(),
+				Acked: x.pubAcked.Load(), Failed: x.pubFailed.Load(),
+			})
+		}
 	}
 	out := make([]runstats.Spout, 0, len(byComp))
 	for _, s := range byComp {
@@ -105,7 +112,8 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 		b.Transferred += p.transferred.Load()
 		b.ExecuteSamples += m.samples
 		b.ExecuteSampledNanos += m.sampledNanos
-		b.Capacity = max(b.Capacity, x.capacity(m))
+		capacity := x.capacity(m)
+		b.Capacity = max(b.Capacity, capacity)
 		b.ProcessSamples += p.procSamples.Load()
 		b.ProcessSampledNanos += p.procNanos.Load()
 		b.BackpressureNanos += p.backpressure.Load()
@@ -113,7 +121,15 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 		b.DeadLetters += p.deadLetters.Load()
 		b.QueueCapacity += int64((cap(x.in) + cap(x.rin)) * rt.batchSize)
 		if rt.stats {
-			b.QueueDepth += rt.execs[x.idx].queued.Load()
+			e := runstats.Executor{
+				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
+				Emitted: p.emitted.Load(), Transferred: p.transferred.Load(), Acked: p.acked.Load(), Failed: p.failed.Load(),
+				Executed: m.executed, Capacity: capacity, ExecuteSamples: m.samples, ExecuteSampledNanos: m.sampledNanos,
+				ProcessSamples: p.procSamples.Load(), ProcessSampledNanos: p.procNanos.Load(),
+				QueueDepth: max(rt.execs[x.idx].queued.Load(), 0),
+			}
+			b.QueueDepth += e.QueueDepth
+			b.Executors = append(b.Executors, e)
 		}
 	}
 	out := make([]runstats.Bolt, 0, len(byComp))

@@ -24,7 +24,7 @@ func TestStatsDisabled(t *testing.T) {
 	lt, clock := startManual(t, splitTopology(t), gale.Config{gale.TopologyStatsEnabled: false})
 	settle(t, lt, clock, 0)
 	for _, b := range bridge.BoltStats(lt) {
-		if b.Executed != 0 || b.Acked != 0 || b.Emitted != 0 || b.ExecuteSamples != 0 || b.ProcessSamples != 0 || b.QueueDepth != 0 {
+		if b.Executed != 0 || b.Acked != 0 || b.Emitted != 0 || b.ExecuteSamples != 0 || b.ProcessSamples != 0 || b.QueueDepth != 0 || len(b.Executors) != 0 {
 			t.Errorf("%s with stats off: %+v, want no counters", b.Component, b)
 		}
 	}

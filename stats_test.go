@@ -89,6 +89,8 @@ func TestBoltStats(t *testing.T) {
 	}
 	for i, w := range want {
 		g := bolts[i]
+		checkExecutors(t, lt, g)
+		g.Executors = nil
 		if g.Component == "sink" {
 			// Two executors time their first Execute each, then one in 64.
 			if g.ExecuteSamples < 2 || g.ExecuteSamples > 3 || g.ProcessSamples != g.ExecuteSamples {
@@ -113,6 +115,10 @@ func TestBoltStats(t *testing.T) {
 	}
 	if s.Transferred != 0 {
 		t.Errorf("nums: %d transferred in one process, want 0", s.Transferred)
+	}
+	task := bridge.LocalOf(lt).TaskIDs("nums")[0]
+	if len(s.Executors) != 1 || s.Executors[0] != (runstats.Executor{FirstTask: task, LastTask: task, Emitted: 100, Acked: 98, Failed: 2}) {
+		t.Errorf("nums: executors %+v, want one of task %d with 100 emitted, 98 acked, 2 failed", s.Executors, task)
 	}
 }
 
@@ -235,5 +241,31 @@ func TestTransferred(t *testing.T) {
 		if all.Executed != int64(n*all.Tasks) || all.Emitted != all.Executed {
 			t.Errorf("all in worker %d: executed %d, emitted %d; want %d each", i, all.Executed, all.Emitted, n*all.Tasks)
 		}
+	}
+}
+
+// checkExecutors checks that a bolt's executors cover its tasks in order,
+// one each here, and that their counters add up to the component's.
+func checkExecutors(t *testing.T, lt *gale.LocalTopology, b runstats.Bolt) {
+	t.Helper()
+	tasks := bridge.LocalOf(lt).TaskIDs(b.Component)
+	if len(b.Executors) != len(tasks) {
+		t.Fatalf("%s: executors %+v, want one per task %v", b.Component, b.Executors, tasks)
+	}
+	var sum runstats.Executor
+	for i, e := range b.Executors {
+		if e.FirstTask != tasks[i] || e.LastTask != tasks[i] {
+			t.Errorf("%s executor %d: tasks %d–%d, want %d", b.Component, i, e.FirstTask, e.LastTask, tasks[i])
+		}
+		sum.Executed += e.Executed
+		sum.Acked += e.Acked
+		sum.Failed += e.Failed
+		sum.Emitted += e.Emitted
+		sum.ExecuteSamples += e.ExecuteSamples
+		sum.ProcessSamples += e.ProcessSamples
+	}
+	if sum.Executed != b.Executed || sum.Acked != b.Acked || sum.Failed != b.Failed || sum.Emitted != b.Emitted ||
+		sum.ExecuteSamples != b.ExecuteSamples || sum.ProcessSamples != b.ProcessSamples {
+		t.Errorf("%s: the executors' counters sum to %+v, want the component's %+v", b.Component, sum, b)
 	}
 }

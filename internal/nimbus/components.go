@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // sumComponents sums the workers' per-component counters by component,
 // in component id order: every counter and histogram is added, the
-// capacity is the largest (the busiest executor's), and the errors are
-// merged oldest first, keeping the newest maxErrors.
+// capacity is the largest (the busiest executor's), the errors are
+// merged oldest first, keeping the newest maxErrors, and the executors
+// of every worker are listed in task order.
 func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 	byComp := make(map[string]*nimbuspb.ComponentStats)
 	lat := make(map[string]*runstats.Latency)
@@ -46,6 +49,9 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 			s.ThrottledNanos += c.GetThrottledNanos()
 			s.Retries += c.GetRetries()
 			s.DeadLetters += c.GetDeadLetters()
+			for _, x := range c.GetExecutors() {
+				s.Executors = append(s.Executors, proto.CloneOf(x))
+			}
 			for _, e := range c.GetErrors() {
 				s.Errors = append(s.Errors, &nimbuspb.ComponentError{Task: e.GetTask(), TimeUnixMs: e.GetTimeUnixMs(),
 					Error: e.GetError(), Host: e.GetHost(), Port: e.GetPort()})
@@ -63,6 +69,7 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 		slices.SortStableFunc(s.Errors, func(a, b *nimbuspb.ComponentError) int {
 			return cmp.Or(cmp.Compare(a.GetTimeUnixMs(), b.GetTimeUnixMs()), cmp.Compare(a.GetHost(), b.GetHost()), cmp.Compare(a.GetPort(), b.GetPort()))
 		})
+		slices.SortFunc(s.Executors, func(a, b *nimbuspb.ExecutorStats) int { return cmp.Compare(a.GetFirstTask(), b.GetFirstTask()) })
 		if n := len(s.Errors); n > maxErrors {
 			s.Errors = s.Errors[n-maxErrors:]
 		}

@@ -24,7 +24,8 @@ func TestSumComponentsNewCounters(t *testing.T) {
 			Component: "b", Kind: "bolt", Tasks: 1,
 			ProcessSamples: n, ProcessSampledNanos: 10 * n, QueueDepth: 2 * n, QueueCapacity: 1000,
 			BackpressureNanos: 3 * n, ThrottledNanos: 4 * n, Retries: 5 * n, DeadLetters: 6 * n,
-			Errors: errs("h", port, times...),
+			Errors:    errs("h", port, times...),
+			Executors: []*nimbuspb.ExecutorStats{{FirstTask: 2 - (port - 6700), LastTask: 2 - (port - 6700), Port: port, Executed: n}},
 		}}}
 	}
 	got := sumComponents([]*nimbuspb.WorkerReport{
@@ -38,6 +39,10 @@ func TestSumComponentsNewCounters(t *testing.T) {
 	if b.GetProcessSamples() != 3 || b.GetProcessSampledNanos() != 30 || b.GetQueueDepth() != 6 || b.GetQueueCapacity() != 2000 ||
 		b.GetBackpressureNanos() != 9 || b.GetThrottledNanos() != 12 || b.GetRetries() != 15 || b.GetDeadLetters() != 18 {
 		t.Errorf("sum: %v, want process 3 in 30 ns, queue 6 of 2000, backpressure 9, throttled 12, retries 15, dead letters 18", b)
+	}
+	if xs := b.GetExecutors(); len(xs) != 2 || xs[0].GetFirstTask() != 1 || xs[0].GetPort() != 6701 || xs[0].GetExecuted() != 2 ||
+		xs[1].GetFirstTask() != 2 || xs[1].GetPort() != 6700 {
+		t.Errorf("executors %v, want task 1 on 6701, then task 2 on 6700", xs)
 	}
 	var times []int64
 	for _, e := range b.GetErrors() {

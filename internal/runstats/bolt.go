@@ -40,9 +40,11 @@ type Bolt struct {
 	ProcessSamples      int64 `json:"process_samples,omitempty"`
 	ProcessSampledNanos int64 `json:"process_sampled_nanos,omitempty"`
 	// QueueDepth is the tuples waiting in the executors' input queues
-	// when the counters were read; QueueCapacity the tuples those queues
-	// hold at most (topology.executor.receive.buffer.size each, and as
-	// much again for tuples from other workers in a worker of several).
+	// when the counters were read (a batch whose sender waits for room
+	// included); QueueCapacity the tuples those queues hold in full
+	// batches (topology.executor.receive.buffer.size each, rounded to
+	// whole batches of topology.producer.batch.size, and a queue of its
+	// own for the tuples from other workers in a worker of several).
 	QueueDepth    int64 `json:"queue_depth,omitempty"`
 	QueueCapacity int64 `json:"queue_capacity,omitempty"`
 	// BackpressureNanos is the time the executors spent waiting to send
@@ -56,6 +58,8 @@ type Bolt struct {
 	// Errors are the component's last errors in this process, oldest
 	// first, at most MaxErrors.
 	Errors []Error `json:"errors,omitempty"`
+	// Executors are the same counters per executor, in task order.
+	Executors []Executor `json:"executors,omitempty"`
 }
 
 // ExecuteSampleEvery is the rate at which Execute calls are timed by
@@ -99,6 +103,7 @@ func (o *Bolt) add(b *Bolt) {
 	o.Retries += b.Retries
 	o.DeadLetters += b.DeadLetters
 	o.Errors = MergeErrors(o.Errors, b.Errors, MaxErrors)
+	o.Executors = append(o.Executors, b.Executors...)
 }
 
 // AddBolts sums b into a by component, keeping the result in component

@@ -56,6 +56,26 @@ type Spout struct {
 	// Errors are the component's last errors in this process, oldest
 	// first, at most MaxErrors.
 	Errors []Error `json:"errors,omitempty"`
+	// Executors are the same counters per executor, in task order.
+	Executors []Executor `json:"executors,omitempty"`
+}
+
+// Executor is one executor's counters: its tasks FirstTask to LastTask.
+// A spout's has no Executed, latencies or queue.
+type Executor struct {
+	FirstTask           int     `json:"first_task"`
+	LastTask            int     `json:"last_task"`
+	Emitted             int64   `json:"emitted"`
+	Transferred         int64   `json:"transferred,omitempty"`
+	Acked               int64   `json:"acked"`
+	Failed              int64   `json:"failed"`
+	Executed            int64   `json:"executed,omitempty"`
+	Capacity            float64 `json:"capacity,omitempty"`
+	ExecuteSamples      int64   `json:"execute_samples,omitempty"`
+	ExecuteSampledNanos int64   `json:"execute_sampled_nanos,omitempty"`
+	ProcessSamples      int64   `json:"process_samples,omitempty"`
+	ProcessSampledNanos int64   `json:"process_sampled_nanos,omitempty"`
+	QueueDepth          int64   `json:"queue_depth,omitempty"`
 }
 
 // Error is an error a component's task reported (ReportError) or caused
@@ -116,6 +136,7 @@ func (o *Spout) add(s *Spout) {
 	o.Retries += s.Retries
 	o.DeadLetters += s.DeadLetters
 	o.Errors = MergeErrors(o.Errors, s.Errors, MaxErrors)
+	o.Executors = append(o.Executors, s.Executors...)
 }
 
 // Total sums every component's counters into one, with no component name.

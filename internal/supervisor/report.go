@@ -96,7 +96,8 @@ func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt, host string,
 			Pending: s.Pending, MaxPending: s.MaxPending,
 			BackpressureNanos: s.BackpressureNanos, ThrottledNanos: s.ThrottledNanos,
 			Retries: s.Retries, DeadLetters: s.DeadLetters,
-			Errors: componentErrors(s.Errors, host, port),
+			Errors:    componentErrors(s.Errors, host, port),
+			Executors: executorStats(s.Executors, host, port),
 		}
 		if s.Latency.Count() > 0 {
 			c.CompleteLatency = &nimbuspb.LatencyHistogram{}
@@ -113,7 +114,8 @@ func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt, host string,
 			ProcessSamples: b.ProcessSamples, ProcessSampledNanos: b.ProcessSampledNanos,
 			QueueDepth: b.QueueDepth, QueueCapacity: b.QueueCapacity, BackpressureNanos: b.BackpressureNanos,
 			Retries: b.Retries, DeadLetters: b.DeadLetters,
-			Errors: componentErrors(b.Errors, host, port),
+			Errors:    componentErrors(b.Errors, host, port),
+			Executors: executorStats(b.Executors, host, port),
 		})
 	}
 	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
@@ -126,6 +128,21 @@ func componentErrors(errs []runstats.Error, host string, port int32) []*nimbuspb
 	var out []*nimbuspb.ComponentError
 	for _, e := range errs {
 		out = append(out, &nimbuspb.ComponentError{Task: int32(e.Task), TimeUnixMs: e.TimeUnixMs, Error: e.Error, Host: host, Port: port})
+	}
+	return out
+}
+
+// executorStats is a component's executors in the report's form, on the
+// worker host:port.
+func executorStats(xs []runstats.Executor, host string, port int32) []*nimbuspb.ExecutorStats {
+	var out []*nimbuspb.ExecutorStats
+	for _, x := range xs {
+		out = append(out, &nimbuspb.ExecutorStats{
+			FirstTask: int32(x.FirstTask), LastTask: int32(x.LastTask), Host: host, Port: port,
+			Emitted: x.Emitted, Transferred: x.Transferred, Acked: x.Acked, Failed: x.Failed, Executed: x.Executed,
+			Capacity: x.Capacity, ExecuteSamples: x.ExecuteSamples, ExecuteSampledNanos: x.ExecuteSampledNanos,
+			ProcessSamples: x.ProcessSamples, ProcessSampledNanos: x.ProcessSampledNanos, QueueDepth: x.QueueDepth,
+		})
 	}
 	return out
 }

@@ -17,7 +17,8 @@ func TestComponentStatsMapping(t *testing.T) {
 		Component: "s", Tasks: 2, Emitted: 1, Transferred: 2, Acked: 3, Failed: 4, Pending: 5,
 		FailedByBolt: 6, TimedOut: 7, FailedShutdown: 8, MaxPending: 9,
 		BackpressureNanos: 10, ThrottledNanos: 11, Retries: 12, DeadLetters: 13,
-		Errors: []runstats.Error{{Task: 3, TimeUnixMs: 1000, Error: "boom"}},
+		Errors:    []runstats.Error{{Task: 3, TimeUnixMs: 1000, Error: "boom"}},
+		Executors: []runstats.Executor{{FirstTask: 3, LastTask: 4, Emitted: 1, Transferred: 2, Acked: 3, Failed: 4}},
 	}}
 	bolts := []runstats.Bolt{{
 		Component: "b", Tasks: 1, Executed: 21, Acked: 22, Failed: 23, Emitted: 24, Transferred: 25,
@@ -25,6 +26,8 @@ func TestComponentStatsMapping(t *testing.T) {
 		ProcessSamples: 28, ProcessSampledNanos: 29, QueueDepth: 30, QueueCapacity: 31, BackpressureNanos: 32,
 		Retries: 33, DeadLetters: 34,
 		Errors: []runstats.Error{{Task: 1, TimeUnixMs: 2000, Error: "bad"}, {Task: 1, TimeUnixMs: 3000, Error: "worse"}},
+		Executors: []runstats.Executor{{FirstTask: 1, LastTask: 1, Emitted: 24, Transferred: 25, Acked: 22, Failed: 23, Executed: 21,
+			Capacity: 0.5, ExecuteSamples: 26, ExecuteSampledNanos: 27, ProcessSamples: 28, ProcessSampledNanos: 29, QueueDepth: 30}},
 	}}
 	got := componentStats(spouts, bolts, "h1", 6701)
 	want := []*nimbuspb.ComponentStats{
@@ -37,12 +40,16 @@ func TestComponentStatsMapping(t *testing.T) {
 				{Task: 1, TimeUnixMs: 2000, Error: "bad", Host: "h1", Port: 6701},
 				{Task: 1, TimeUnixMs: 3000, Error: "worse", Host: "h1", Port: 6701},
 			},
+			Executors: []*nimbuspb.ExecutorStats{{FirstTask: 1, LastTask: 1, Host: "h1", Port: 6701, Emitted: 24, Transferred: 25,
+				Acked: 22, Failed: 23, Executed: 21, Capacity: 0.5, ExecuteSamples: 26, ExecuteSampledNanos: 27,
+				ProcessSamples: 28, ProcessSampledNanos: 29, QueueDepth: 30}},
 		},
 		{
 			Component: "s", Kind: "spout", Tasks: 2, Emitted: 1, Transferred: 2, Acked: 3, Failed: 4, Pending: 5,
 			FailedByBolt: 6, TimedOut: 7, FailedShutdown: 8, MaxPending: 9,
 			BackpressureNanos: 10, ThrottledNanos: 11, Retries: 12, DeadLetters: 13,
-			Errors: []*nimbuspb.ComponentError{{Task: 3, TimeUnixMs: 1000, Error: "boom", Host: "h1", Port: 6701}},
+			Errors:    []*nimbuspb.ComponentError{{Task: 3, TimeUnixMs: 1000, Error: "boom", Host: "h1", Port: 6701}},
+			Executors: []*nimbuspb.ExecutorStats{{FirstTask: 3, LastTask: 4, Host: "h1", Port: 6701, Emitted: 1, Transferred: 2, Acked: 3, Failed: 4}},
 		},
 	}
 	if len(got) != len(want) {
