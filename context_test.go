@@ -216,6 +216,7 @@ func slicesEqual(a, b []runstats.Spout) bool {
 		x.Latency, y.Latency = runstats.Latency{}, runstats.Latency{}
 		x.ThrottledNanos, y.ThrottledNanos = 0, 0
 		x.Executors, y.Executors = nil, nil
+		x.Outputs, y.Outputs = nil, nil
 		if !reflect.DeepEqual(x, y) {
 			return false
 		}

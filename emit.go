@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gale-stream/gale/internal/xrand"
@@ -51,9 +53,14 @@ type emitter struct {
 	// A bolt task's counters (runstats.Bolt), kept by its executor's
 	// goroutine: tuples emitted, inputs acked and failed.
 	emitted, acked, failed int64
-	// proc is the bolt executor's process latency sample; nil for spouts
-	// and with topology.stats.enabled false.
-	proc *procSample
+	// proc is the bolt executor's process latency sample and in its
+	// per-input-stream counters; nil for spouts and with
+	// topology.stats.enabled false. stats: count per output stream, in
+	// outList (the streams in id order).
+	proc    *procSample
+	in      *inputStats
+	stats   bool
+	outList []*outStream
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -98,8 +105,23 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		if id == DefaultStream {
 			e.defOut = os
 		}
+		e.outList = append(e.outList, os)
 	}
+	slices.SortFunc(e.outList, func(a, b *outStream) int { return strings.Compare(a.info.stream, b.info.stream) })
+	e.stats = rt.stats
 	return e
+}
+
+// countOut counts an emit on os to e.targets, with the metrics on.
+func (e *emitter) countOut(os *outStream) {
+	os.emitted++
+	if os.remote {
+		for _, dst := range e.targets {
+			if !e.rt.local(e.rt.taskExec[dst]) {
+				os.transferred++
+			}
+		}
+	}
 }
 
 // emitError reports a bad emit once per stream and kind, and returns it.
@@ -258,9 +280,13 @@ func (e *emitter) targetIDs() []int { return e.targets }
 // tree and returns its root id (0 otherwise). nTargets is how many tasks
 // got it.
 func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool) (root uint64, err error) {
-	first, err := e.prepare(e.outFor(stream), stream, vals, direct)
+	os := e.outFor(stream)
+	first, err := e.prepare(os, stream, vals, direct)
 	if err != nil {
 		return 0, err
+	}
+	if e.stats {
+		e.countOut(os)
 	}
 	var xor uint64
 	if tracked && len(e.targets) > 0 {
@@ -287,9 +313,13 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool)
 
 // emitBolt emits a bolt tuple anchored on a (may be nil) and anchors.
 func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any, direct int) error {
-	first, err := e.prepare(e.outFor(stream), stream, vals, direct)
+	os := e.outFor(stream)
+	first, err := e.prepare(os, stream, vals, direct)
 	if err != nil {
 		return err
+	}
+	if e.stats {
+		e.countOut(os)
 	}
 	if e.poison != nil {
 		// Catch anchoring on a done input even when nobody subscribes.
@@ -386,6 +416,7 @@ func (e *emitter) ack(t *Tuple) {
 	e.acked++
 	if e.proc != nil {
 		e.proc.acked(t)
+		e.in.of(t).acked++
 	}
 	if root := t.treeRoot(); root != 0 {
 		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
@@ -405,8 +436,11 @@ func (e *emitter) fail(t *Tuple, reason error) {
 	}
 	t.markDone()
 	e.failed++
-	if e.proc != nil && e.proc.t == t {
-		e.proc.t = nil // only acked tuples count, as in Storm
+	if e.proc != nil {
+		if e.proc.t == t {
+			e.proc.t = nil // only acked tuples count, as in Storm
+		}
+		e.in.of(t).failed++
 	}
 	if root := t.treeRoot(); root != 0 {
 		fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}

@@ -44,6 +44,7 @@ type boltExec struct {
 	// the tasks' and the outbox's, into pub after each unit of work. With
 	// topology.stats.enabled false none is kept.
 	stats                           bool
+	inputs                          *inputStats // per input stream; nil with the metrics off
 	executed, samples, sampledNanos int64
 	sampleIn                        int
 	arrived                         int64
@@ -65,10 +66,11 @@ type boltExec struct {
 // reading that ends the Execute's timing, which saves a reading.
 type procSample struct {
 	clock           Clock
-	t               *Tuple // nil: none being timed
-	at              int64  // clock nanos
-	inExec, ackedIn bool   // t's Execute is running; t was acked in it
-	samples, sum    int64  // the tuples timed and their total nanos
+	t               *Tuple   // nil: none being timed
+	c               *inCount // t's input stream's counters
+	at              int64    // clock nanos
+	inExec, ackedIn bool     // t's Execute is running; t was acked in it
+	samples, sum    int64    // the tuples timed and their total nanos
 }
 
 // acked ends the timing of t, if it is the tuple timed.
@@ -87,6 +89,8 @@ func (p *procSample) acked(t *Tuple) {
 func (p *procSample) record(now int64) {
 	p.samples++
 	p.sum += now - p.at
+	p.c.procSamples++
+	p.c.procNanos += now - p.at
 }
 
 // capMark is a bolt executor's published counters at a clock time.
@@ -99,6 +103,7 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin,
 		wakeC: make(chan struct{}, 1), stats: rt.stats}
 	x.proc.clock = rt.clock
+	x.inputs = newInputStats(rt, c)
 	x.out = newOutbox(rt, true, c)
 	x.out.fbDest = rt.feedbackDests(c)
 	if rt.hasFeedbackInput(c) {
@@ -121,7 +126,7 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 		t.tc = rt.context(c, task)
 		t.em = newEmitter(rt, c, task, x.out, t.tc.log)
 		if x.stats {
-			t.em.proc = &x.proc
+			t.em.proc, t.em.in = &x.proc, x.inputs
 		}
 		t.coll = &BoltCollector{task: t, x: x}
 		x.tasks = append(x.tasks, t)
@@ -248,9 +253,12 @@ func (x *boltExec) dequeued(b *batch) {
 func (x *boltExec) process(b *batch) {
 	task := x.tasks[b.task-x.first]
 	x.executed += int64(len(b.tuples))
-	if x.stats && x.sampleIn <= len(b.tuples) {
-		// A tuple of this batch is timed: its process latency starts now.
-		x.arrived = x.rt.clock.Now().UnixNano()
+	if x.stats {
+		x.inputs.executed(b.tuples)
+		if x.sampleIn <= len(b.tuples) {
+			// A tuple of this batch is timed: its process latency starts now.
+			x.arrived = x.rt.clock.Now().UnixNano()
+		}
 	}
 	for i := 0; i < len(b.tuples); {
 		i = x.executeFrom(task, b.tuples, i)
@@ -284,15 +292,18 @@ func (x *boltExec) executeFrom(task *boltTask, ts []*Tuple, i int) (next int) {
 		x.sampleIn = x.rt.sampleEvery
 		start := x.rt.clock.Now()
 		p := &x.proc
-		p.t, p.at, p.inExec, p.ackedIn = ts[next], x.arrived, true, false
+		p.t, p.c, p.at, p.inExec, p.ackedIn = ts[next], x.inputs.of(ts[next]), x.arrived, true, false
 		bolt.Execute(ts[next])
 		end := x.rt.clock.Now()
 		p.inExec = false
 		if p.ackedIn {
 			p.record(end.UnixNano())
 		}
+		d := int64(end.Sub(start))
 		x.samples++
-		x.sampledNanos += int64(end.Sub(start))
+		x.sampledNanos += d
+		p.c.samples++
+		p.c.sampledNanos += d
 	}
 	return next
 }
@@ -325,6 +336,10 @@ func (x *boltExec) publish() {
 	p.backpressure.Store(x.out.waitNanos)
 	p.retries.Store(retries)
 	p.deadLetters.Store(dead)
+	x.inputs.publish()
+	for _, t := range x.tasks {
+		t.em.publishOutputs()
+	}
 }
 
 // runWakes runs the Wakeup functions of the tasks woken since they last

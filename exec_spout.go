@@ -603,4 +603,7 @@ func (x *spoutExec) publishCounts(emits int) {
 	}
 	x.pubRetries.Store(retries)
 	x.pubDeadLetters.Store(dead)
+	for _, t := range x.tasks {
+		t.em.publishOutputs()
+	}
 }

@@ -3,6 +3,7 @@ package gale
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/gale-stream/gale/internal/fieldhash"
 	"github.com/gale-stream/gale/internal/xrand"
@@ -17,6 +18,12 @@ type outStream struct {
 	direct bool // info.direct
 	custom bool // some subscriber uses a custom grouping
 	remote bool // some subscriber task runs in another worker
+
+	// With topology.stats.enabled: the tuples emitted on the stream and
+	// the copies sent to another worker, kept by the emitting task's
+	// goroutine and published for the stats reader.
+	emitted, transferred       int64
+	pubEmitted, pubTransferred atomic.Int64
 }
 
 // router picks the consumer tasks of one subscription for one emitting

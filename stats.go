@@ -73,6 +73,9 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		s.Retries += x.pubRetries.Load()
 		s.DeadLetters += x.pubDeadLetters.Load()
 		if rt.stats {
+			for _, t := range x.tasks {
+				s.Outputs = runstats.AddStreams(s.Outputs, t.em.outputs())
+			}
 			s.Executors = append(s.Executors, runstats.Executor{
 				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
 				Emitted: x.pubEmitted.Load(), Transferred: x.pubTransferred.Load(),
@@ -130,6 +133,10 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 			}
 			b.QueueDepth += e.QueueDepth
 			b.Executors = append(b.Executors, e)
+			b.Inputs = x.inputs.addTo(b.Inputs)
+			for _, t := range x.tasks {
+				b.Outputs = runstats.AddStreams(b.Outputs, t.em.outputs())
+			}
 		}
 	}
 	out := make([]runstats.Bolt, 0, len(byComp))

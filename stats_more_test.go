@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,5 +273,80 @@ func TestComponentErrors(t *testing.T) {
 	}
 	if errs := bridge.SpoutStats(lt)[0].Errors; len(errs) != 0 {
 		t.Errorf("the spout's errors: %+v, want none", errs)
+	}
+}
+
+// TestStreamStats: a bolt's counters per input stream (by source
+// component and stream) and per output stream, and a spout's per output
+// stream, are what went on each.
+func TestStreamStats(t *testing.T) {
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("nums", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) {
+				d.Declare("seq")
+				d.DeclareStream("odd", "seq")
+			},
+			next: func(s *funcSpout) {
+				if s.n < 30 {
+					stream := gale.DefaultStream
+					if s.n%2 == 1 {
+						stream = "odd"
+					}
+					s.Collector.EmitStream(stream, s.n, s.n)
+					s.n++
+				}
+			},
+		}
+	}, 1)
+	b.SetSpout("more", seqSpout(7), 1)
+	b.SetBolt("mix", func() gale.Bolt {
+		return &funcBolt{
+			declare: func(d gale.OutputDeclarer) {
+				d.Declare("seq")
+				d.DeclareStream("big", "seq")
+			},
+			execute: func(b *funcBolt, tu *gale.Tuple) {
+				seq := tu.GetInt(0)
+				if seq == 3 && tu.SourceStream() == "odd" {
+					b.Collector.Fail(tu, errors.New("three"))
+					return
+				}
+				if seq >= 20 {
+					b.Collector.EmitStream("big", []*gale.Tuple{tu}, seq)
+				}
+				b.Collector.Ack(tu)
+			},
+		}
+	}, 1).ShuffleGrouping("nums").Grouping("nums", "odd", gale.Shuffle()).ShuffleGrouping("more")
+	b.SetBolt("sink", func() gale.Bolt { return &funcBolt{} }, 1).Grouping("mix", "big", gale.Shuffle())
+	lt, clock := startManual(t, build(t, b), gale.Config{gale.TopologyStatsSampleRate: 1})
+	settle(t, lt, clock, 0)
+	var mix runstats.Bolt
+	for _, bs := range bridge.BoltStats(lt) {
+		if bs.Component == "mix" {
+			mix = bs
+		}
+	}
+	wantIn := []runstats.Stream{
+		{Component: "more", Stream: gale.DefaultStream, Executed: 7, Acked: 7, ExecuteSamples: 7, ProcessSamples: 7},
+		{Component: "nums", Stream: gale.DefaultStream, Executed: 15, Acked: 15, ExecuteSamples: 15, ProcessSamples: 15},
+		{Component: "nums", Stream: "odd", Executed: 15, Acked: 14, Failed: 1, ExecuteSamples: 15, ProcessSamples: 14},
+	}
+	if !reflect.DeepEqual(mix.Inputs, wantIn) {
+		t.Errorf("mix's inputs:\n got %+v\nwant %+v", mix.Inputs, wantIn)
+	}
+	wantOut := []runstats.Stream{{Component: "mix", Stream: "big", Emitted: 10}, {Component: "mix", Stream: gale.DefaultStream}}
+	if !reflect.DeepEqual(mix.Outputs, wantOut) {
+		t.Errorf("mix's outputs:\n got %+v\nwant %+v", mix.Outputs, wantOut)
+	}
+	for _, s := range bridge.SpoutStats(lt) {
+		if s.Component != "nums" {
+			continue
+		}
+		want := []runstats.Stream{{Component: "nums", Stream: gale.DefaultStream, Emitted: 15}, {Component: "nums", Stream: "odd", Emitted: 15}}
+		if !reflect.DeepEqual(s.Outputs, want) {
+			t.Errorf("nums's outputs:\n got %+v\nwant %+v", s.Outputs, want)
+		}
 	}
 }

@@ -90,7 +90,7 @@ func TestBoltStats(t *testing.T) {
 	for i, w := range want {
 		g := bolts[i]
 		checkExecutors(t, lt, g)
-		g.Executors = nil
+		g.Executors, g.Inputs, g.Outputs = nil, nil, nil // TestStreamStats checks them
 		if g.Component == "sink" {
 			// Two executors time their first Execute each, then one in 64.
 			if g.ExecuteSamples < 2 || g.ExecuteSamples > 3 || g.ProcessSamples != g.ExecuteSamples {
@@ -237,6 +237,10 @@ func TestTransferred(t *testing.T) {
 		if want := int64(n * all.Tasks * tasks[1-i]["sink"]); all.Transferred != want {
 			t.Errorf("all in worker %d: transferred %d, want %d (%d tuples from each of %d tasks to %d sink tasks in the other worker)",
 				i, all.Transferred, want, n, all.Tasks, tasks[1-i]["sink"])
+		}
+		if len(all.Outputs) != 1 || all.Outputs[0].Transferred != all.Transferred || all.Outputs[0].Emitted != all.Emitted {
+			t.Errorf("all in worker %d: outputs %+v, want the default stream's with the component's %d emitted, %d transferred",
+				i, all.Outputs, all.Emitted, all.Transferred)
 		}
 		if all.Executed != int64(n*all.Tasks) || all.Emitted != all.Executed {
 			t.Errorf("all in worker %d: executed %d, emitted %d; want %d each", i, all.Executed, all.Emitted, n*all.Tasks)

@@ -14,8 +14,9 @@ import (
 // sumComponents sums the workers' per-component counters by component,
 // in component id order: every counter and histogram is added, the
 // capacity is the largest (the busiest executor's), the errors are
-// merged oldest first, keeping the newest maxErrors, and the executors
-// of every worker are listed in task order.
+// merged oldest first, keeping the newest maxErrors, the per-stream
+// counters add by component and stream, and the executors of every
+// worker are listed in task order.
 func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 	byComp := make(map[string]*nimbuspb.ComponentStats)
 	lat := make(map[string]*runstats.Latency)
@@ -49,6 +50,8 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 			s.ThrottledNanos += c.GetThrottledNanos()
 			s.Retries += c.GetRetries()
 			s.DeadLetters += c.GetDeadLetters()
+			s.Inputs = addStreams(s.Inputs, c.GetInputs())
+			s.Outputs = addStreams(s.Outputs, c.GetOutputs())
 			for _, x := range c.GetExecutors() {
 				s.Executors = append(s.Executors, proto.CloneOf(x))
 			}
@@ -81,6 +84,30 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 	}
 	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
 	return out
+}
+
+// addStreams adds b's per-stream counters to a's, by component and
+// stream, keeping a in that order.
+func addStreams(a, b []*nimbuspb.StreamStats) []*nimbuspb.StreamStats {
+	for _, s := range b {
+		i, found := slices.BinarySearchFunc(a, s, func(x, y *nimbuspb.StreamStats) int {
+			return cmp.Or(cmp.Compare(x.GetComponent(), y.GetComponent()), cmp.Compare(x.GetStream(), y.GetStream()))
+		})
+		if !found {
+			a = slices.Insert(a, i, &nimbuspb.StreamStats{Component: s.GetComponent(), Stream: s.GetStream()})
+		}
+		o := a[i]
+		o.Emitted += s.GetEmitted()
+		o.Transferred += s.GetTransferred()
+		o.Executed += s.GetExecuted()
+		o.Acked += s.GetAcked()
+		o.Failed += s.GetFailed()
+		o.ExecuteSamples += s.GetExecuteSamples()
+		o.ExecuteSampledNanos += s.GetExecuteSampledNanos()
+		o.ProcessSamples += s.GetProcessSamples()
+		o.ProcessSampledNanos += s.GetProcessSampledNanos()
+	}
+	return a
 }
 
 // maxErrors is how many errors of a component Get returns: the newest.

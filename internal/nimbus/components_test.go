@@ -26,6 +26,11 @@ func TestSumComponentsNewCounters(t *testing.T) {
 			BackpressureNanos: 3 * n, ThrottledNanos: 4 * n, Retries: 5 * n, DeadLetters: 6 * n,
 			Errors:    errs("h", port, times...),
 			Executors: []*nimbuspb.ExecutorStats{{FirstTask: 2 - (port - 6700), LastTask: 2 - (port - 6700), Port: port, Executed: n}},
+			Inputs: []*nimbuspb.StreamStats{
+				{Component: "a", Stream: "default", Executed: n, Acked: n, ProcessSamples: 1},
+				{Component: fmt.Sprint("w", port), Stream: "x", Executed: 1},
+			},
+			Outputs: []*nimbuspb.StreamStats{{Component: "b", Stream: "default", Emitted: 7 * n, Transferred: n}},
 		}}}
 	}
 	got := sumComponents([]*nimbuspb.WorkerReport{
@@ -43,6 +48,13 @@ func TestSumComponentsNewCounters(t *testing.T) {
 	if xs := b.GetExecutors(); len(xs) != 2 || xs[0].GetFirstTask() != 1 || xs[0].GetPort() != 6701 || xs[0].GetExecuted() != 2 ||
 		xs[1].GetFirstTask() != 2 || xs[1].GetPort() != 6700 {
 		t.Errorf("executors %v, want task 1 on 6701, then task 2 on 6700", xs)
+	}
+	if in := fmt.Sprint(b.GetInputs()); len(b.GetInputs()) != 3 || b.GetInputs()[0].GetExecuted() != 3 || b.GetInputs()[0].GetProcessSamples() != 2 ||
+		b.GetInputs()[1].GetComponent() != "w6700" || b.GetInputs()[2].GetComponent() != "w6701" {
+		t.Errorf("inputs %s, want a/default with 3 executed and 2 timed, then w6700/x and w6701/x", in)
+	}
+	if out := b.GetOutputs(); len(out) != 1 || out[0].GetEmitted() != 21 || out[0].GetTransferred() != 3 {
+		t.Errorf("outputs %v, want b/default with 21 emitted, 3 transferred", out)
 	}
 	var times []int64
 	for _, e := range b.GetErrors() {

@@ -60,6 +60,10 @@ type Bolt struct {
 	Errors []Error `json:"errors,omitempty"`
 	// Executors are the same counters per executor, in task order.
 	Executors []Executor `json:"executors,omitempty"`
+	// Inputs are the counters per input stream, Outputs per output
+	// stream, each in component and stream order.
+	Inputs  []Stream `json:"inputs,omitempty"`
+	Outputs []Stream `json:"outputs,omitempty"`
 }
 
 // ExecuteSampleEvery is the rate at which Execute calls are timed by
@@ -104,6 +108,8 @@ func (o *Bolt) add(b *Bolt) {
 	o.DeadLetters += b.DeadLetters
 	o.Errors = MergeErrors(o.Errors, b.Errors, MaxErrors)
 	o.Executors = append(o.Executors, b.Executors...)
+	o.Inputs = AddStreams(o.Inputs, b.Inputs)
+	o.Outputs = AddStreams(o.Outputs, b.Outputs)
 }
 
 // AddBolts sums b into a by component, keeping the result in component

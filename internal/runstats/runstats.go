@@ -58,6 +58,53 @@ type Spout struct {
 	Errors []Error `json:"errors,omitempty"`
 	// Executors are the same counters per executor, in task order.
 	Executors []Executor `json:"executors,omitempty"`
+	// Outputs are the tuples emitted and transferred per output stream,
+	// in stream order.
+	Outputs []Stream `json:"outputs,omitempty"`
+}
+
+// Stream is one stream's counters: for an output stream (Component: the
+// emitter), the tuples emitted on it and the copies transferred to
+// another worker; for a bolt's input stream (Component: the stream's
+// source), the tuples executed, acked and failed, with their sampled
+// execute and process latencies.
+type Stream struct {
+	Component           string `json:"component"`
+	Stream              string `json:"stream"`
+	Emitted             int64  `json:"emitted,omitempty"`
+	Transferred         int64  `json:"transferred,omitempty"`
+	Executed            int64  `json:"executed,omitempty"`
+	Acked               int64  `json:"acked,omitempty"`
+	Failed              int64  `json:"failed,omitempty"`
+	ExecuteSamples      int64  `json:"execute_samples,omitempty"`
+	ExecuteSampledNanos int64  `json:"execute_sampled_nanos,omitempty"`
+	ProcessSamples      int64  `json:"process_samples,omitempty"`
+	ProcessSampledNanos int64  `json:"process_sampled_nanos,omitempty"`
+}
+
+// AddStreams sums b into a by component and stream, keeping the result
+// in that order.
+func AddStreams(a, b []Stream) []Stream {
+	out := slices.Clone(a)
+	for _, s := range b {
+		i, found := slices.BinarySearchFunc(out, s, func(x, y Stream) int {
+			return cmp.Or(cmp.Compare(x.Component, y.Component), cmp.Compare(x.Stream, y.Stream))
+		})
+		if !found {
+			out = slices.Insert(out, i, Stream{Component: s.Component, Stream: s.Stream})
+		}
+		o := &out[i]
+		o.Emitted += s.Emitted
+		o.Transferred += s.Transferred
+		o.Executed += s.Executed
+		o.Acked += s.Acked
+		o.Failed += s.Failed
+		o.ExecuteSamples += s.ExecuteSamples
+		o.ExecuteSampledNanos += s.ExecuteSampledNanos
+		o.ProcessSamples += s.ProcessSamples
+		o.ProcessSampledNanos += s.ProcessSampledNanos
+	}
+	return out
 }
 
 // Executor is one executor's counters: its tasks FirstTask to LastTask.
@@ -137,6 +184,7 @@ func (o *Spout) add(s *Spout) {
 	o.DeadLetters += s.DeadLetters
 	o.Errors = MergeErrors(o.Errors, s.Errors, MaxErrors)
 	o.Executors = append(o.Executors, s.Executors...)
+	o.Outputs = AddStreams(o.Outputs, s.Outputs)
 }
 
 // Total sums every component's counters into one, with no component name.

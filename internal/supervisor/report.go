@@ -98,6 +98,7 @@ func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt, host string,
 			Retries: s.Retries, DeadLetters: s.DeadLetters,
 			Errors:    componentErrors(s.Errors, host, port),
 			Executors: executorStats(s.Executors, host, port),
+			Outputs:   streamStats(s.Outputs),
 		}
 		if s.Latency.Count() > 0 {
 			c.CompleteLatency = &nimbuspb.LatencyHistogram{}
@@ -116,6 +117,8 @@ func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt, host string,
 			Retries: b.Retries, DeadLetters: b.DeadLetters,
 			Errors:    componentErrors(b.Errors, host, port),
 			Executors: executorStats(b.Executors, host, port),
+			Inputs:    streamStats(b.Inputs),
+			Outputs:   streamStats(b.Outputs),
 		})
 	}
 	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
@@ -142,6 +145,20 @@ func executorStats(xs []runstats.Executor, host string, port int32) []*nimbuspb.
 			Emitted: x.Emitted, Transferred: x.Transferred, Acked: x.Acked, Failed: x.Failed, Executed: x.Executed,
 			Capacity: x.Capacity, ExecuteSamples: x.ExecuteSamples, ExecuteSampledNanos: x.ExecuteSampledNanos,
 			ProcessSamples: x.ProcessSamples, ProcessSampledNanos: x.ProcessSampledNanos, QueueDepth: x.QueueDepth,
+		})
+	}
+	return out
+}
+
+// streamStats is a component's per-stream counters in the report's form.
+func streamStats(ss []runstats.Stream) []*nimbuspb.StreamStats {
+	var out []*nimbuspb.StreamStats
+	for _, s := range ss {
+		out = append(out, &nimbuspb.StreamStats{
+			Stream: s.Stream, Component: s.Component, Emitted: s.Emitted, Transferred: s.Transferred,
+			Executed: s.Executed, Acked: s.Acked, Failed: s.Failed,
+			ExecuteSamples: s.ExecuteSamples, ExecuteSampledNanos: s.ExecuteSampledNanos,
+			ProcessSamples: s.ProcessSamples, ProcessSampledNanos: s.ProcessSampledNanos,
 		})
 	}
 	return out

@@ -19,6 +19,7 @@ func TestComponentStatsMapping(t *testing.T) {
 		BackpressureNanos: 10, ThrottledNanos: 11, Retries: 12, DeadLetters: 13,
 		Errors:    []runstats.Error{{Task: 3, TimeUnixMs: 1000, Error: "boom"}},
 		Executors: []runstats.Executor{{FirstTask: 3, LastTask: 4, Emitted: 1, Transferred: 2, Acked: 3, Failed: 4}},
+		Outputs:   []runstats.Stream{{Component: "s", Stream: "default", Emitted: 1, Transferred: 2}},
 	}}
 	bolts := []runstats.Bolt{{
 		Component: "b", Tasks: 1, Executed: 21, Acked: 22, Failed: 23, Emitted: 24, Transferred: 25,
@@ -28,6 +29,9 @@ func TestComponentStatsMapping(t *testing.T) {
 		Errors: []runstats.Error{{Task: 1, TimeUnixMs: 2000, Error: "bad"}, {Task: 1, TimeUnixMs: 3000, Error: "worse"}},
 		Executors: []runstats.Executor{{FirstTask: 1, LastTask: 1, Emitted: 24, Transferred: 25, Acked: 22, Failed: 23, Executed: 21,
 			Capacity: 0.5, ExecuteSamples: 26, ExecuteSampledNanos: 27, ProcessSamples: 28, ProcessSampledNanos: 29, QueueDepth: 30}},
+		Inputs: []runstats.Stream{{Component: "s", Stream: "default", Executed: 21, Acked: 22, Failed: 23,
+			ExecuteSamples: 26, ExecuteSampledNanos: 27, ProcessSamples: 28, ProcessSampledNanos: 29}},
+		Outputs: []runstats.Stream{{Component: "b", Stream: "out", Emitted: 24, Transferred: 25}},
 	}}
 	got := componentStats(spouts, bolts, "h1", 6701)
 	want := []*nimbuspb.ComponentStats{
@@ -43,6 +47,9 @@ func TestComponentStatsMapping(t *testing.T) {
 			Executors: []*nimbuspb.ExecutorStats{{FirstTask: 1, LastTask: 1, Host: "h1", Port: 6701, Emitted: 24, Transferred: 25,
 				Acked: 22, Failed: 23, Executed: 21, Capacity: 0.5, ExecuteSamples: 26, ExecuteSampledNanos: 27,
 				ProcessSamples: 28, ProcessSampledNanos: 29, QueueDepth: 30}},
+			Inputs: []*nimbuspb.StreamStats{{Component: "s", Stream: "default", Executed: 21, Acked: 22, Failed: 23,
+				ExecuteSamples: 26, ExecuteSampledNanos: 27, ProcessSamples: 28, ProcessSampledNanos: 29}},
+			Outputs: []*nimbuspb.StreamStats{{Component: "b", Stream: "out", Emitted: 24, Transferred: 25}},
 		},
 		{
 			Component: "s", Kind: "spout", Tasks: 2, Emitted: 1, Transferred: 2, Acked: 3, Failed: 4, Pending: 5,
@@ -50,6 +57,7 @@ func TestComponentStatsMapping(t *testing.T) {
 			BackpressureNanos: 10, ThrottledNanos: 11, Retries: 12, DeadLetters: 13,
 			Errors:    []*nimbuspb.ComponentError{{Task: 3, TimeUnixMs: 1000, Error: "boom", Host: "h1", Port: 6701}},
 			Executors: []*nimbuspb.ExecutorStats{{FirstTask: 3, LastTask: 4, Host: "h1", Port: 6701, Emitted: 1, Transferred: 2, Acked: 3, Failed: 4}},
+			Outputs:   []*nimbuspb.StreamStats{{Component: "s", Stream: "default", Emitted: 1, Transferred: 2}},
 		},
 	}
 	if len(got) != len(want) {
