@@ -232,3 +232,38 @@ func TestBenchWordcountWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchCompareStats: --compare-stats runs pairs with the metrics on
+// and off and prints one JSON document with each pair's ratio; it
+// refuses what it cannot compare.
+func TestBenchCompareStats(t *testing.T) {
+	code, stdout, stderr := runGale(t, "bench", "wordcount", "--duration", "300ms", "--compare-stats", "1", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Pairs []struct {
+			On    struct{ Stats bool }
+			Off   struct{ Stats bool }
+			Ratio float64 `json:"ratio"`
+		} `json:"pairs"`
+		MedianRatio float64 `json:"median_ratio"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
+	}
+	if len(doc.Pairs) != 1 || !doc.Pairs[0].On.Stats || doc.Pairs[0].Off.Stats || doc.Pairs[0].Ratio <= 0 || doc.MedianRatio != doc.Pairs[0].Ratio {
+		t.Errorf("comparison %+v, want one pair, on then off, with its ratio as the median", doc)
+	}
+	for _, args := range [][]string{
+		{"--compare-stats", "1", "--runner", "plain"},
+		{"--compare-stats", "-1"},
+		{"--compare-stats", "1", "--stats=false"},
+		{"--stats=false", "--runner", "plain"},
+	} {
+		code, _, stderr := runGale(t, append([]string{"bench", "wordcount", "--duration", "300ms"}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, "--") {
+			t.Errorf("%v: exit %d (%s), want %d naming the flag", args, code, stderr, exitUsage)
+		}
+	}
+}
