@@ -29,7 +29,9 @@ func (c *SpoutCollector) EmitDirect(task int, stream string, msgID any, values .
 	return c.task.emit(stream, msgID, task, values)
 }
 
-// ReportError reports an error: logged, counted, and shown by the UI later.
+// ReportError reports an error: logged, counted, and kept with the task
+// and the time among the component's last errors, which the counters
+// carry to nimbus and the UI (ComponentStats.errors).
 func (c *SpoutCollector) ReportError(err error) {
 	c.task.rt.reportError(c.task.em.comp.id, int(c.task.em.task), err)
 	c.task.em.log.Error("reported error", "err", err)
@@ -108,7 +110,9 @@ func (c *BoltCollector) Wakeup(fn func()) (wake func()) {
 // that takes long.
 func (c *BoltCollector) ResetTimeout(t *Tuple) { c.task.em.resetTimeout(t) }
 
-// ReportError reports an error: logged, counted, and shown by the UI later.
+// ReportError reports an error: logged, counted, and kept with the task
+// and the time among the component's last errors, which the counters
+// carry to nimbus and the UI (ComponentStats.errors).
 func (c *BoltCollector) ReportError(err error) {
 	c.task.rt.reportError(c.task.em.comp.id, int(c.task.em.task), err)
 	c.task.em.log.Error("reported error", "err", err)

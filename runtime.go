@@ -216,8 +216,9 @@ func (rt *runtime) ackerExec(root uint64) int {
 }
 
 // reportError records a component's error (ReportError, a panic, a
-// rejected emit): counted, and the last few kept for LocalTopology.Errors
-// (and the UI later). Safe for concurrent use.
+// rejected emit): counted, the last few kept for LocalTopology.Errors and
+// the last maxComponentErrors of each component for its counters
+// (runstats.Spout.Errors, Bolt.Errors). Safe for concurrent use.
 func (rt *runtime) reportError(component string, task int, err error) {
 	now := rt.clock.Now()
 	if rt.obs.Error != nil {
