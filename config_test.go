@@ -40,6 +40,8 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyShutdownDrainTimeoutSecs, 5},
 		{TopologyComponentPanicPolicy, PanicPolicyFailTuple},
 		{TopologyTupleReuse, false},
+		{TopologyStatsEnabled, true},
+		{TopologyStatsSampleRate, nil},
 		{TopologyMinReplicationCount, 1},
 		{TopologyMaxReplicationWaitTimeSec, 60},
 		{workerGOGC, 400},

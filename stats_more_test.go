@@ -350,3 +350,24 @@ func TestStreamStats(t *testing.T) {
 		}
 	}
 }
+
+// TestSpoutPanicError: a panic in NextTuple shows in the spout's errors.
+func TestSpoutPanicError(t *testing.T) {
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("boom", func() gale.Spout {
+		return &funcSpout{
+			declare: func(d gale.OutputDeclarer) { d.Declare("seq") },
+			next: func(s *funcSpout) {
+				if s.n == 0 {
+					s.n++
+					panic("no more")
+				}
+			},
+		}
+	}, 1)
+	lt, _ := startManual(t, build(t, b), nil)
+	waitFor(t, "the panic among the spout's errors", func() bool {
+		errs := bridge.SpoutStats(lt)[0].Errors
+		return len(errs) == 1 && strings.Contains(errs[0].Error, "no more") && errs[0].Task == bridge.LocalOf(lt).TaskIDs("boom")[0]
+	})
+}
