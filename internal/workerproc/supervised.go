@@ -130,11 +130,13 @@ func runSupervised(ctx context.Context, spec Spec, conf gale.Config, built *Buil
 	wg.Go(func() { link.run(lctx) })
 	defer func() { cancel(); wg.Wait(); link.close() }()
 
+	procs := newProcessReader()
 	beat := func(event string) {
 		st := w.Status()
 		a := active
+		pr := procs.read()
 		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w), Bolts: bridge.BoltStats(w),
-			Version: id.Version, Fingerprint: id.Fingerprint, Active: &a}
+			Version: id.Version, Fingerprint: id.Fingerprint, Active: &a, Process: &pr}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {

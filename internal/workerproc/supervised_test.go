@@ -265,3 +265,29 @@ func TestSupervisedSpecValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestSupervisedWorkerReportsItsProcess: the heartbeats of a running
+// worker carry its process's use: CPU time that grows while it works,
+// its heap and goroutines, its collections.
+func TestSupervisedWorkerReportsItsProcess(t *testing.T) {
+	dir := shortTempDir(t)
+	sock := filepath.Join(dir, "ctl")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	supervisedWorker(t, dir, sock, true)
+	c := accept(t, l)
+	first := c.next("a heartbeat with the process", func(m Message) bool { return heartbeat(m) && m.Process != nil })
+	p := first.Process
+	if p.HeapBytes <= 0 || p.Goroutines <= 0 || p.GCCount < 0 || p.GCPauseNanos < 0 {
+		t.Fatalf("heartbeat's process %+v: want a heap and goroutines", p)
+	}
+	later := c.next("more CPU time", func(m Message) bool {
+		return heartbeat(m) && m.Process != nil && m.Process.CPUSeconds > first.Process.CPUSeconds
+	})
+	if later.Process.GCCount < p.GCCount || later.Process.GCPauseNanos < p.GCPauseNanos {
+		t.Errorf("the collections went down: %+v, then %+v", p, later.Process)
+	}
+}
