@@ -71,6 +71,7 @@ func New(cfg Config) (*Handler, error) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such API path %s %s: see Storm's STORM-UI-REST-API.md for the paths under /api/v1", r.Method, r.URL.Path))
 	})
 	h.mux.Handle("GET /metrics", newMetricsHandler(h.nimbus))
+	h.mux.HandleFunc("GET /api/v1/metrics/targets", h.metricsTargets) // targets.go
 	return h, nil
 }
 

@@ -285,7 +285,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	}
 	if spec.Supervised != nil {
 		stdin.Close()
-		return runSupervised(ctx, spec, conf, built, ln, log)
+		return runSupervised(ctx, spec, conf, eff, built, ln, log)
 	}
 
 	cmds := make(chan Message)
@@ -324,10 +324,13 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 		w.Stop()
 		return err
 	}
+	metricsPort, stopMetrics := serveMetrics(eff, spec.Listen, spec.Topology, "", w, log)
+	defer stopMetrics()
 	procs := newProcessReader()
 	beat := func(event string) error {
 		st := w.Status()
 		pr := procs.read()
+		pr.MetricsPort = metricsPort
 		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w), Bolts: bridge.BoltStats(w), Process: &pr}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
