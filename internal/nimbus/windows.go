@@ -42,9 +42,10 @@ import (
 //
 // All time is the total itself: the workers' latest counters and those
 // of the workers that ended, as far as this nimbus heard them. The gauges
-// (tasks, pending and max pending, capacity, queue depth and capacity,
-// errors, executors) say how things are now: every window takes them
-// from the workers' latest reports.
+// (tasks, pending and max pending, capacity, queue depth and capacity)
+// say how things are now, and every window takes them from the workers'
+// latest reports; so it does the recent errors and the per-executor
+// counters, which stay those of the running workers since they started.
 
 // windowSecs are the windows a Get answers, in the order of
 // TopologyInfo.windows: 0 is all time.

@@ -2,11 +2,8 @@ package workerproc
 
 import (
 	"math"
-	"os"
 	"runtime/metrics"
 	"sync"
-
-	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // Process is a worker process's own use of the machine since it started,
@@ -51,8 +48,8 @@ func newProcessReader() *processReader {
 }
 
 // read returns the process's use now. The CPU time is the kernel's
-// (/proc/self/stat, in steps of 10 ms) where there is one, else the Go
-// runtime's estimate of the time its threads were not idle. The GC pause
+// (getrusage) on unix, else the Go runtime's estimate of the time its
+// threads were not idle, updated at each collection. The GC pause
 // is the sum of the runtime's histogram of pauses, each counted at the
 // middle of its bucket (buckets are a few percent wide).
 func (r *processReader) read() Process {
@@ -79,7 +76,7 @@ func (r *processReader) read() Process {
 			cpuIdle = floatValue(s.Value)
 		}
 	}
-	if d, err := procstat.CPU(os.Getpid()); err == nil {
+	if d, ok := selfCPU(); ok {
 		p.CPUSeconds = d.Seconds()
 	} else {
 		p.CPUSeconds = max(cpuTotal-cpuIdle, 0)
