@@ -24,7 +24,7 @@ func (ev *env) reportDetail(errAt time.Time) {
 			HeartbeatUnixMs: time.Now().UnixMilli(), StartedUnixMs: time.Now().Add(-90 * time.Second).UnixMilli(),
 			Components: []*nimbuspb.ComponentStats{
 				{Component: "sentences", Kind: "spout", Tasks: 1, Emitted: 30, Transferred: 12, Acked: 10,
-					Outputs: []*nimbuspb.StreamStats{{Stream: "default", Emitted: 30, Transferred: 12}},
+					Outputs:   []*nimbuspb.StreamStats{{Stream: "default", Emitted: 30, Transferred: 12}},
 					Executors: []*nimbuspb.ExecutorStats{{FirstTask: int32(1 + i), LastTask: int32(1 + i), Host: "127.0.0.1", Port: port, Emitted: 30, Transferred: 12, Acked: 10}}},
 				{Component: "split", Kind: "bolt", Tasks: 2, Executed: 30, Acked: 29, Failed: 1, Emitted: 90, Transferred: 40,
 					ProcessSamples: 4, ProcessSampledNanos: 8_000_000, Capacity: 0.5,
