@@ -43,7 +43,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Handler serves /api/v1/... and /metrics. Safe for concurrent use.
+// Handler serves /api/v1/..., /metrics and the web UI at /. Safe for
+// concurrent use.
 type Handler struct {
 	nimbus Nimbus
 	log    *slog.Logger
@@ -74,6 +75,7 @@ func New(cfg Config) (*Handler, error) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such API path %s %s: see Storm's STORM-UI-REST-API.md for the paths under /api/v1", r.Method, r.URL.Path))
 	})
 	h.mux.Handle("GET /metrics", newMetricsHandler(h.nimbus))
+	h.mux.Handle("/", staticHandler())
 	return h, nil
 }
 
