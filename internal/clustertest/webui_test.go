@@ -27,18 +27,9 @@ func chromium() (string, bool) {
 }
 
 // textOf reads the text of the element with the id, "" while there is
-// none: in one evaluation, as the page replaces its elements on each
-// refresh.
+// none, in one evaluation.
 func textOf(id string) chromedp.Action[string] {
 	return chromedp.Evaluate[string](`(document.getElementById(` + strconv.Quote(id) + `) || {}).textContent || ""`)
-}
-
-// clickJS clicks the element sel selects from the page's script, in one
-// evaluation: the page redraws its tables and graph on each refresh, so
-// that a node found by one call may be gone by the next. (The action
-// buttons stay: those get real clicks.)
-func clickJS(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Evaluate[chromedp.Void](`document.querySelector(` + strconv.Quote(sel) + `).dispatchEvent(new MouseEvent("click", {bubbles: true}))`)
 }
 
 // TestWebUI drives the web UI of a dev cluster in headless Chromium: the
@@ -85,7 +76,7 @@ func TestWebUI(t *testing.T) {
 		t.Fatalf("open %s/: %v", c.UI, err)
 	}
 	row := `#topology-table tr[data-topology="wordcount"] a`
-	if err := chromedp.Do(bctx, chromedp.WaitVisible(row), clickJS(row)); err != nil {
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(row), chromedp.Click(row)); err != nil {
 		t.Fatalf("the cluster page lists no word count to click: %v", err)
 	}
 	shoot := func(name string) {
@@ -165,7 +156,7 @@ func TestWebUI(t *testing.T) {
 	shoot("topology.png")
 
 	// A node of the graph opens its component's page.
-	if err := chromedp.Do(bctx, clickJS(`svg#graph g.node[data-id="split"]`), chromedp.WaitVisible(`#executors table`)); err != nil {
+	if err := chromedp.Do(bctx, chromedp.Click(`svg#graph g.node[data-id="split"] rect.box`), chromedp.WaitVisible(`#executors table`)); err != nil {
 		t.Fatalf("open split's page from the graph: %v", err)
 	}
 	var name string

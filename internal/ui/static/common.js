@@ -27,11 +27,41 @@ gale.el = function (tag, attrs, ...children) {
 };
 gale.svgTags = new Set(["svg", "g", "rect", "path", "text", "line", "marker", "defs", "title", "tspan", "circle"]);
 
-// replace puts children in place of the element's (by id) content.
+// replace makes the content of the element with the id children. It
+// changes only what differs (gale.morph), so that the page does not
+// flicker on each refresh, a hover or a selection survives it, and a
+// click lands on the element it was aimed at.
 gale.replace = function (id, ...children) {
   const e = document.getElementById(id);
-  if (e) e.replaceChildren(...children.flat());
+  if (!e) return null;
+  const next = e.cloneNode(false);
+  next.append(...children.flat().filter((c) => c !== null && c !== undefined));
+  gale.morphChildren(e, next);
   return e;
+};
+
+// morph makes the node old like the node next, reusing old's elements
+// where next has an element of the same tag at the same place. Event
+// listeners stay those of the element first made.
+gale.morph = function (old, next) {
+  if (old.nodeType !== next.nodeType || old.nodeName !== next.nodeName) {
+    old.replaceWith(next);
+    return;
+  }
+  if (old.nodeType !== Node.ELEMENT_NODE) {
+    if (old.nodeValue !== next.nodeValue) old.nodeValue = next.nodeValue;
+    return;
+  }
+  for (const a of [...old.attributes]) if (!next.hasAttribute(a.name)) old.removeAttribute(a.name);
+  for (const a of [...next.attributes]) if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
+  gale.morphChildren(old, next);
+};
+
+gale.morphChildren = function (old, next) {
+  const oc = [...old.childNodes];
+  const nc = [...next.childNodes];
+  nc.forEach((n, i) => (i < oc.length ? gale.morph(oc[i], n) : old.append(n)));
+  for (let i = nc.length; i < oc.length; i++) oc[i].remove();
 };
 
 // The nimbus bearer token, for the actions when nimbus.auth.token is set.

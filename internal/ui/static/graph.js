@@ -86,8 +86,9 @@ gale.Graph = class {
       return el(
         "g",
         {
-          class: "node " + (spout ? "spout" : "bolt"), "data-id": id, transform: `translate(${p.x},${p.y})`,
-          onclick: () => { if (c[":link"]) location.href = c[":link"]; },
+          class: "node " + (spout ? "spout" : "bolt"), "data-id": id, "data-link": c[":link"], transform: `translate(${p.x},${p.y})`,
+          // From the attribute: a redraw may reuse the element for another component.
+          onclick: function () { const l = this.getAttribute("data-link"); if (l) location.href = l; },
         },
         el("title", null, `${id} (${c[":type"]}): ${spout ? "" : "capacity " + cap.toFixed(3) + ", "}acked ${c[":acked"]}, failed ${c[":failed"]}`),
         el("rect", { class: "box", width: NODE_W, height: NODE_H, rx: 6 }),
@@ -99,7 +100,7 @@ gale.Graph = class {
         el("text", { class: "small load-text", x: NODE_W - 10, y: 18, "text-anchor": "end" }, spout ? "" : "load " + Math.round(cap * 100) + "%")
       );
     });
-    svg.replaceChildren(defs, ...edgeEls, ...labelEls, ...nodeEls);
+    gale.morphChildren(svg, el("svg", null, defs, ...edgeEls, ...labelEls, ...nodeEls));
   }
 };
 
