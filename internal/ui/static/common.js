@@ -52,7 +52,8 @@ gale.morph = function (old, next) {
     if (old.nodeValue !== next.nodeValue) old.nodeValue = next.nodeValue;
     return;
   }
-  for (const a of [...old.attributes]) if (!next.hasAttribute(a.name)) old.removeAttribute(a.name);
+  // A <details> the reader opened stays open.
+  for (const a of [...old.attributes]) if (!next.hasAttribute(a.name) && !(a.name === "open" && old.nodeName === "DETAILS")) old.removeAttribute(a.name);
   for (const a of [...next.attributes]) if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
   gale.morphChildren(old, next);
 };
@@ -141,7 +142,8 @@ gale.fmtBytes = function (b) {
 gale.fmtTime = function (unixMs) {
   if (!unixMs) return "";
   const d = new Date(Number(unixMs));
-  return d.toLocaleTimeString("en-GB", { hour12: false }) + " " + d.toISOString().slice(0, 10);
+  const time = d.toLocaleTimeString("en-GB", { hour12: false });
+  return d.toDateString() === new Date().toDateString() ? time : d.toLocaleDateString("en-CA") + " " + time;
 };
 
 // statusBadge shows a topology's status.
@@ -208,9 +210,19 @@ gale.poll = function (fn) {
 gale.table = function (columns, rows, empty, attrs) {
   const head = gale.el("tr", null, columns.map((c) => gale.el("th", { class: c.num ? "num" : null, title: c.title }, c.label)));
   const body = rows.length
-    ? rows.map((r) => gale.el("tr", r.attrs || null, columns.map((c) => gale.el("td", { class: c.num ? "num" : null }, c.cell(r)))))
+    ? rows.map((r) => gale.el("tr", r.attrs || null, columns.map((c) => gale.el("td", { class: c.num ? "num" : c.cls }, c.cell(r)))))
     : [gale.el("tr", null, gale.el("td", { colspan: columns.length, class: "empty" }, empty))];
   return gale.el("table", attrs || null, gale.el("thead", null, head), gale.el("tbody", null, body));
+};
+
+// errorText shows an error: whole when short, else its first line with
+// the rest behind a click.
+gale.errorText = function (text) {
+  text = String(text || "");
+  const firstLine = text.split("\n", 1)[0];
+  if (text.length <= 240 && firstLine === text) return gale.el("div", { class: "error-text" }, text);
+  const head = firstLine.length > 160 ? firstLine.slice(0, 160) + "…" : firstLine;
+  return gale.el("details", { class: "error-text" }, gale.el("summary", null, head), gale.el("pre", null, text));
 };
 
 // param is the page URL's query parameter.

@@ -88,10 +88,10 @@
       "errors",
       gale.table(
         [
-          { label: "Time", cell: (e) => gale.fmtTime(e.errorTimeUnixMs || e.errorTime * 1000) },
+          { label: "Time", cls: "nowrap", cell: (e) => gale.fmtTime(e.errorTimeUnixMs || e.errorTime * 1000) },
           { label: "Task", num: true, cell: (e) => e.errorTask },
           { label: "Worker", cell: (e) => el("span", { class: "mono" }, e.errorHost + ":" + e.errorPort) },
-          { label: "Error", cell: (e) => el("div", { class: "error-text" }, e.error) },
+          { label: "Error", cell: (e) => gale.errorText(e.error) },
         ],
         errs,
         "No errors reported."

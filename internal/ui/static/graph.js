@@ -148,11 +148,13 @@ function layOut(ids, edges) {
     col.forEach((id, k) => (row[id] = k));
   });
   const tallest = Math.max(1, ...cols.map((c) => (c ? c.length : 0)));
-  const height = PAD * 2 + tallest * NODE_H + (tallest - 1) * GAP_Y + 40;
+  // Room below the boxes for the loops (edges back to an earlier column).
+  const below = edges.some((e) => layer[e.dst] <= layer[e.src]) ? 40 : 0;
+  const height = PAD * 2 + tallest * NODE_H + (tallest - 1) * GAP_Y + below;
   const pos = {};
   cols.forEach((col, i) => {
     const colH = col.length * NODE_H + (col.length - 1) * GAP_Y;
-    const y0 = (height - 40 - colH) / 2;
+    const y0 = (height - below - colH) / 2;
     col.forEach((id, k) => (pos[id] = { x: PAD + i * (NODE_W + GAP_X), y: y0 + k * (NODE_H + GAP_Y) }));
   });
   const width = PAD * 2 + cols.length * NODE_W + (cols.length - 1) * GAP_X;

@@ -77,7 +77,7 @@
           { label: "Executed", num: true, cell: (r) => (r.type === "bolt" ? gale.fmtInt(r.executed) : "") },
           { label: "Acked", num: true, cell: (r) => el("span", { "data-field": "acked" }, gale.fmtInt(r.acked)) },
           { label: "Failed", num: true, title: "a spout's: timed out / failed by a bolt", cell: (r) => gale.fmtInt(r.failed) + (r.type === "spout" ? " (" + gale.fmtInt(r.timedOut) + " / " + gale.fmtInt(r.failedByBolt) + ")" : "") },
-          { label: "Capacity", cell: (r) => (r.type === "bolt" ? load(r.capacity) : "") },
+          { label: "Capacity", cls: "nowrap", cell: (r) => (r.type === "bolt" ? load(r.capacity) : "") },
           { label: "Latency", title: "a spout's complete latency; a bolt's execute / process latency", num: true, cell: (r) => (r.type === "spout" ? gale.fmtMs(r.completeLatency) : gale.fmtMs(r.executeLatency) + " / " + gale.fmtMs(r.processLatency)) },
           { label: "Last error", cell: (r) => (r.lastError ? el("span", { class: "error-text", title: r.lastError }, r.lastError.slice(0, 80)) : "") },
         ],
@@ -122,11 +122,11 @@
       "errors",
       gale.table(
         [
-          { label: "Time", cell: (e) => gale.fmtTime(e.errorTimeUnixMs || e.errorTime * 1000) },
+          { label: "Time", cls: "nowrap", cell: (e) => gale.fmtTime(e.errorTimeUnixMs || e.errorTime * 1000) },
           { label: "Component", cell: (e) => gale.componentLink(page.id, e.component) },
           { label: "Task", num: true, cell: (e) => (e.errorTask === undefined || e.errorTask === null ? "" : e.errorTask) },
           { label: "Worker", cell: (e) => el("span", { class: "mono" }, e.errorHost + (e.errorPort ? ":" + e.errorPort : "")) },
-          { label: "Error", cell: (e) => el("div", { class: "error-text" }, e.error) },
+          { label: "Error", cell: (e) => gale.errorText(e.error) },
         ],
         errs.slice(0, 25),
         "No errors reported.",
