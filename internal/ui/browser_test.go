@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -100,6 +101,25 @@ func eval[T any](t *testing.T, b context.Context, expr string) T {
 	return v
 }
 
+// do runs the actions in the page, failing the test with what if they
+// do not complete within 30 s.
+func do(t *testing.T, b context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// setValue sets the value of the input sel selects, as typing would.
+func setValue(t *testing.T, b context.Context, sel, v string) {
+	t.Helper()
+	if !eval[bool](t, b, `(() => { const e = document.querySelector(`+strconv.Quote(sel)+`); if (!e) return false; e.value = `+strconv.Quote(v)+`; e.dispatchEvent(new Event("input", {bubbles: true})); return true })()`) {
+		t.Fatalf("the page has no input %s", sel)
+	}
+}
+
 // waitFor polls the page until the JavaScript expression is true.
 func waitFor(t *testing.T, b context.Context, what, expr string) {
 	t.Helper()
@@ -117,9 +137,11 @@ func text(id string) string {
 // TestWebUIStates drives the topology page on a nimbus that requires its
 // token: it shows the errors the workers reported with their component
 // and task; an action without the token is refused and says how to give
-// it; with the token given in the page, deactivate works; an unreachable
-// nimbus and a killed topology each show what is wrong; the cluster page
-// without topologies says how to submit one.
+// it; with the token given in the page, deactivate, activate and
+// rebalance work from their dialogs; an unreachable nimbus shows what is
+// wrong; a kill cancelled does nothing, a kill confirmed leaves the page
+// saying the topology is gone; the cluster page without topologies says
+// how to submit one.
 func TestWebUIStates(t *testing.T) {
 	ev := newEnv(t)
 	ev.report()
@@ -149,14 +171,12 @@ func TestWebUIStates(t *testing.T) {
 
 	deactivate := func() {
 		t.Helper()
-		if err := chromedp.Do(b,
+		do(t, b, "deactivate in the page",
 			chromedp.WaitEnabled("#action-deactivate"),
 			chromedp.Click("#action-deactivate"),
 			chromedp.WaitVisible("#confirm-ok"),
 			chromedp.Click("#confirm-ok"),
-		); err != nil {
-			t.Fatalf("deactivate in the page: %v", err)
-		}
+		)
 	}
 	// Without the token: refused, and the page says what to do.
 	deactivate()
@@ -166,14 +186,12 @@ func TestWebUIStates(t *testing.T) {
 	}
 
 	// The token given in the page: kept for the tab, sent with the action.
-	if err := chromedp.Do(b,
+	do(t, b, "set the token in the page",
 		chromedp.Click("#token-button"),
 		chromedp.WaitVisible("#token-input"),
 		chromedp.SendKeys("#token-input", token),
 		chromedp.Click("#confirm-ok"),
-	); err != nil {
-		t.Fatalf("set the token in the page: %v", err)
-	}
+	)
 	if got := eval[string](t, b, `sessionStorage.getItem("gale.nimbus.token") || ""`); got != token {
 		t.Errorf("the token kept: %q, want %q", got, token)
 	}
@@ -183,6 +201,27 @@ func TestWebUIStates(t *testing.T) {
 		t.Errorf("after deactivate in the page: the API says %s, want INACTIVE", s)
 	}
 	shot(t, b, "topology-states.png")
+	do(t, b, "activate in the page", chromedp.WaitEnabled("#action-activate"), chromedp.Click("#action-activate"), chromedp.WaitVisible("#confirm-ok"), chromedp.Click("#confirm-ok"))
+	waitFor(t, b, "ACTIVE again", text("topology-status")+` === "ACTIVE"`)
+
+	// Rebalance from its dialog: one worker, split on two executors.
+	do(t, b, "open the rebalance dialog", chromedp.Click("#action-rebalance"), chromedp.WaitVisible("#rebalance-workers"))
+	setValue(t, b, "#rebalance-wait", "0")
+	setValue(t, b, "#rebalance-workers", "1")
+	setValue(t, b, `#confirm input[data-component="split"]`, "2")
+	do(t, b, "confirm the rebalance", chromedp.Click("#confirm-ok"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tp := ev.get("/api/v1/topology/" + ev.id)
+		bolts := list(t, "bolts", tp["bolts"])
+		if fmt.Sprint(tp["workersTotal"]) == "1" && fmt.Sprint(bolts[0]["executors"]) == "2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the page's rebalance to 1 worker and split×2: got %v", tp)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	// Nimbus unreachable: the page says so, keeps the last numbers, and
 	// recovers by itself.
@@ -194,15 +233,22 @@ func TestWebUIStates(t *testing.T) {
 	nb.down.Store(false)
 	waitFor(t, b, "recovered", `document.getElementById("banner").hidden && !document.getElementById("content").classList.contains("stale")`)
 
-	// The topology killed: the page says it is gone.
-	if code, body := ev.do("POST", "/api/v1/topology/"+ev.id+"/kill/0", "Bearer "+token, ""); code != http.StatusOK {
-		t.Fatalf("kill: %d %s", code, body)
+	// Kill: cancelled in its dialog, nothing happens; confirmed, the
+	// topology goes and the page says so.
+	do(t, b, "cancel a kill in the page", chromedp.Click("#action-kill"), chromedp.WaitVisible("#confirm-cancel"), chromedp.Click("#confirm-cancel"))
+	if code, _ := ev.do("GET", "/api/v1/topology/"+ev.id, "", ""); code != http.StatusOK {
+		t.Fatalf("a cancelled kill: the topology answers %d, want 200", code)
 	}
+	do(t, b, "kill in the page",
+		chromedp.Click("#action-kill"),
+		chromedp.WaitVisible("#kill-wait"))
+	setValue(t, b, "#kill-wait", "0")
+	do(t, b, "confirm the kill",
+		chromedp.Click("#confirm-ok"),
+	)
 	waitFor(t, b, "the topology gone", `document.getElementById("gone") !== null && `+text("topology-status")+` === "GONE"`)
 
-	if err := chromedp.Do(b, chromedp.Navigate(srv.URL+"/")); err != nil {
-		t.Fatal(err)
-	}
+	do(t, b, "open the cluster page", chromedp.Navigate(srv.URL+"/"))
 	waitFor(t, b, "no topologies", `document.getElementById("no-topologies") !== null`)
 	if got := eval[string](t, b, text("no-topologies")); !strings.Contains(got, "gale submit") {
 		t.Errorf("the cluster page without topologies says %q, want how to submit one", got)

@@ -19,7 +19,7 @@ gale.el = function (tag, attrs, ...children) {
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -35,7 +35,7 @@ gale.replace = function (id, ...children) {
   const e = document.getElementById(id);
   if (!e) return null;
   const next = e.cloneNode(false);
-  next.append(...children.flat().filter((c) => c !== null && c !== undefined));
+  next.append(...children.flat(Infinity).filter((c) => c !== null && c !== undefined));
   gale.morphChildren(e, next);
   return e;
 };
