@@ -144,8 +144,31 @@ func text(id string) string {
 // how to submit one.
 func TestWebUIStates(t *testing.T) {
 	ev := newEnv(t)
-	ev.report()
+	// A supervisor's reports, each second, as long as the test runs: the
+	// browser may take a while to start on a busy machine, and nimbus
+	// forgets a supervisor's report after its timeout.
+	report := ev.detailReport(time.Now().Add(-time.Minute))
 	ev.reportDetail(time.Now().Add(-time.Minute))
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := ev.api.Report(ctx, report)
+				cancel()
+				if err != nil {
+					t.Logf("Report: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
 	nb := &flaky{Nimbus: ev.api}
 	h, err := New(Config{Nimbus: nb})
 	if err != nil {

@@ -15,13 +15,19 @@ import (
 // runtime reports: split runs tasks 3-4 in the first worker and 5-6 in
 // the second; each worker's split task reported an error.
 func (ev *env) reportDetail(errAt time.Time) {
-	t := ev.t
+	if _, err := ev.api.Report(ctxT(ev.t), ev.detailReport(errAt)); err != nil {
+		ev.t.Fatalf("Report: %v", err)
+	}
+}
+
+// detailReport is the report reportDetail sends.
+func (ev *env) detailReport(errAt time.Time) *nimbuspb.ReportRequest {
 	var ws []*nimbuspb.WorkerReport
 	for i, port := range []int32{6700, 6701} {
 		first := int32(3 + 2*i)
 		ws = append(ws, &nimbuspb.WorkerReport{
 			Topology: ev.id, Port: port, Pid: int32(1000 + i), State: "valid", Supervisor: ev.sups, Host: "127.0.0.1",
-			HeartbeatUnixMs: time.Now().UnixMilli(), StartedUnixMs: time.Now().Add(-90 * time.Second).UnixMilli(),
+			Emitted: 30, Acked: 10, HeartbeatUnixMs: time.Now().UnixMilli(), StartedUnixMs: time.Now().Add(-90 * time.Second).UnixMilli(),
 			Components: []*nimbuspb.ComponentStats{
 				{Component: "sentences", Kind: "spout", Tasks: 1, Emitted: 30, Transferred: 12, Acked: 10,
 					Outputs:   []*nimbuspb.StreamStats{{Stream: "default", Emitted: 30, Transferred: 12}},
@@ -40,9 +46,7 @@ func (ev *env) reportDetail(errAt time.Time) {
 			},
 		})
 	}
-	if _, err := ev.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
-		t.Fatalf("Report: %v", err)
-	}
+	return &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}
 }
 
 func TestComponentPageHasTheReportedDetail(t *testing.T) {
