@@ -71,14 +71,6 @@ func TestWebUI(t *testing.T) {
 		bcancel()
 	}()
 
-	// The cluster page lists the word count; its link opens its page.
-	if err := chromedp.Do(bctx, chromedp.Navigate(c.UI+"/")); err != nil {
-		t.Fatalf("open %s/: %v", c.UI, err)
-	}
-	row := `#topology-table tr[data-topology="wordcount"] a`
-	if err := chromedp.Do(bctx, chromedp.WaitVisible(row), chromedp.Click(row)); err != nil {
-		t.Fatalf("the cluster page lists no word count to click: %v", err)
-	}
 	shoot := func(name string) {
 		t.Helper()
 		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
@@ -90,6 +82,18 @@ func TestWebUI(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("screenshot: %s", p)
+	}
+	// The cluster page lists the word count; its link opens its page.
+	if err := chromedp.Do(bctx, chromedp.Navigate(c.UI+"/")); err != nil {
+		t.Fatalf("open %s/: %v", c.UI, err)
+	}
+	row := `#topology-table tr[data-topology="wordcount"] a`
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(row)); err != nil {
+		t.Fatalf("the cluster page lists no word count: %v", err)
+	}
+	shoot("cluster.png")
+	if err := chromedp.Do(bctx, chromedp.Click(row)); err != nil {
+		t.Fatalf("click the word count on the cluster page: %v", err)
 	}
 	// The graph shows the word count's three components.
 	for _, comp := range []string{"sentences", "split", "count"} {
