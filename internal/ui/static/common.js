@@ -269,12 +269,15 @@ gale.confirm = function ({ title, body, action, danger, focus }) {
     };
     const onKey = (e) => {
       if (e.key === "Escape") close(false);
-      if (e.key === "Enter" && e.target.tagName !== "TEXTAREA") {
+      // Enter in a field confirms, unless the action is dangerous; on a
+      // button, the button decides.
+      if (e.key === "Enter" && e.target.tagName === "INPUT" && !danger) {
         e.preventDefault();
         close(true);
       }
     };
     const ok = gale.el("button", { class: danger ? "danger" : "primary", id: "confirm-ok", onclick: () => close(true) }, action);
+    const cancel = gale.el("button", { id: "confirm-cancel", onclick: () => close(false) }, "Cancel");
     const overlay = gale.el(
       "div",
       { class: "overlay", id: "confirm" },
@@ -283,12 +286,13 @@ gale.confirm = function ({ title, body, action, danger, focus }) {
         { class: "dialog", role: "dialog", "aria-modal": "true", "aria-labelledby": "confirm-title" },
         gale.el("h2", { id: "confirm-title" }, title),
         gale.el("div", { class: "dialog-body" }, body),
-        gale.el("div", { class: "dialog-actions" }, gale.el("button", { id: "confirm-cancel", onclick: () => close(false) }, "Cancel"), ok)
+        gale.el("div", { class: "dialog-actions" }, cancel, ok)
       )
     );
     document.body.append(overlay);
     document.addEventListener("keydown", onKey);
-    (focus || ok).focus();
+    // A dangerous action starts on Cancel: a stray Enter does not kill.
+    (focus || (danger ? cancel : ok)).focus();
   });
 };
 
