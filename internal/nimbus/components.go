@@ -37,6 +37,7 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 			s.ExecuteSamples += c.GetExecuteSamples()
 			s.ExecuteSampledNanos += c.GetExecuteSampledNanos()
 			s.Capacity = max(s.Capacity, c.GetCapacity())
+			addDetail(s, c)
 			if h := c.GetCompleteLatency(); h != nil {
 				// Checked when the report came (checkReport).
 				l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
@@ -50,6 +51,7 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 			s.CompleteLatency = &nimbuspb.LatencyHistogram{}
 			s.CompleteLatency.Buckets, s.CompleteLatency.Counts = l.Sparse()
 		}
+		sortDetail(s)
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -42,7 +43,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Handler serves /api/v1/... and /metrics. Safe for concurrent use.
+// Handler serves /api/v1/..., /metrics and the web UI at /. Safe for
+// concurrent use.
 type Handler struct {
 	nimbus Nimbus
 	log    *slog.Logger
@@ -64,6 +66,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /api/v1/topology/summary", h.topologySummary)
 	h.mux.HandleFunc("GET /api/v1/topology/{id}", h.topology)
 	h.mux.HandleFunc("GET /api/v1/topology/{id}/component/{component}", h.component)
+	h.mux.HandleFunc("GET /api/v1/topology/{id}/visualization", h.visualization)
 	h.mux.HandleFunc("POST /api/v1/topology/{id}/activate", h.activate)
 	h.mux.HandleFunc("POST /api/v1/topology/{id}/deactivate", h.deactivate)
 	h.mux.HandleFunc("POST /api/v1/topology/{id}/rebalance/{wait}", h.rebalance)
@@ -73,6 +76,7 @@ func New(cfg Config) (*Handler, error) {
 	})
 	h.mux.Handle("GET /metrics", newMetricsHandler(h.nimbus))
 	h.mux.HandleFunc("GET /api/v1/metrics/targets", h.metricsTargets) // targets.go
+	h.mux.Handle("/", staticHandler())
 	return h, nil
 }
 
@@ -321,8 +325,8 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 			"transferred": cs.GetTransferred(),
 			"acked":       cs.GetAcked(),
 			"failed":      cs.GetFailed(),
-			"lastError":   "",
 		}
+		maps.Copy(m, lastErrorInfo(cs, time.Now()))
 		if c.GetSpout() {
 			m["spoutId"], m["encodedSpoutId"] = c.GetId(), c.GetId()
 			m["completeLatency"] = fmt.Sprintf("%.3f", latencyMillis(cs.GetCompleteLatency()))
@@ -520,63 +524,4 @@ func prettyUptime(secs int64) string {
 		return fmt.Sprintf("%dm %ds", m, s)
 	}
 	return fmt.Sprintf("%ds", s)
-}
-
-// component is topology/:id/component/:component: the component's
-// executors and tasks, its inputs and output streams from the
-// definition, with their counters (0 until they are counted per
-// component), and its recent errors (none recorded yet).
-func (h *Handler) component(w http.ResponseWriter, r *http.Request) {
-	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id")})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	id := r.PathValue("component")
-	var c *nimbuspb.Component
-	var ids []string
-	for _, x := range info.GetDefinition().GetComponents() {
-		ids = append(ids, x.GetId())
-		if x.GetId() == id {
-			c = x
-		}
-	}
-	if c == nil {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("topology %s has no component %q: it has %s", info.GetSummary().GetId(), id, strings.Join(ids, ", ")))
-		return
-	}
-	executors := c.GetParallelism()
-	if p, ok := info.GetAssignment().GetParallelism()[id]; ok {
-		executors = p
-	}
-	kind := "bolt"
-	if c.GetSpout() {
-		kind = "spout"
-	}
-	inputs := []map[string]any{}
-	for _, in := range c.GetInputs() {
-		inputs = append(inputs, map[string]any{
-			"component": in.GetComponent(), "encodedComponentId": in.GetComponent(), "stream": in.GetStream(),
-			"executed": 0, "acked": 0, "failed": 0, "executeLatency": "0.000", "processLatency": "0.000",
-		})
-	}
-	outputs := []map[string]any{}
-	for _, st := range c.GetStreams() {
-		outputs = append(outputs, map[string]any{"stream": st, "emitted": 0, "transferred": 0, "acked": 0, "failed": 0})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id":                id,
-		"encodedId":         id,
-		"name":              info.GetSummary().GetName(),
-		"topologyId":        info.GetSummary().GetId(),
-		"encodedTopologyId": info.GetSummary().GetId(),
-		"componentType":     kind,
-		"executors":         executors,
-		"tasks":             c.GetTasks(),
-		"window":            allTime,
-		"windowHint":        "All time",
-		"inputStats":        inputs,
-		"outputStats":       outputs,
-		"componentErrors":   []map[string]any{},
-	})
 }

@@ -122,8 +122,8 @@ func (ev *env) submit(name string) string {
 	topo := plan.Topology{
 		Components: []plan.Component{
 			{ID: "sentences", Spout: true, Tasks: 2, Parallelism: 2, Streams: []string{"default"}},
-			{ID: "split", Tasks: 4, Parallelism: 4, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "sentences", Stream: "default"}}},
-			{ID: "count", Tasks: 4, Parallelism: 2, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "split", Stream: "default"}}},
+			{ID: "split", Tasks: 4, Parallelism: 4, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "sentences", Stream: "default", Grouping: "shuffle"}}},
+			{ID: "count", Tasks: 4, Parallelism: 2, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "split", Stream: "default", Grouping: "fields", Fields: []string{"word"}}}},
 		},
 		Ackers: 1,
 	}
