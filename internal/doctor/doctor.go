@@ -243,6 +243,33 @@ func (d *diagnosis) busiest() (Component, bool) {
 	return best, found
 }
 
+// stalled is the bolts whose input kept coming (their sources emitted in
+// the span) but which reported no input executed in it: each batch of
+// their input takes longer than the span (a bolt publishes its counters
+// once it has executed a batch), so their execute latency and capacity
+// are not seen yet. The value is what their sources emitted per second.
+func (d *diagnosis) stalled() map[string]float64 {
+	rates := make(map[string]Component)
+	for _, c := range d.span.Components {
+		rates[c.Component] = c
+	}
+	out := make(map[string]float64)
+	for _, def := range d.last().Info.GetDefinition().GetComponents() {
+		b, ok := rates[def.GetId()]
+		if !ok || b.Kind != "bolt" || b.Executed > 0 {
+			continue
+		}
+		var in float64
+		for _, i := range def.GetInputs() {
+			in += rates[i.GetComponent()].Emitted
+		}
+		if in > 0 {
+			out[b.Component] = in
+		}
+	}
+	return out
+}
+
 func (d *diagnosis) numbers() {
 	n := &d.report.Numbers
 	sum := d.last().Info.GetSummary()
@@ -362,18 +389,7 @@ func (d *diagnosis) timeouts() (storm bool) {
 		}
 		p99 = max(p99, s.CompleteP99)
 	}
-	if timedOut == 0 || float64(timedOut) < timeoutShare*float64(finished) {
-		return false
-	}
 	timeout := time.Duration(d.timeout) * time.Second
-	share := float64(timedOut) / float64(max(finished, 1))
-	ev := []Metric{
-		{"trees timed out", fmt.Sprintf("%d in %.0f s (%.1f/s, %.0f%% of the trees finished)", timedOut, d.span.Seconds, rate, 100*share)},
-		{"topology.message.timeout.secs", strconv.Itoa(d.timeout)},
-	}
-	if p99 > 0 {
-		ev = append(ev, Metric{"complete latency p99 (trees acked)", dur(p99)})
-	}
 	// The slowest bolt, and the bolts' execute latencies together (a
 	// chain's tuple passes each once).
 	var slow Component
@@ -384,6 +400,26 @@ func (d *diagnosis) timeouts() (storm bool) {
 			slow = b
 		}
 	}
+	// A bolt slower than the timeout fails every tree through it, seen
+	// timing out in the span or not (a pipeline stuck behind it reports
+	// nothing moving).
+	structural := slow.ExecuteLatency >= timeout || chain >= timeout
+	timingOut := timedOut > 0 && float64(timedOut) >= timeoutShare*float64(finished)
+	if !timingOut && !structural {
+		return false
+	}
+	share := float64(timedOut) / float64(max(finished, 1))
+	var allTime int64
+	for _, c := range d.last().Info.GetComponents() {
+		allTime += c.GetTimedOut()
+	}
+	ev := []Metric{
+		{"trees timed out", fmt.Sprintf("%d in %.0f s (%.1f/s, %.0f%% of the trees finished); %d since the workers started", timedOut, d.span.Seconds, rate, 100*share, allTime)},
+		{"topology.message.timeout.secs", strconv.Itoa(d.timeout)},
+	}
+	if p99 > 0 {
+		ev = append(ev, Metric{"complete latency p99 (trees acked)", dur(p99)})
+	}
 	if slow.Component != "" {
 		ev = append(ev, Metric{fmt.Sprintf("execute latency of %s (slowest bolt)", slow.Component), dur(slow.ExecuteLatency)})
 	}
@@ -391,8 +427,24 @@ func (d *diagnosis) timeouts() (storm bool) {
 		ev = append(ev, Metric{fmt.Sprintf("capacity of %s", b.Component), fmt.Sprintf("%.2f (judge it again once trees stop timing out: replays load the bolts)", b.Capacity)})
 	}
 	resubmit := d.resubmit()
+	stalled := d.stalled()
+	var stuck string
+	for _, b := range d.bolts() {
+		if in, ok := stalled[b.Component]; ok && stuck == "" {
+			stuck = b.Component
+			ev = append(ev, Metric{"executed by " + b.Component, fmt.Sprintf("0 in %.0f s, while its input came at %.1f/s", d.span.Seconds, in)})
+		}
+	}
 	switch {
-	case slow.ExecuteLatency >= timeout || chain >= timeout:
+	case stuck != "" && slow.ExecuteLatency < timeout && chain < timeout:
+		want := max(int(math.Ceil(3*d.span.Seconds)), 2*d.timeout)
+		d.add(Finding{Kind: KindTimeoutTooShort, Severity: Critical, Component: stuck,
+			Cause: fmt.Sprintf("the message timeout is shorter than the processing time: bolt %s finished no input in %.0f s while its input kept coming, so a tuple through it takes longer than topology.message.timeout.secs (%d s) allows a whole tree, and the trees time out and are replayed",
+				stuck, d.span.Seconds, d.timeout),
+			Evidence: ev,
+			Fix: fmt.Sprintf("raise topology.message.timeout.secs well above %s's time per tuple, at least %d (%s -c %s=%d), or make %s faster",
+				stuck, want, resubmit, gale.TopologyMessageTimeoutSecs, want, stuck)})
+	case structural:
 		took, who := slow.ExecuteLatency, "bolt "+slow.Component+" alone takes"
 		if slow.ExecuteLatency < timeout {
 			took, who = chain, "the bolts together take"
@@ -451,7 +503,17 @@ func (d *diagnosis) resubmit() string {
 func (d *diagnosis) throttledOrSaturated() {
 	name := d.last().Info.GetSummary().GetName()
 	busiest, haveBolt := d.busiest()
+	stalled := d.stalled()
 	for _, b := range d.bolts() {
+		if in, ok := stalled[b.Component]; ok {
+			d.add(Finding{Kind: KindBoltSaturated, Severity: Warning, Component: b.Component,
+				Cause: fmt.Sprintf("bolt %s is saturated: it finished no input in %.0f s while its input kept coming (%.1f/s), so each of its Execute calls takes long and it sets the topology's pace",
+					b.Component, d.span.Seconds, in),
+				Evidence: []Metric{{"executed", fmt.Sprintf("0 in %.0f s", d.span.Seconds)}, {"input emitted to it", fmt.Sprintf("%.1f/s", in)},
+					{"executors / tasks", fmt.Sprintf("%d / %d", b.Executors, b.Tasks)}},
+				Fix: fmt.Sprintf("make %s's Execute faster, or give it more executors (gale rebalance %s -e %s=N, up to its %d tasks)", b.Component, name, b.Component, b.Tasks)})
+			return // its backpressure holds everything else
+		}
 		if b.Capacity < saturated {
 			continue
 		}

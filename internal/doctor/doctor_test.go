@@ -18,6 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // bolt is a bolt of a scenario.
 type bolt struct {
 	name      string
+	input     string // the component it reads from (default: the spout)
 	execs     int32
 	tasks     int32
 	rate      float64 // executed per second
@@ -104,7 +105,12 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 	comps := []*nimbuspb.ComponentStats{spout}
 	for _, b := range s.bolts {
 		execs, tasks := max(b.execs, 1), max(b.tasks, b.execs, 1)
-		def.Components = append(def.Components, &nimbuspb.Component{Id: b.name, Tasks: tasks, Parallelism: execs})
+		in := b.input
+		if in == "" {
+			in = "sentences"
+		}
+		def.Components = append(def.Components, &nimbuspb.Component{Id: b.name, Tasks: tasks, Parallelism: execs,
+			Inputs: []*nimbuspb.Input{{Component: in, Stream: "default", Grouping: "shuffle"}}})
 		executed := int64(b.rate * t)
 		samples := executed/runstats.ExecuteSampleEvery + 1
 		c := &nimbuspb.ComponentStats{Component: b.name, Kind: "bolt", Tasks: tasks, Executed: executed,
@@ -155,7 +161,7 @@ func healthy() scenario {
 	return scenario{maxPending: 1000, pending: func(i int) int64 { return []int64{120, 340, 80, 210}[i%4] },
 		ackRate: 2000, complete: 4 * time.Millisecond,
 		bolts: []bolt{
-			{name: "count", execs: 2, tasks: 2, rate: 14000, capacity: 0.31, execute: 20 * time.Microsecond},
+			{name: "count", input: "split", execs: 2, tasks: 2, rate: 14000, capacity: 0.31, execute: 20 * time.Microsecond},
 			{name: "split", execs: 2, tasks: 2, rate: 2000, capacity: 0.12, execute: 55 * time.Microsecond},
 		}}
 }
@@ -274,7 +280,7 @@ func TestBoltSaturated(t *testing.T) {
 	s.complete = 900 * time.Millisecond
 	s.bolts = []bolt{
 		{name: "parse", execs: 1, tasks: 1, rate: 50, capacity: 0.01, execute: 30 * time.Microsecond},
-		{name: "work", execs: 1, tasks: 4, rate: 50, capacity: 0.98, execute: 20 * time.Millisecond},
+		{name: "work", input: "parse", execs: 1, tasks: 4, rate: 50, capacity: 0.98, execute: 20 * time.Millisecond},
 	}
 	r := Diagnose(s.samples(4, 5*time.Second))
 	wantKinds(t, r, KindBoltSaturated)
@@ -309,7 +315,7 @@ func TestTimeoutShorterThanProcessing(t *testing.T) {
 	s.timeoutRate = 3
 	s.bolts = []bolt{
 		{name: "parse", execs: 1, tasks: 1, rate: 3, capacity: 0.001, execute: 30 * time.Microsecond},
-		{name: "work", execs: 1, tasks: 1, rate: 0.66, capacity: 1.0, execute: 1500 * time.Millisecond},
+		{name: "work", input: "parse", execs: 1, tasks: 1, rate: 0.66, capacity: 1.0, execute: 1500 * time.Millisecond},
 	}
 	r := Diagnose(s.samples(4, 5*time.Second))
 	wantKinds(t, r, KindTimeoutTooShort)
@@ -325,6 +331,46 @@ func TestTimeoutShorterThanProcessing(t *testing.T) {
 	}
 	if r.Numbers.MessageTimeoutSecs != 1 {
 		t.Errorf("numbers: timeout %d, want the config's 1", r.Numbers.MessageTimeoutSecs)
+	}
+
+	// A pipeline stuck behind the bolt (the spout blocked on a full
+	// queue) moves no counter in the span; the bolt's execute latency
+	// since the start still says it.
+	s.timeoutRate = 0
+	s.bolts[0].rate, s.bolts[1].rate = 0, 0
+	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)), KindTimeoutTooShort)
+}
+
+// A bolt that executes batches of input longer than the samples' span
+// reports nothing executed: with trees timing out, it is the one too
+// slow for the timeout; without, it is saturated.
+func TestStalledBolt(t *testing.T) {
+	s := healthy()
+	s.timeoutSecs = 1
+	s.maxPending = 0
+	s.ackRate = 0
+	s.timeoutRate = 80
+	s.bolts = []bolt{
+		{name: "parse", execs: 1, tasks: 1, rate: 20, capacity: 0.001, execute: 22 * time.Microsecond},
+		{name: "work", input: "parse", execs: 1, tasks: 4}, // nothing executed, nothing timed
+	}
+	r := Diagnose(s.samples(5, 2*time.Second))
+	wantKinds(t, r, KindTimeoutTooShort)
+	f := r.Findings[0]
+	if f.Component != "work" || !strings.Contains(f.Cause, "bolt work finished no input in 8 s") ||
+		!strings.Contains(f.Fix, "-c topology.message.timeout.secs=24") {
+		t.Errorf("got component %q cause %q fix %q; want work, finished no input in 8 s, timeout 24 (3 × 8 s)", f.Component, f.Cause, f.Fix)
+	}
+	if got := metric(f, "executed by work"); got != "0 in 8 s, while its input came at 20.0/s" {
+		t.Errorf("evidence: got %q", got)
+	}
+
+	// Without timeouts: saturated.
+	s.timeoutSecs, s.timeoutRate, s.ackRate = 0, 0, 20
+	r = Diagnose(s.samples(5, 2*time.Second))
+	wantKinds(t, r, KindBoltSaturated)
+	if r.Findings[0].Component != "work" {
+		t.Errorf("component: got %q, want work", r.Findings[0].Component)
 	}
 }
 

@@ -74,6 +74,11 @@ type Component struct {
 	CompleteP50   time.Duration `json:"-"`
 	CompleteP99   time.Duration `json:"-"`
 	CompleteCount int64         `json:"complete_count"`
+	// The same latencies in milliseconds, for JSON.
+	ExecuteMs     float64 `json:"execute_latency_ms"`
+	ProcessMs     float64 `json:"process_latency_ms"`
+	CompleteP50Ms float64 `json:"complete_latency_p50_ms"`
+	CompleteP99Ms float64 `json:"complete_latency_p99_ms"`
 
 	// LastError is the most recent error its tasks reported, if any.
 	LastError string `json:"last_error,omitempty"`
@@ -160,6 +165,7 @@ func componentRates(p, c *nimbuspb.ComponentStats, secs float64, execs int32) Co
 	r.ExecuteLatency = meanLatency(c.GetExecuteSamples(), c.GetExecuteSampledNanos(), p.GetExecuteSamples(), p.GetExecuteSampledNanos())
 	r.ProcessLatency = meanLatency(c.GetProcessSamples(), c.GetProcessSampledNanos(), p.GetProcessSamples(), p.GetProcessSampledNanos())
 	r.CompleteP50, r.CompleteP99, r.CompleteCount = completeLatency(p.GetCompleteLatency(), c.GetCompleteLatency())
+	r.ExecuteMs, r.ProcessMs, r.CompleteP50Ms, r.CompleteP99Ms = ms(r.ExecuteLatency), ms(r.ProcessLatency), ms(r.CompleteP50), ms(r.CompleteP99)
 	if errs := c.GetErrors(); len(errs) > 0 {
 		last := errs[0]
 		for _, e := range errs {

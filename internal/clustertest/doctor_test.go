@@ -1,0 +1,202 @@
+//go:build unix
+
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gale-stream/gale/internal/doctor"
+	"github.com/gale-stream/gale/internal/doctortopo"
+)
+
+// doctorJSON is the part of `gale doctor --json` the tests read.
+type doctorJSON struct {
+	Topology string           `json:"topology"`
+	Problems int              `json:"problems"`
+	Findings []doctor.Finding `json:"findings"`
+	Numbers  doctor.Numbers   `json:"numbers"`
+}
+
+// galeResult is a gale command run in the background.
+type galeResult struct {
+	code           int
+	stdout, stderr string
+	err            error
+}
+
+// galeAsync runs the gale binary with args in the background, up to two
+// minutes; the channel gets its result.
+func galeAsync(args ...string) <-chan galeResult {
+	ch := make(chan galeResult, 1)
+	go func() { // ends with the command, within its timeout
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, Binary(), args...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		r := galeResult{stdout: out.String(), stderr: errOut.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		} else {
+			r.err = err
+		}
+		ch <- r
+	}()
+	return ch
+}
+
+// TestDoctorStagedFaults: gale doctor names the cause of each of three
+// faults staged on a real dev cluster, and no other: a bolt too slow, max
+// spout pending far too low, and a message timeout shorter than the
+// processing. The first fault is also watched with gale monitor.
+func TestDoctorStagedFaults(t *testing.T) {
+	needCluster(t)
+	// Reports each second, so that a 10 s sampling sees ten of them.
+	c := Start(t, Options{Supervisors: 2, SlotsPer: 2, Config: "supervisor.heartbeat.frequency.secs: 1\n"})
+	name := doctortopo.TopologyName
+	for _, tc := range []struct {
+		fault     string
+		params    []string
+		kind      string
+		component string
+		fix       string // in the finding's fix
+		monitor   bool
+	}{
+		{fault: "a bolt too slow", params: []string{"delay=20ms", "max-spout-pending=50"},
+			kind: doctor.KindBoltSaturated, component: "work", fix: "gale rebalance " + name + " -e work=", monitor: true},
+		// work's 8 executors are idle most of the time: one tree in flight.
+		{fault: "max spout pending far too low", params: []string{"max-spout-pending=1", "delay=5ms", "work-executors=8", "work-tasks=8"},
+			kind: doctor.KindSpoutThrottled, component: "source", fix: "-c topology.max.spout.pending="},
+		// 1.5 s a tuple on 4 executors at 1 tuple/s: not saturated, but
+		// every tree outlives the 1 s timeout.
+		{fault: "message timeout shorter than the processing", params: []string{"delay=1500ms", "timeout=1", "rate=1", "work-executors=4"},
+			kind: doctor.KindTimeoutTooShort, component: "work", fix: "-c topology.message.timeout.secs="},
+	} {
+		t.Run(strings.ReplaceAll(tc.fault, " ", "_"), func(t *testing.T) {
+			args := []string{"submit", name, "--nimbus", c.Nimbus}
+			for _, p := range tc.params {
+				args = append(args, "-p", p)
+			}
+			if code, _, _ := c.Gale(t, args...); code != 0 {
+				t.Fatalf("gale submit: exit %d", code)
+			}
+			defer killAndWait(t, c, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var last []Topology
+			if err := Poll(ctx, func() bool {
+				last = c.List(t)
+				return len(last) == 1 && last[0].Emitted > 0
+			}); err != nil {
+				t.Fatalf("nothing emitted within 2 minutes of submit; last list: %+v", last)
+			}
+			// The text and the JSON report, sampled at the same time; a
+			// monitor alongside for the first fault.
+			dur := []string{name, "--nimbus", c.Nimbus, "--duration", "10s", "--interval", "2s"}
+			text := galeAsync(append([]string{"doctor"}, dur...)...)
+			js := galeAsync(append([]string{"doctor", "--json"}, dur...)...)
+			var mon <-chan galeResult
+			if tc.monitor {
+				mon = galeAsync("monitor", name, "--nimbus", c.Nimbus, "--count", "3", "--interval", "2s")
+			}
+			tr, jr := <-text, <-js
+			t.Logf("gale doctor %s (%s) → exit %d:\n%s%s", name, tc.fault, tr.code, tr.stdout, tr.stderr)
+			if tr.err != nil || jr.err != nil {
+				t.Fatalf("gale doctor: %v, %v", tr.err, jr.err)
+			}
+			if tr.code != 1 || jr.code != 1 {
+				t.Errorf("exit codes: got %d (text), %d (--json); want 1, a problem found", tr.code, jr.code)
+			}
+			var r doctorJSON
+			if err := json.Unmarshal([]byte(jr.stdout), &r); err != nil {
+				t.Fatalf("gale doctor --json: %v\n%s", err, jr.stdout)
+			}
+			var problems []string
+			var found *doctor.Finding
+			for i, f := range r.Findings {
+				if f.Problem() {
+					problems = append(problems, f.Kind)
+				}
+				if f.Kind == tc.kind {
+					found = &r.Findings[i]
+				}
+			}
+			if !slices.Equal(problems, []string{tc.kind}) || r.Problems != 1 {
+				t.Fatalf("doctor --json found %v (problems %d), want only %s\n%s", problems, r.Problems, tc.kind, jr.stdout)
+			}
+			if found.Component != tc.component || !strings.Contains(found.Fix, tc.fix) || len(found.Evidence) == 0 {
+				t.Errorf("finding: got component %q, fix %q, %d metrics; want %q, a fix with %q, the metrics behind it",
+					found.Component, found.Fix, len(found.Evidence), tc.component, tc.fix)
+			}
+			if !strings.Contains(tr.stdout, tc.kind+" ("+tc.component+")") {
+				t.Errorf("the text report does not name %s (%s)", tc.kind, tc.component)
+			}
+			if mon != nil {
+				checkMonitor(t, <-mon, name)
+			}
+		})
+	}
+}
+
+// checkMonitor checks `gale monitor --count 3` on the slow bolt: three
+// blocks appended (stdout is not a terminal), each with the components
+// and the spout's trees in flight against its cap.
+func checkMonitor(t *testing.T, r galeResult, name string) {
+	t.Helper()
+	t.Logf("gale monitor %s --count 3 → exit %d:\n%s%s", name, r.code, r.stdout, r.stderr)
+	if r.err != nil || r.code != 0 {
+		t.Fatalf("gale monitor: exit %d, %v; want 0", r.code, r.err)
+	}
+	if strings.Contains(r.stdout, "\x1b[") {
+		t.Errorf("gale monitor to a pipe: got ANSI escapes, want plain blocks")
+	}
+	blocks := strings.Split(strings.TrimSpace(r.stdout), "\n\n")
+	if len(blocks) != 3 {
+		t.Fatalf("gale monitor --count 3: got %d blocks, want 3", len(blocks))
+	}
+	work := regexp.MustCompile(`(?m)^work\s+bolt\s+1 \(4 tasks\)\s.*execute [0-9.]+ms\s+([0-9.]+)`)
+	source := regexp.MustCompile(`(?m)^source\s+spout\s+1\s.*\s[0-9]+ of 50\s`)
+	for i, b := range blocks {
+		if !strings.HasPrefix(b, name+" (") || !strings.Contains(b, "COMPONENT") {
+			t.Errorf("block %d: want a header naming %s and the table\n%s", i+1, name, b)
+		}
+		if !source.MatchString(b) {
+			t.Errorf("block %d: want the source's trees in flight of its max 50\n%s", i+1, b)
+		}
+		if !work.MatchString(b) {
+			t.Errorf("block %d: want work's executors, tasks, execute latency and capacity\n%s", i+1, b)
+		}
+	}
+	if !strings.Contains(blocks[1], "rates over") {
+		t.Errorf("the second block: want rates over the time between two reports\n%s", blocks[1])
+	}
+}
+
+// killAndWait kills the topology and waits until nimbus lists it no more.
+func killAndWait(t *testing.T, c *Cluster, name string) {
+	t.Helper()
+	if code, _, _ := c.Gale(t, "kill", name, "-w", "0", "--nimbus", c.Nimbus); code != 0 {
+		t.Errorf("gale kill: exit %d", code)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var last []Topology
+	if err := Poll(ctx, func() bool {
+		last = c.List(t)
+		return !slices.ContainsFunc(last, func(tp Topology) bool { return tp.Name == name })
+	}); err != nil {
+		t.Errorf("%s still listed 2 minutes after kill: %+v", name, last)
+	}
+}
