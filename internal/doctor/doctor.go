@@ -101,7 +101,7 @@ type Numbers struct {
 	// Complete latency of the trees acked in the span, milliseconds.
 	CompleteP50Ms float64 `json:"complete_latency_p50_ms"`
 	CompleteP99Ms float64 `json:"complete_latency_p99_ms"`
-	// The busiest bolt and its capacity.
+	// The busiest bolt and its load (Component.Load).
 	BusiestBolt        string  `json:"busiest_bolt,omitempty"`
 	BusiestCapacity    float64 `json:"busiest_capacity"`
 	Pending            int64   `json:"pending"`
@@ -236,7 +236,7 @@ func (d *diagnosis) busiest() (Component, bool) {
 	var best Component
 	found := false
 	for _, b := range d.bolts() {
-		if !found || b.Capacity > best.Capacity {
+		if !found || b.Load() > best.Load() {
 			best, found = b, true
 		}
 	}
@@ -290,7 +290,7 @@ func (d *diagnosis) numbers() {
 	n.FailedPerSec, n.TimedOutPerSec = round(n.FailedPerSec, 1), round(n.TimedOutPerSec, 1)
 	n.CompleteP50Ms, n.CompleteP99Ms = ms(p50), ms(p99)
 	if b, ok := d.busiest(); ok {
-		n.BusiestBolt, n.BusiestCapacity = b.Component, round(b.Capacity, 2)
+		n.BusiestBolt, n.BusiestCapacity = b.Component, round(b.Load(), 2)
 	}
 }
 
@@ -423,8 +423,8 @@ func (d *diagnosis) timeouts() (storm bool) {
 	if slow.Component != "" {
 		ev = append(ev, Metric{fmt.Sprintf("execute latency of %s (slowest bolt)", slow.Component), dur(slow.ExecuteLatency)})
 	}
-	if b, ok := d.busiest(); ok && b.Capacity >= saturated {
-		ev = append(ev, Metric{fmt.Sprintf("capacity of %s", b.Component), fmt.Sprintf("%.2f (judge it again once trees stop timing out: replays load the bolts)", b.Capacity)})
+	if b, ok := d.busiest(); ok && b.Load() >= saturated {
+		ev = append(ev, Metric{fmt.Sprintf("capacity of %s", b.Component), fmt.Sprintf("%.2f (judge it again once trees stop timing out: replays load the bolts)", b.Load())})
 	}
 	resubmit := d.resubmit()
 	stalled := d.stalled()
@@ -514,11 +514,12 @@ func (d *diagnosis) throttledOrSaturated() {
 				Fix: fmt.Sprintf("make %s's Execute faster, or give it more executors (gale rebalance %s -e %s=N, up to its %d tasks)", b.Component, name, b.Component, b.Tasks)})
 			return // its backpressure holds everything else
 		}
-		if b.Capacity < saturated {
+		if b.Load() < saturated {
 			continue
 		}
 		ev := []Metric{
-			{"capacity (share of the last 10-20 s busy)", fmt.Sprintf("%.2f", b.Capacity)},
+			{"capacity (busiest executor, last 10-20 s)", fmt.Sprintf("%.2f", b.Capacity)},
+			{"busy over the span (executed × execute latency / executors)", fmt.Sprintf("%.2f", b.Busy)},
 			{"executed", fmt.Sprintf("%.1f/s", b.Executed)},
 			{"execute latency", dur(b.ExecuteLatency)},
 			{"executors / tasks", fmt.Sprintf("%d / %d", b.Executors, b.Tasks)},
@@ -531,22 +532,22 @@ func (d *diagnosis) throttledOrSaturated() {
 				ev = append(ev, Metric{"trees in flight of " + s.Component, fmt.Sprintf("%d of max %d (held by %s's backpressure, not by the cap)", s.Pending, s.MaxPending, b.Component)})
 			}
 		}
-		want := int32(math.Ceil(float64(max(b.Executors, 1)) * b.Capacity / 0.6))
+		want := int32(math.Ceil(float64(max(b.Executors, 1)) * b.Load() / 0.6))
 		want = max(want, b.Executors+1)
 		var fix string
 		switch {
 		case b.Tasks > b.Executors:
 			want = min(want, b.Tasks)
-			fix = fmt.Sprintf("give %s more executors: gale rebalance %s -e %s=%d (it has %d tasks); or make its Execute faster", b.Component, name, b.Component, want, b.Tasks)
+			fix = fmt.Sprintf("give %s more executors: gale rebalance %s -e %s=%d at least (it has %d tasks; at capacity 1 it may be asked for more); or make its Execute faster", b.Component, name, b.Component, want, b.Tasks)
 		default:
 			fix = fmt.Sprintf("its %d executors already run all its %d tasks: resubmit it with a higher parallelism hint (about %d), or make its Execute faster", b.Executors, b.Tasks, want)
 		}
 		d.add(Finding{Kind: KindBoltSaturated, Severity: Warning, Component: b.Component,
 			Cause: fmt.Sprintf("bolt %s is saturated: its busiest executor spends %.0f%% of its time in Execute (%s a tuple), so it sets the topology's pace",
-				b.Component, 100*min(b.Capacity, 1), dur(b.ExecuteLatency)),
+				b.Component, 100*min(b.Load(), 1), dur(b.ExecuteLatency)),
 			Evidence: ev, Fix: fix})
 	}
-	if haveBolt && busiest.Capacity >= idle {
+	if haveBolt && busiest.Load() >= idle {
 		return // a bolt is busy: a cap pinned is its backpressure, not the limit
 	}
 	for _, s := range d.spouts() {
@@ -571,11 +572,12 @@ func (d *diagnosis) throttledOrSaturated() {
 		if s.CompleteP50 > 0 {
 			ev = append(ev, Metric{"complete latency p50", dur(s.CompleteP50)})
 		}
-		headroom := 10.0
+		headroom, target := 10.0, ""
 		if haveBolt {
-			ev = append(ev, Metric{"busiest bolt", fmt.Sprintf("%s at capacity %.2f", busiest.Component, busiest.Capacity)})
-			if busiest.Capacity > 0 {
-				headroom = min(max(0.6/busiest.Capacity, 2), 100)
+			ev = append(ev, Metric{"busiest bolt", fmt.Sprintf("%s at capacity %.2f", busiest.Component, busiest.Load())})
+			if busiest.Load() > 0 {
+				headroom = min(max(0.6/busiest.Load(), 2), 100)
+				target = fmt.Sprintf(" per task, where %s would be near capacity 0.6", busiest.Component)
 			}
 		}
 		want := max(int64(math.Ceil(float64(perTask)*headroom)), perTask+1)
@@ -583,14 +585,14 @@ func (d *diagnosis) throttledOrSaturated() {
 			Cause: fmt.Sprintf("spout %s is throttled by topology.max.spout.pending: its trees in flight sit at the cap (%d per task) while the bolts idle, so it waits for acks rather than for work to be done",
 				s.Component, perTask),
 			Evidence: ev,
-			Fix: fmt.Sprintf("raise topology.max.spout.pending to about %d (%s -c %s=%d), or let the auto-tuner pick it (-c %s=true)",
-				want, d.resubmit(), gale.TopologyMaxSpoutPending, want, gale.TopologyMaxSpoutPendingAutotune)})
+			Fix: fmt.Sprintf("raise topology.max.spout.pending to about %d%s (%s -c %s=%d), or let the auto-tuner pick it (-c %s=true)",
+				want, target, d.resubmit(), gale.TopologyMaxSpoutPending, want, gale.TopologyMaxSpoutPendingAutotune)})
 	}
 }
 
 // pinned counts the samples in which spout's trees in flight were at its
-// cap (90% of it, at least cap-1 trees short of it rounded down), of
-// those that report a cap.
+// cap (at 90% of it or above, and at least one tree), of those that
+// report a cap.
 func (d *diagnosis) pinned(spout string) (pinned, seen int) {
 	for _, s := range d.samples {
 		for _, c := range s.Info.GetComponents() {

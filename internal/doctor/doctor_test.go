@@ -230,6 +230,7 @@ func TestSpoutThrottled(t *testing.T) {
 	s.maxPending = 1
 	s.pending = func(i int) int64 { return []int64{1, 1, 0, 1}[i] } // one sample caught between ack and emit
 	s.ackRate = 400
+	s.bolts[0].rate, s.bolts[1].rate = 2800, 400
 	s.bolts[0].capacity, s.bolts[1].capacity = 0.03, 0.01
 	r := Diagnose(s.samples(4, 5*time.Second))
 	wantKinds(t, r, KindSpoutThrottled)
@@ -293,6 +294,14 @@ func TestBoltSaturated(t *testing.T) {
 	}
 	if got := metric(f, "execute latency"); got != "20.0ms" {
 		t.Errorf("execute latency: got %q, want 20.0ms", got)
+	}
+
+	// The runtime's capacity still covers the idle start (its window
+	// starts at the executor's start); the span's busy share says it.
+	s.bolts[1].capacity = 0.7
+	f = find(t, Diagnose(s.samples(4, 5*time.Second)), KindBoltSaturated)
+	if got := metric(f, "busy over the span"); got != "1.00" {
+		t.Errorf("busy over the span: got %q, want 1.00 (50/s × 20ms)", got)
 	}
 
 	// With every task already run by an executor, a rebalance cannot

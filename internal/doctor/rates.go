@@ -59,6 +59,13 @@ type Component struct {
 	QueueDepth    int64   `json:"queue_depth"`
 	QueueCapacity int64   `json:"queue_capacity"`
 
+	// Busy is the share of the span the bolt's executors spent executing,
+	// on average: executed × mean execute latency / executors. Unlike
+	// Capacity (the runtime's busiest executor over its own 10-20 s
+	// window, which starts at the executor's start) it covers exactly
+	// the span.
+	Busy float64 `json:"busy"`
+
 	// ThrottledShare and BackpressureShare are the share of the span the
 	// component's executors spent held at max pending and waiting on a
 	// full queue (0 when the runtime does not report them).
@@ -83,6 +90,11 @@ type Component struct {
 	// LastError is the most recent error its tasks reported, if any.
 	LastError string `json:"last_error,omitempty"`
 }
+
+// Load is how busy the bolt is: the larger of Capacity and Busy, both
+// shares of time executing that can only fall short of the busiest
+// executor's over the span.
+func (c *Component) Load() float64 { return max(c.Capacity, c.Busy) }
 
 // Span is the numbers of every component between two samples.
 type Span struct {
@@ -165,6 +177,9 @@ func componentRates(p, c *nimbuspb.ComponentStats, secs float64, execs int32) Co
 	r.ExecuteLatency = meanLatency(c.GetExecuteSamples(), c.GetExecuteSampledNanos(), p.GetExecuteSamples(), p.GetExecuteSampledNanos())
 	r.ProcessLatency = meanLatency(c.GetProcessSamples(), c.GetProcessSampledNanos(), p.GetProcessSamples(), p.GetProcessSampledNanos())
 	r.CompleteP50, r.CompleteP99, r.CompleteCount = completeLatency(p.GetCompleteLatency(), c.GetCompleteLatency())
+	if r.Executors > 0 {
+		r.Busy = r.Executed * r.ExecuteLatency.Seconds() / float64(r.Executors)
+	}
 	r.ExecuteMs, r.ProcessMs, r.CompleteP50Ms, r.CompleteP99Ms = ms(r.ExecuteLatency), ms(r.ProcessLatency), ms(r.CompleteP50), ms(r.CompleteP99)
 	if errs := c.GetErrors(); len(errs) > 0 {
 		last := errs[0]
