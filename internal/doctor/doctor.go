@@ -154,17 +154,26 @@ func Diagnose(samples []Sample) Report {
 	if len(samples) == 0 {
 		return Report{}
 	}
-	first, last := samples[0], samples[len(samples)-1]
+	last := samples[len(samples)-1]
 	sum := last.Info.GetSummary()
 	r := Report{Topology: sum.GetName(), ID: sum.GetId(), Status: sum.GetStatus(), Samples: len(samples), Findings: []Finding{}}
+	// Rates from the first sample after the last restart: a worker that
+	// started again counts from zero.
+	base := 0
+	for i := 1; i < len(samples); i++ {
+		if restartedBetween(samples[i-1], samples[i]) {
+			base = i
+		}
+	}
 	var span Span
-	if len(samples) > 1 {
-		span = Rates(&first, last)
-	} else {
+	switch {
+	case len(samples) == 1:
 		span = Rates(nil, last)
+	default:
+		span = Rates(&samples[base], last) // 0 s if the restart came last
 	}
 	r.Components = span.Components
-	d := &diagnosis{samples: samples, span: span, timeout: messageTimeout(last.Info), report: &r}
+	d := &diagnosis{samples: samples, window: samples[base:], restarted: base > 0, span: span, timeout: messageTimeout(last.Info), report: &r}
 	d.numbers()
 	blocked := d.shape()
 	if !blocked && span.Seconds > 0 {
@@ -184,9 +193,13 @@ func Diagnose(samples []Sample) Report {
 
 type diagnosis struct {
 	samples []Sample
-	span    Span
-	timeout int // topology.message.timeout.secs
-	report  *Report
+	// window is the samples the rates are read over: since the last
+	// restart (restarted) or all of them.
+	window    []Sample
+	restarted bool
+	span      Span
+	timeout   int // topology.message.timeout.secs
+	report    *Report
 }
 
 func (d *diagnosis) add(f Finding) { d.report.Findings = append(d.report.Findings, f) }
@@ -337,7 +350,7 @@ func (d *diagnosis) shape() (blocked bool) {
 			Evidence: ev, Fix: fix})
 		return true
 	}
-	if len(d.samples) > 1 && d.span.Seconds <= 0 && running > 0 {
+	if len(d.samples) > 1 && d.span.Seconds <= 0 && running > 0 && !d.restarted {
 		d.add(Finding{Kind: KindShape, Severity: Warning,
 			Cause:    fmt.Sprintf("no worker report reached nimbus during the %.0f s sampled: the counters did not move, so no rate can be read", d.last().At.Sub(d.samples[0].At).Seconds()),
 			Evidence: append(ev, Metric{"latest heartbeat", d.last().AsOf().UTC().Format(time.RFC3339)}),
@@ -594,7 +607,7 @@ func (d *diagnosis) throttledOrSaturated() {
 // cap (at 90% of it or above, and at least one tree), of those that
 // report a cap.
 func (d *diagnosis) pinned(spout string) (pinned, seen int) {
-	for _, s := range d.samples {
+	for _, s := range d.window {
 		for _, c := range s.Info.GetComponents() {
 			if c.GetComponent() != spout || c.GetMaxPending() <= 0 {
 				continue
@@ -686,15 +699,42 @@ func (d *diagnosis) noTraffic() {
 		Fix:      "nothing to change if the source is empty; otherwise check the spout's source"})
 }
 
+// slotKey names a worker's slot across samples.
+func slotKey(w *nimbuspb.WorkerReport) string {
+	return w.GetSupervisor() + "|" + w.GetHost() + ":" + strconv.Itoa(int(w.GetPort()))
+}
+
+// restarted says whether the worker in b's report is another process
+// than the one a reported in the same slot: another pid, a later start,
+// more restarts, or counters that went down.
+func restarted(a, b *nimbuspb.WorkerReport) bool {
+	return (b.GetPid() != 0 && a.GetPid() != 0 && b.GetPid() != a.GetPid()) ||
+		(a.GetStartedUnixMs() != 0 && b.GetStartedUnixMs() > a.GetStartedUnixMs()) ||
+		b.GetRestarts() > a.GetRestarts() ||
+		b.GetEmitted() < a.GetEmitted()
+}
+
+// restartedBetween says whether a worker of b started again since a.
+func restartedBetween(a, b Sample) bool {
+	before := make(map[string]*nimbuspb.WorkerReport)
+	for _, w := range a.Info.GetWorkers() {
+		before[slotKey(w)] = w
+	}
+	for _, w := range b.Info.GetWorkers() {
+		if p := before[slotKey(w)]; p != nil && restarted(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // restarts checks step 4: workers started again in the same slot (a new
 // pid, a later start time, the restarts counter, counters that went
 // down) or not running in some samples.
 func (d *diagnosis) restarts() {
 	type slot struct {
-		pid       int32
-		started   int64
+		last      *nimbuspb.WorkerReport // the latest report with a process
 		restarts  int32
-		emitted   int64
 		state     string
 		reason    string
 		host      string
@@ -707,26 +747,18 @@ func (d *diagnosis) restarts() {
 	var order []string
 	for _, s := range d.samples {
 		for _, w := range s.Info.GetWorkers() {
-			key := w.GetSupervisor() + "|" + w.GetHost() + ":" + strconv.Itoa(int(w.GetPort()))
+			key := slotKey(w)
 			p := bySlot[key]
 			if p == nil {
-				p = &slot{pid: w.GetPid(), started: w.GetStartedUnixMs(), restarts: w.GetRestarts(), emitted: w.GetEmitted(), host: w.GetHost(), port: w.GetPort()}
+				p = &slot{host: w.GetHost(), port: w.GetPort()}
 				bySlot[key] = p
 				order = append(order, key)
-			} else {
-				switch {
-				case w.GetPid() != 0 && p.pid != 0 && w.GetPid() != p.pid,
-					w.GetStartedUnixMs() > p.started && p.started != 0,
-					w.GetRestarts() > p.restarts,
-					w.GetEmitted() < p.emitted:
-					p.changes++
-				}
-				if w.GetPid() != 0 {
-					p.pid = w.GetPid()
-				}
-				p.started = max(p.started, w.GetStartedUnixMs())
-				p.restarts = max(p.restarts, w.GetRestarts())
-				p.emitted = w.GetEmitted()
+			} else if restarted(p.last, w) {
+				p.changes++
+			}
+			p.restarts = max(p.restarts, w.GetRestarts())
+			if w.GetPid() != 0 || p.last == nil {
+				p.last = w
 			}
 			// A worker that has not started yet is not restarting; one
 			// that ran and stopped, or timed out or exited, is.
@@ -745,7 +777,10 @@ func (d *diagnosis) restarts() {
 			continue
 		}
 		restarted++
-		v := fmt.Sprintf("started again %d times while sampled", p.changes)
+		v := "started again once while sampled"
+		if p.changes != 1 {
+			v = fmt.Sprintf("started again %d times while sampled", p.changes)
+		}
 		if p.restarts > 0 {
 			v += fmt.Sprintf(", %d restarts in all", p.restarts)
 		}

@@ -429,8 +429,12 @@ func TestWorkersRestarting(t *testing.T) {
 	}
 	r := Diagnose(s.samples(4, 5*time.Second))
 	wantKinds(t, r, KindWorkersRestarting)
-	if got := metric(r.Findings[0], "worker 127.0.0.1:6701"); !strings.HasPrefix(got, "started again 1 times") {
+	if got := metric(r.Findings[0], "worker 127.0.0.1:6701"); !strings.HasPrefix(got, "started again once") {
 		t.Errorf("evidence: got %v, want worker 127.0.0.1:6701 started again once", r.Findings[0].Evidence)
+	}
+	// The rates are read after the restart, not across it.
+	if n := r.Numbers; n.Seconds != 5 || n.AckedPerSec != 2000 {
+		t.Errorf("numbers: got %v s, %v acked/s; want 5 s (the samples after the restart), 2000/s", n.Seconds, n.AckedPerSec)
 	}
 	// The restarts counter alone (filled by newer supervisors).
 	s.worker = func(i int, ws []*nimbuspb.WorkerReport) { ws[0].Restarts = int32(i) }
@@ -442,6 +446,16 @@ func TestWorkersRestarting(t *testing.T) {
 		}
 	}
 	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)))
+
+	// A restart between the last two samples leaves no rate to read:
+	// only the restart is reported.
+	s.worker = func(i int, ws []*nimbuspb.WorkerReport) {
+		if i == 3 {
+			ws[1].Pid, ws[1].Emitted = 2001, 10
+		}
+	}
+	s.bolts[0].capacity = 0.99
+	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)), KindWorkersRestarting)
 }
 
 func TestShape(t *testing.T) {
@@ -485,7 +499,7 @@ func TestOrder(t *testing.T) {
 	s.failByBolt = 50
 	s.bolts[1].failRate = 50
 	s.bolts[0].capacity = 0.9
-	s.worker = func(i int, ws []*nimbuspb.WorkerReport) { ws[0].Restarts = int32(i) }
+	s.worker = func(i int, ws []*nimbuspb.WorkerReport) { ws[0].Restarts = int32(min(i, 1)) }
 	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)), KindBoltSaturated, KindWorkersRestarting, KindFailedByBolt)
 }
 
@@ -519,5 +533,19 @@ func TestRates(t *testing.T) {
 	// Without a previous sample: over the uptime.
 	if up := Rates(nil, ss[0]); up.Seconds != 60 {
 		t.Errorf("over the uptime: got %v s, want 60", up.Seconds)
+	}
+}
+
+// An active topology whose spouts emit nothing gets a note, not a
+// problem.
+func TestNoTraffic(t *testing.T) {
+	s := healthy()
+	s.ackRate = 0
+	s.bolts[0].rate, s.bolts[1].rate = 0, 0
+	s.pending = func(int) int64 { return 0 }
+	r := Diagnose(s.samples(3, 5*time.Second))
+	wantKinds(t, r, KindNoTraffic)
+	if r.Problems() != 0 || r.Findings[0].Severity != Info {
+		t.Errorf("got %d problems, severity %s; want a note only", r.Problems(), r.Findings[0].Severity)
 	}
 }
