@@ -151,6 +151,7 @@ func sampleTopology(ctx context.Context, c *client, name string, duration, inter
 func takeSample(ctx context.Context, c *client, name string) (doctor.Sample, error) {
 	var s doctor.Sample
 	err := c.call(ctx, func(n nimbuspb.NimbusClient) (err error) {
+		// All-time counters (window 0): their differences are the rates.
 		s.Info, err = n.Get(ctx, &nimbuspb.GetRequest{Name: name})
 		if err != nil {
 			return err

@@ -47,8 +47,9 @@ func newMonitorCmd() *cobra.Command {
 their throughput (emitted, acked and executed per second), latency (a
 spout's complete latency p50/p99, a bolt's execute latency), failures per
 second (a spout's split into failed by a bolt and timed out), capacity
-(the share of the last 10 to 20 s a bolt's busiest executor spent
-executing), trees in flight against topology.max.spout.pending, and the
+(the share of time a bolt's busiest executor spent executing: the
+runtime's over its last 10 to 20 s, or executed × execute latency over
+the frame's span where that is larger), trees in flight against topology.max.spout.pending, and the
 share of time held back (a spout at its cap, a bolt on a full queue) where
 the workers report it.
 
@@ -192,7 +193,7 @@ func writeMonitor(w io.Writer, fr monitorFrame, redraw, more bool) error {
 			if c.ExecuteLatency > 0 {
 				lat = "execute " + doctor.Duration(c.ExecuteLatency)
 			}
-			capacity = fmt.Sprintf("%.2f", c.Capacity)
+			capacity = fmt.Sprintf("%.2f", c.Load())
 			if c.QueueCapacity > 0 {
 				inFlight = fmt.Sprintf("queue %d of %d", c.QueueDepth, c.QueueCapacity)
 			}

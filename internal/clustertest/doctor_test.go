@@ -59,7 +59,8 @@ func galeAsync(args ...string) <-chan galeResult {
 // TestDoctorStagedFaults: gale doctor names the cause of each of three
 // faults staged on a real dev cluster, and no other: a bolt too slow, max
 // spout pending far too low, and a message timeout shorter than the
-// processing. The first fault is also watched with gale monitor.
+// processing; and finds no problem in the same topology without a fault.
+// The slow bolt is also watched with gale monitor.
 func TestDoctorStagedFaults(t *testing.T) {
 	needCluster(t)
 	// Reports each second, so that a 10 s sampling sees ten of them.
@@ -73,6 +74,8 @@ func TestDoctorStagedFaults(t *testing.T) {
 		fix       string // in the finding's fix
 		monitor   bool
 	}{
+		// No fault: paced well within its means, with room under its cap.
+		{fault: "none", params: []string{"rate=100", "delay=1ms", "max-spout-pending=1000"}},
 		{fault: "a bolt too slow", params: []string{"delay=20ms", "max-spout-pending=50"},
 			kind: doctor.KindBoltSaturated, component: "work", fix: "gale rebalance " + name + " -e work=", monitor: true},
 		// work's 8 executors are idle most of the time: one tree in flight.
@@ -115,12 +118,18 @@ func TestDoctorStagedFaults(t *testing.T) {
 			if tr.err != nil || jr.err != nil {
 				t.Fatalf("gale doctor: %v, %v", tr.err, jr.err)
 			}
-			if tr.code != 1 || jr.code != 1 {
-				t.Errorf("exit codes: got %d (text), %d (--json); want 1, a problem found", tr.code, jr.code)
-			}
 			var r doctorJSON
 			if err := json.Unmarshal([]byte(jr.stdout), &r); err != nil {
 				t.Fatalf("gale doctor --json: %v\n%s", err, jr.stdout)
+			}
+			if tc.kind == "" {
+				if tr.code != 0 || jr.code != 0 || r.Problems != 0 || !strings.Contains(tr.stdout, "no problem found: workers 1/1") {
+					t.Errorf("no fault: exit codes %d, %d, %d problems; want 0, 0, 0 and \"no problem found\"\n%s", tr.code, jr.code, r.Problems, jr.stdout)
+				}
+				return
+			}
+			if tr.code != 1 || jr.code != 1 {
+				t.Errorf("exit codes: got %d (text), %d (--json); want 1, a problem found", tr.code, jr.code)
 			}
 			var problems []string
 			var found *doctor.Finding
