@@ -60,10 +60,12 @@ func galeAsync(args ...string) <-chan galeResult {
 // faults staged on a real dev cluster, and no other: a bolt too slow, max
 // spout pending far too low, and a message timeout shorter than the
 // processing; and finds no problem in the same topology without a fault.
-// The slow bolt is also watched with gale monitor.
+// Then the fix it prints (its own rebalance or resubmission command) is
+// applied, and doctor no longer finds the fault. The slow bolt is also
+// watched with gale monitor.
 func TestDoctorStagedFaults(t *testing.T) {
 	needCluster(t)
-	// Reports each second, so that a 10 s sampling sees ten of them.
+	// Reports each second, so that an 8 s sampling sees eight of them.
 	c := Start(t, Options{Supervisors: 2, SlotsPer: 2, Config: "supervisor.heartbeat.frequency.secs: 1\n"})
 	name := doctortopo.TopologyName
 	for _, tc := range []struct {
@@ -76,7 +78,8 @@ func TestDoctorStagedFaults(t *testing.T) {
 	}{
 		// No fault: paced well within its means, with room under its cap.
 		{fault: "none", params: []string{"rate=100", "delay=1ms", "max-spout-pending=1000"}},
-		{fault: "a bolt too slow", params: []string{"delay=20ms", "max-spout-pending=50"},
+		// 50 tuples/s into a bolt that takes 20 ms each.
+		{fault: "a bolt too slow", params: []string{"rate=50", "delay=20ms", "max-spout-pending=50"},
 			kind: doctor.KindBoltSaturated, component: "work", fix: "gale rebalance " + name + " -e work=", monitor: true},
 		// work's 8 executors are idle most of the time: one tree in flight.
 		{fault: "max spout pending far too low", params: []string{"max-spout-pending=1", "delay=5ms", "work-executors=8", "work-tasks=8"},
@@ -95,33 +98,12 @@ func TestDoctorStagedFaults(t *testing.T) {
 				t.Fatalf("gale submit: exit %d", code)
 			}
 			defer killAndWait(t, c, name)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			var last []Topology
-			if err := Poll(ctx, func() bool {
-				last = c.List(t)
-				return len(last) == 1 && last[0].Emitted > 0
-			}); err != nil {
-				t.Fatalf("nothing emitted within 2 minutes of submit; last list: %+v", last)
-			}
-			// The text and the JSON report, sampled at the same time; a
-			// monitor alongside for the first fault.
-			dur := []string{name, "--nimbus", c.Nimbus, "--duration", "10s", "--interval", "2s"}
-			text := galeAsync(append([]string{"doctor"}, dur...)...)
-			js := galeAsync(append([]string{"doctor", "--json"}, dur...)...)
+			waitFlowing(t, c, name)
 			var mon <-chan galeResult
 			if tc.monitor {
 				mon = galeAsync("monitor", name, "--nimbus", c.Nimbus, "--count", "3", "--interval", "2s")
 			}
-			tr, jr := <-text, <-js
-			t.Logf("gale doctor %s (%s) → exit %d:\n%s%s", name, tc.fault, tr.code, tr.stdout, tr.stderr)
-			if tr.err != nil || jr.err != nil {
-				t.Fatalf("gale doctor: %v, %v", tr.err, jr.err)
-			}
-			var r doctorJSON
-			if err := json.Unmarshal([]byte(jr.stdout), &r); err != nil {
-				t.Fatalf("gale doctor --json: %v\n%s", err, jr.stdout)
-			}
+			tr, jr, r := runDoctor(t, c, name, tc.fault)
 			if tc.kind == "" {
 				if tr.code != 0 || jr.code != 0 || r.Problems != 0 || !strings.Contains(tr.stdout, "no problem found: workers 1/1") {
 					t.Errorf("no fault: exit codes %d, %d, %d problems; want 0, 0, 0 and \"no problem found\"\n%s", tr.code, jr.code, r.Problems, jr.stdout)
@@ -154,8 +136,120 @@ func TestDoctorStagedFaults(t *testing.T) {
 			if mon != nil {
 				checkMonitor(t, <-mon, name)
 			}
+
+			applyFix(t, c, name, found.Fix)
+			_, _, after := runDoctor(t, c, name, tc.fault+", fixed")
+			for _, f := range after.Findings {
+				if f.Kind == tc.kind || f.Severity == doctor.Critical {
+					t.Errorf("after the fix (%s): doctor still finds %s (%s): %s", found.Fix, f.Kind, f.Severity, f.Cause)
+				}
+			}
+			if tc.kind == doctor.KindSpoutThrottled && after.Numbers.AckedPerSec < 2*r.Numbers.AckedPerSec {
+				t.Errorf("after raising max spout pending: %.1f trees acked/s, want at least twice the %.1f before", after.Numbers.AckedPerSec, r.Numbers.AckedPerSec)
+			}
 		})
 	}
+}
+
+// runDoctor runs gale doctor on the topology for 8 s, as text and as
+// JSON at the same time, logs the text and returns both, with the JSON
+// decoded.
+func runDoctor(t *testing.T, c *Cluster, name, label string) (text, js galeResult, r doctorJSON) {
+	t.Helper()
+	dur := []string{name, "--nimbus", c.Nimbus, "--duration", "8s", "--interval", "2s"}
+	tch := galeAsync(append([]string{"doctor"}, dur...)...)
+	jch := galeAsync(append([]string{"doctor", "--json"}, dur...)...)
+	text, js = <-tch, <-jch
+	t.Logf("gale doctor %s (%s) → exit %d:\n%s%s", name, label, text.code, text.stdout, text.stderr)
+	if text.err != nil || js.err != nil {
+		t.Fatalf("gale doctor: %v, %v", text.err, js.err)
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &r); err != nil {
+		t.Fatalf("gale doctor --json: %v\n%s", err, js.stdout)
+	}
+	return text, js, r
+}
+
+// listed is a row of gale list --json, with the fields waitFlowing reads.
+type listed struct {
+	Name           string `json:"name"`
+	Status         string `json:"status"`
+	Workers        int    `json:"workers"`
+	WorkersRunning int    `json:"workers_running"`
+	Emitted        int64  `json:"emitted"`
+	Acked          int64  `json:"acked"`
+}
+
+func listOne(t *testing.T, c *Cluster, name string) (listed, bool) {
+	t.Helper()
+	code, out, _ := runGaleLogged(t, false, "list", "--json", "--nimbus", c.Nimbus)
+	if code != 0 {
+		t.Fatalf("gale list: exit %d", code)
+	}
+	var l struct{ Topologies []listed }
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatalf("gale list --json: %v\n%s", err, out)
+	}
+	for _, tp := range l.Topologies {
+		if tp.Name == name {
+			return tp, true
+		}
+	}
+	return listed{}, false
+}
+
+// waitFlowing waits until the topology is active with all its workers
+// and has emitted more since it was first seen so (a worker
+// started again counts from zero: then from there).
+func waitFlowing(t *testing.T, c *Cluster, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var last listed
+	base := int64(-1)
+	if err := Poll(ctx, func() bool {
+		var ok bool
+		last, ok = listOne(t, c, name)
+		switch {
+		case !ok || last.Status != "ACTIVE" || last.WorkersRunning != last.Workers:
+			base = -1
+		case base < 0 || last.Emitted < base:
+			base = last.Emitted
+		default:
+			return last.Emitted > base+2
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("%s not flowing within 2 minutes; last: %+v", name, last)
+	}
+}
+
+var (
+	rebalanceFix = regexp.MustCompile(`gale rebalance (\S+) -e (\S+=[0-9]+)`)
+	resubmitFix  = regexp.MustCompile(`gale kill (\S+); gale submit ([^)]*)\)`)
+)
+
+// applyFix runs the command a finding's fix names: its rebalance, or its
+// kill and resubmission; then waits for the topology to flow again.
+func applyFix(t *testing.T, c *Cluster, name, fix string) {
+	t.Helper()
+	if m := rebalanceFix.FindStringSubmatch(fix); m != nil {
+		if code, _, _ := c.Gale(t, "rebalance", m[1], "-e", m[2], "-w", "0", "--nimbus", c.Nimbus); code != 0 {
+			t.Fatalf("gale rebalance: exit %d", code)
+		}
+		waitFlowing(t, c, name)
+		return
+	}
+	m := resubmitFix.FindStringSubmatch(fix)
+	if m == nil {
+		t.Fatalf("the fix %q names no command to run", fix)
+	}
+	killAndWait(t, c, m[1])
+	args := append([]string{"submit"}, strings.Fields(m[2])...)
+	if code, _, _ := c.Gale(t, append(args, "--nimbus", c.Nimbus)...); code != 0 {
+		t.Fatalf("gale %s: exit %d", strings.Join(args, " "), code)
+	}
+	waitFlowing(t, c, name)
 }
 
 // checkMonitor checks `gale monitor --count 3` on the slow bolt: three

@@ -585,12 +585,20 @@ func (d *diagnosis) throttledOrSaturated() {
 		if s.CompleteP50 > 0 {
 			ev = append(ev, Metric{"complete latency p50", dur(s.CompleteP50)})
 		}
+		// More trees in flight keep the bolts busier in proportion,
+		// until one is the limit: aim the busiest bolt's executors, on
+		// average, at 70% busy (its busiest executor, with one tree in
+		// flight, is busier than the average it would settle at).
 		headroom, target := 10.0, ""
 		if haveBolt {
 			ev = append(ev, Metric{"busiest bolt", fmt.Sprintf("%s at capacity %.2f", busiest.Component, busiest.Load())})
-			if busiest.Load() > 0 {
-				headroom = min(max(0.6/busiest.Load(), 2), 100)
-				target = fmt.Sprintf(" per task, where %s would be near capacity 0.6", busiest.Component)
+			avg := busiest.Busy
+			if avg <= 0 {
+				avg = busiest.Load()
+			}
+			if avg > 0 {
+				headroom = min(max(0.7/avg, 2), 100)
+				target = fmt.Sprintf(" per task, where %s's executors would be about 70%% busy", busiest.Component)
 			}
 		}
 		want := max(int64(math.Ceil(float64(perTask)*headroom)), perTask+1)
