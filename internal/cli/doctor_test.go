@@ -162,6 +162,9 @@ func TestMonitorBlocks(t *testing.T) {
 	if !strings.Contains(blocks[0], "(averages since the workers started)") || !strings.Contains(blocks[1], "(rates over 2.0 s)") {
 		t.Errorf("headers: want averages since the start, then rates over 2.0 s:\n%s", out)
 	}
+	if strings.Index(blocks[1], "\nsentences ") > strings.Index(blocks[1], "\ncount ") {
+		t.Errorf("want the spouts before the bolts:\n%s", blocks[1])
+	}
 	// The third sample repeats the second's report: the same rates.
 	if !strings.Contains(blocks[2], "(rates over 2.0 s)") {
 		t.Errorf("a repeated report: want the last rates again\n%s", blocks[2])

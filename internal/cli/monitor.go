@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -170,7 +171,12 @@ func writeMonitor(w io.Writer, fr monitorFrame, redraw, more bool) error {
 		fr.WorkersRunning, fr.Workers, uptime(fr.UptimeSecs), fr.Time, over)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tKIND\tEXECUTORS\tEMITTED/s\tACKED/s\tEXECUTED/s\tFAILED/s\tLATENCY\tCAPACITY\tIN FLIGHT\tHELD")
-	for _, c := range fr.Components {
+	// Spouts first, then bolts, each in id order (nimbus's).
+	comps := slices.Clone(fr.Components)
+	slices.SortStableFunc(comps, func(a, b doctor.Component) int {
+		return strings.Compare(b.Kind, a.Kind) // "spout" before "bolt"
+	})
+	for _, c := range comps {
 		execs := fmt.Sprint(c.Executors)
 		if c.Tasks != c.Executors {
 			execs = fmt.Sprintf("%d (%d tasks)", c.Executors, c.Tasks)
