@@ -81,7 +81,8 @@ func wcInfo(i int, timedOut int64, capacity float64) *nimbuspb.TopologyInfo {
 		Workers: []*nimbuspb.WorkerReport{{Topology: "wc-1", Supervisor: "s1", Host: "127.0.0.1", Port: 6700, Pid: 42, State: "valid",
 			HeartbeatUnixMs: hb, Emitted: t * 100}},
 		Components: []*nimbuspb.ComponentStats{
-			{Component: "count", Kind: "bolt", Tasks: 2, Executed: t * 700, Acked: t * 700, ExecuteSamples: t * 700 / 64, ExecuteSampledNanos: t * 700 / 64 * 20000, Capacity: capacity},
+			{Component: "count", Kind: "bolt", Tasks: 2, Executed: t * 700, Acked: t * 700, ExecuteSamples: t * 700 / 64, ExecuteSampledNanos: t * 700 / 64 * 20000, Capacity: capacity,
+				ProcessSamples: t * 700 / 64, ProcessSampledNanos: t * 700 / 64 * 50000},
 			{Component: "sentences", Kind: "spout", Tasks: 1, Emitted: t * 100, Acked: t * (100 - timedOut), Failed: t * timedOut, TimedOut: t * timedOut,
 				Pending: 12, MaxPending: 1000, CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{100}, Counts: []int64{t * (100 - timedOut)}}},
 		},
@@ -182,7 +183,7 @@ func TestMonitorBlocks(t *testing.T) {
 	if f := strings.Join(row(blocks[1], "sentences"), " "); !strings.Contains(f, "spout 1 100 100 - 0 (bolt 0, timeout 0) complete") || !strings.Contains(f, "12 of 1000") {
 		t.Errorf("sentences row: got %q", f)
 	}
-	if f := strings.Join(row(blocks[1], "count"), " "); !strings.Contains(f, "bolt 2 0 700 700 0 execute 20µs 0.40") {
+	if f := strings.Join(row(blocks[1], "count"), " "); !strings.Contains(f, "bolt 2 0 700 700 0 execute 20µs, process 50µs 0.40") {
 		t.Errorf("count row: got %q", f)
 	}
 

@@ -46,7 +46,8 @@ func newMonitorCmd() *cobra.Command {
 		Short: "Watch a running topology live: per component throughput, latency, failures, capacity, backpressure",
 		Long: `Watch the topology NAME: every --interval, a table of its components with
 their throughput (emitted, acked and executed per second), latency (a
-spout's complete latency p50/p99, a bolt's execute latency), failures per
+spout's complete latency p50/p99, a bolt's execute latency, and its process
+latency where the workers report it), failures per
 second (a spout's split into failed by a bolt and timed out), capacity
 (the share of time a bolt's busiest executor spent executing: the
 runtime's over its last 10 to 20 s, or executed × execute latency over
@@ -198,6 +199,9 @@ func writeMonitor(w io.Writer, fr monitorFrame, redraw, more bool) error {
 			executed = rate(c.Executed)
 			if c.ExecuteLatency > 0 {
 				lat = "execute " + doctor.Duration(c.ExecuteLatency)
+			}
+			if c.ProcessLatency > 0 {
+				lat += ", process " + doctor.Duration(c.ProcessLatency)
 			}
 			capacity = fmt.Sprintf("%.2f", c.Load())
 			if c.QueueCapacity > 0 {
