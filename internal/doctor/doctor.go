@@ -405,18 +405,21 @@ func (d *diagnosis) timeouts() (storm bool) {
 	timeout := time.Duration(d.timeout) * time.Second
 	// The slowest bolt, and the bolts' execute latencies together (a
 	// chain's tuple passes each once).
+	// A bolt's time per tuple is its execute latency, or its process
+	// latency (arrival to ack) where the workers report a longer one.
 	var slow Component
-	var chain time.Duration
+	var took, chain time.Duration
 	for _, b := range d.bolts() {
-		chain += b.ExecuteLatency
-		if b.ExecuteLatency > slow.ExecuteLatency {
-			slow = b
+		bt := max(b.ExecuteLatency, b.ProcessLatency)
+		chain += bt
+		if bt > took {
+			slow, took = b, bt
 		}
 	}
 	// A bolt slower than the timeout fails every tree through it, seen
 	// timing out in the span or not (a pipeline stuck behind it reports
 	// nothing moving).
-	structural := slow.ExecuteLatency >= timeout || chain >= timeout
+	structural := took >= timeout || chain >= timeout
 	timingOut := timedOut > 0 && float64(timedOut) >= timeoutShare*float64(finished)
 	if !timingOut && !structural {
 		return false
@@ -435,6 +438,9 @@ func (d *diagnosis) timeouts() (storm bool) {
 	}
 	if slow.Component != "" {
 		ev = append(ev, Metric{fmt.Sprintf("execute latency of %s (slowest bolt)", slow.Component), dur(slow.ExecuteLatency)})
+		if slow.ProcessLatency > 0 {
+			ev = append(ev, Metric{fmt.Sprintf("process latency of %s", slow.Component), dur(slow.ProcessLatency)})
+		}
 	}
 	if b, ok := d.busiest(); ok && b.Load() >= saturated {
 		ev = append(ev, Metric{fmt.Sprintf("capacity of %s", b.Component), fmt.Sprintf("%.2f (judge it again once trees stop timing out: replays load the bolts)", b.Load())})
@@ -449,7 +455,7 @@ func (d *diagnosis) timeouts() (storm bool) {
 		}
 	}
 	switch {
-	case stuck != "" && slow.ExecuteLatency < timeout && chain < timeout:
+	case stuck != "" && !structural:
 		want := max(int(math.Ceil(3*d.span.Seconds)), 2*d.timeout)
 		d.add(Finding{Kind: KindTimeoutTooShort, Severity: Critical, Component: stuck,
 			Cause: fmt.Sprintf("the message timeout is shorter than the processing time: bolt %s finished no input in %.0f s while its input kept coming, so a tuple through it takes longer than topology.message.timeout.secs (%d s) allows a whole tree, and the trees time out and are replayed",
@@ -458,8 +464,8 @@ func (d *diagnosis) timeouts() (storm bool) {
 			Fix: fmt.Sprintf("raise topology.message.timeout.secs well above %s's time per tuple, at least %d (%s -c %s=%d), or make %s faster",
 				stuck, want, resubmit, gale.TopologyMessageTimeoutSecs, want, stuck)})
 	case structural:
-		took, who := slow.ExecuteLatency, "bolt "+slow.Component+" alone takes"
-		if slow.ExecuteLatency < timeout {
+		who := "bolt " + slow.Component + " alone takes"
+		if took < timeout {
 			took, who = chain, "the bolts together take"
 		}
 		want := suggestTimeout(took, p99, d.timeout)

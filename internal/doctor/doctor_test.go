@@ -24,7 +24,8 @@ type bolt struct {
 	rate      float64 // executed per second
 	capacity  float64
 	execute   time.Duration
-	failRate  float64 // inputs failed per second
+	process   time.Duration // 0: not reported
+	failRate  float64       // inputs failed per second
 	lastError string
 }
 
@@ -116,6 +117,9 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 		c := &nimbuspb.ComponentStats{Component: b.name, Kind: "bolt", Tasks: tasks, Executed: executed,
 			Acked: executed - int64(b.failRate*t), Failed: int64(b.failRate * t), Emitted: executed,
 			ExecuteSamples: samples, ExecuteSampledNanos: samples * int64(b.execute), Capacity: b.capacity}
+		if b.process > 0 {
+			c.ProcessSamples, c.ProcessSampledNanos = samples, samples*int64(b.process)
+		}
 		if b.lastError != "" {
 			c.Errors = []*nimbuspb.ComponentError{{Task: 2, TimeUnixMs: at.UnixMilli() - 500, Error: "old"}, {Task: 3, TimeUnixMs: at.UnixMilli(), Error: b.lastError}}
 		}
@@ -348,6 +352,23 @@ func TestTimeoutShorterThanProcessing(t *testing.T) {
 	s.timeoutRate = 0
 	s.bolts[0].rate, s.bolts[1].rate = 0, 0
 	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)), KindTimeoutTooShort)
+}
+
+// A bolt that holds its input before acking it (a batching bolt) has a
+// short execute latency and a long process latency: the process latency
+// is its time per tuple.
+func TestTimeoutShorterThanProcessLatency(t *testing.T) {
+	s := healthy()
+	s.timeoutSecs = 2
+	s.ackRate, s.timeoutRate = 0, 100
+	s.bolts = []bolt{
+		{name: "batch", execs: 1, tasks: 1, rate: 100, capacity: 0.01, execute: 40 * time.Microsecond, process: 3 * time.Second},
+	}
+	r := Diagnose(s.samples(4, 5*time.Second))
+	wantKinds(t, r, KindTimeoutTooShort)
+	if f := r.Findings[0]; f.Component != "batch" || !strings.Contains(f.Cause, "3.00s per tuple") || metric(f, "process latency of batch") != "3.00s" {
+		t.Errorf("got %+v, want batch named with its 3.00s process latency", f)
+	}
 }
 
 // A bolt that executes batches of input longer than the samples' span
