@@ -2,8 +2,8 @@
 // parameters, for `gale doctor`'s staged-fault tests and for trying the
 // doctor and `gale monitor` by hand:
 //
-//	gale submit doctor-faults -p delay=20ms -p max-spout-pending=50   # a bolt too slow
-//	gale submit doctor-faults -p max-spout-pending=1                  # max spout pending far too low
+//	gale submit doctor-faults -p rate=50 -p delay=20ms -p max-spout-pending=50   # a bolt too slow
+//	gale submit doctor-faults -p max-spout-pending=1 -p delay=5ms -p work-executors=8   # max spout pending far too low
 //	gale submit doctor-faults -p delay=1500ms -p timeout=1 -p rate=1 -p work-executors=4   # timeouts shorter than the processing
 //
 // The topology is source → parse → work: the spout emits numbered
