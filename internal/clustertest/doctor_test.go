@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -14,8 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/gale-stream/gale/internal/doctor"
 	"github.com/gale-stream/gale/internal/doctortopo"
+	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
 // doctorJSON is the part of `gale doctor --json` the tests read.
@@ -224,6 +229,42 @@ func waitFlowing(t *testing.T, c *Cluster, name string) {
 	}
 }
 
+// waitReassigned waits until every worker of the topology runs its
+// current assignment (a rebalance starts them again), so that the
+// restart is over before doctor samples.
+func waitReassigned(t *testing.T, c *Cluster, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := grpc.NewClient(c.Nimbus, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	n := nimbuspb.NewNimbusClient(conn)
+	var last string
+	if err := Poll(ctx, func() bool {
+		info, err := n.Get(ctx, &nimbuspb.GetRequest{Name: name})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		want := info.GetAssignment().GetFingerprint()
+		last = fmt.Sprintf("assignment %q, workers %v", want, info.GetWorkers())
+		if len(info.GetWorkers()) == 0 {
+			return false
+		}
+		for _, w := range info.GetWorkers() {
+			if w.GetState() != "valid" || w.GetAssignmentFingerprint() != want {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatalf("%s's workers did not run its new assignment within 2 minutes; last: %s", name, last)
+	}
+}
+
 var (
 	rebalanceFix = regexp.MustCompile(`gale rebalance (\S+) -e (\S+=[0-9]+)`)
 	resubmitFix  = regexp.MustCompile(`gale kill (\S+); gale submit ([^)]*)\)`)
@@ -237,6 +278,7 @@ func applyFix(t *testing.T, c *Cluster, name, fix string) {
 		if code, _, _ := c.Gale(t, "rebalance", m[1], "-e", m[2], "-w", "0", "--nimbus", c.Nimbus); code != 0 {
 			t.Fatalf("gale rebalance: exit %d", code)
 		}
+		waitReassigned(t, c, name)
 		waitFlowing(t, c, name)
 		return
 	}
