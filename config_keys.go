@@ -233,6 +233,11 @@ const (
 	// (docs/performance.md, "Pinning the workers"). Worth it where the
 	// workers own the machine; off where they share it with other work.
 	workerCPUPinning = "worker.cpu.pinning"
+	// workerMetricsPort is the port a worker process serves its own
+	// Prometheus /metrics on, on the host it listens for its peers on
+	// (int, default 0: a free port, reported in its heartbeats; -1: none).
+	// internal/workerproc reads it (KeyMetricsPort).
+	workerMetricsPort = "worker.metrics.port"
 )
 
 // renamedConfigKeys maps keys Gale no longer knows to the keys that took
@@ -374,6 +379,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
 	{workerCPUPinning, configBool, false, ScopeCluster,
 		"bind each worker process a launcher starts to its own share of the machine's CPUs", nil},
+	{workerMetricsPort, configInt, 0, ScopeCluster,
+		"port of each worker's own Prometheus /metrics (0 = a free port, -1 = none)", intPortOrOff},
 	{TopologyTestingAlwaysTrySerialize, configBool, false, ScopeTopology,
 		"encode and decode every emitted tuple as between workers, to find values that cannot cross in tests", nil},
 	{TopologyMinReplicationCount, configInt, 1, ScopeTopology,
@@ -481,6 +488,14 @@ func intMapValuesAtLeast(min int) func(any) string {
 func gogcValue(v any) string {
 	if n := v.(int); n != -1 && n < 25 {
 		return fmt.Sprintf("must be -1 (off) or ≥ 25, got %d", n)
+	}
+	return ""
+}
+
+// intPortOrOff accepts -1 (off) or a port number, 0 for a free one.
+func intPortOrOff(v any) string {
+	if n := v.(int); n < -1 || n > 65535 {
+		return fmt.Sprintf("must be -1 (none) or a port number from 0 to 65535, got %d", n)
 	}
 	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -71,6 +72,7 @@ func New(cfg Config) (*Handler, error) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such API path %s %s: see Storm's STORM-UI-REST-API.md for the paths under /api/v1", r.Method, r.URL.Path))
 	})
 	h.mux.Handle("GET /metrics", newMetricsHandler(h.nimbus))
+	h.mux.HandleFunc("GET /api/v1/metrics/targets", h.metricsTargets) // targets.go
 	return h, nil
 }
 
@@ -256,11 +258,16 @@ func (h *Handler) topologySummary(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"topologies": ts})
 }
 
-// allTime is the only window the counters have: since the workers started.
-const allTime = ":all-time"
-
+// topology is topology/:id: the spouts' and bolts' counters over the
+// window asked for (Storm's window parameter: 600, 10800, 86400 or
+// :all-time, the default), the topology's totals over every window.
 func (h *Handler) topology(w http.ResponseWriter, r *http.Request) {
-	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id")})
+	win, err := parseWindow(r.URL.Query().Get("window"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id"), WindowSecs: win.secs})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -269,13 +276,14 @@ func (h *Handler) topology(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, topologyPage(info, sys))
 }
 
-// topologyPage is topology/:id's answer. Whatever window is asked for,
-// the stats are all-time ones, and say so in their window field.
+// topologyPage is topology/:id's answer: its window field names the
+// window of the spouts' and bolts' counters.
 func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 	s := info.GetSummary()
 	page := summary(s)
-	page["window"] = allTime
-	page["windowHint"] = "All time"
+	win := windowOf(info.GetWindowSecs())
+	page["window"] = win.param
+	page["windowHint"] = win.pretty
 	lat := latencyMillis(s.GetCompleteLatency())
 	page["topologyStats"] = []map[string]any{{
 		"window":          allTime,
@@ -296,6 +304,9 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		}
 	}
 	page["topologyStats"].([]map[string]any)[0]["transferred"] = transferred
+	if ws := topologyStats(info); len(ws) > 0 {
+		page["topologyStats"] = ws // windows.go; a nimbus without windows has the all-time one above
+	}
 	spouts, bolts := []map[string]any{}, []map[string]any{}
 	for _, c := range info.GetDefinition().GetComponents() {
 		executors := c.GetParallelism()
@@ -364,7 +375,12 @@ func workers(info *nimbuspb.TopologyInfo) []map[string]any {
 		}
 	}
 	out := []map[string]any{}
+	now := time.Now()
 	for _, wr := range info.GetWorkers() {
+		var uptime int64
+		if ms := wr.GetStartedUnixMs(); ms > 0 {
+			uptime = int64(now.Sub(time.UnixMilli(ms)).Seconds())
+		}
 		out = append(out, map[string]any{
 			"topologyId":      info.GetSummary().GetId(),
 			"topologyName":    info.GetSummary().GetName(),
@@ -382,6 +398,19 @@ func workers(info *nimbuspb.TopologyInfo) []map[string]any {
 			"failed":          wr.GetFailed(),
 			"timedOut":        wr.GetTimedOut(),
 			"pending":         wr.GetPending(),
+			// The worker process itself (WorkerReport 18-27).
+			"uptime":        prettyUptime(uptime),
+			"uptimeSeconds": uptime,
+			"startedUnixMs": wr.GetStartedUnixMs(),
+			"restarts":      wr.GetRestarts(),
+			"cpuSeconds":    wr.GetCpuSeconds(),
+			"heapBytes":     wr.GetHeapBytes(),
+			"gcCount":       wr.GetGcCount(),
+			"gcPauseNanos":  wr.GetGcPauseNanos(),
+			"goroutines":    wr.GetGoroutines(),
+			"bytesIn":       wr.GetBytesIn(),
+			"bytesOut":      wr.GetBytesOut(),
+			"metricsPort":   wr.GetMetricsPort(),
 		})
 	}
 	return out
