@@ -247,6 +247,11 @@ const (
 	// (docs/performance.md, "Pinning the workers"). Worth it where the
 	// workers own the machine; off where they share it with other work.
 	workerCPUPinning = "worker.cpu.pinning"
+	// workerMetricsPort is the port a worker process serves its own
+	// Prometheus /metrics on, on the host it listens for its peers on
+	// (int, default 0: a free port, reported in its heartbeats; -1: none).
+	// internal/workerproc reads it (KeyMetricsPort).
+	workerMetricsPort = "worker.metrics.port"
 )
 
 // renamedConfigKeys maps keys Gale no longer knows to the keys that took
@@ -388,6 +393,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"heap budget of a worker process in MiB, its Go memory limit", intAtLeast(64)},
 	{workerCPUPinning, configBool, false, ScopeCluster,
 		"bind each worker process a launcher starts to its own share of the machine's CPUs", nil},
+	{workerMetricsPort, configInt, 0, ScopeCluster,
+		"port of each worker's own Prometheus /metrics (0 = a free port, -1 = none)", intPortOrOff},
 	{TopologyTestingAlwaysTrySerialize, configBool, false, ScopeTopology,
 		"encode and decode every emitted tuple as between workers, to find values that cannot cross in tests", nil},
 	{TopologyStatsEnabled, configBool, true, ScopeTopology,
@@ -506,6 +513,14 @@ func gogcValue(v any) string {
 func sampleRate(v any) string {
 	if f := v.(float64); !(f > 0 && f <= 1) {
 		return fmt.Sprintf("must be > 0 and ≤ 1 (the share of Execute calls timed), got %v", f)
+	}
+	return ""
+}
+
+// intPortOrOff accepts -1 (off) or a port number, 0 for a free one.
+func intPortOrOff(v any) string {
+	if n := v.(int); n < -1 || n > 65535 {
+		return fmt.Sprintf("must be -1 (none) or a port number from 0 to 65535, got %d", n)
 	}
 	return ""
 }

@@ -83,6 +83,16 @@ func (g GroupingDef) String() string {
 	return g.Type
 }
 
+// stormName is the grouping's type by Storm's name, as the nimbus API
+// and the Storm UI's REST API give it: local-or-shuffle for
+// local_or_shuffle, the others as they are.
+func (g GroupingDef) stormName() string {
+	if g.Type == GroupingLocalOrShuffle {
+		return "local-or-shuffle"
+	}
+	return g.Type
+}
+
 // Stream returns the declared stream with the given id.
 func (c *ComponentDef) Stream(id string) (StreamDef, bool) {
 	for _, s := range c.Streams {

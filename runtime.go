@@ -395,7 +395,8 @@ func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) 
 			c.Streams = append(c.Streams, s.ID)
 		}
 		for _, in := range d.Inputs {
-			c.Inputs = append(c.Inputs, plan.Input{Component: in.Component, Stream: in.Stream})
+			c.Inputs = append(c.Inputs, plan.Input{Component: in.Component, Stream: in.Stream,
+				Grouping: in.Grouping.stormName(), Fields: slices.Clone(in.Grouping.Fields)})
 		}
 		pt.Components = append(pt.Components, c)
 	}

@@ -53,7 +53,7 @@ func (f *devFlags) bind(cmd *cobra.Command, withJSON bool) {
 	fl.IntVar(&f.nimbusPort, "nimbus-port", 6627, "nimbus's API port")
 	fl.IntVar(&f.slotsPer, "slots-per", 4, "worker slots of each supervisor")
 	fl.IntVar(&f.slotBase, "slot-base", 6700, "the first slot's port: supervisor i has slot-base+i*slots-per and the next slots-per-1")
-	fl.IntVar(&f.uiPort, "ui-port", 8080, "the port of the REST API (/api/v1) and /metrics on 127.0.0.1; 0 for none")
+	fl.IntVar(&f.uiPort, "ui-port", 8080, "the port of the web UI (/), the REST API (/api/v1) and /metrics on 127.0.0.1; 0 for none")
 	if withJSON {
 		fl.BoolVar(&f.asJSON, "json", false, "print the cluster's addresses and pids as one JSON document")
 	}
@@ -550,7 +550,7 @@ func (d *devCluster) print(w io.Writer, asJSON, hint bool) error {
 		fmt.Fprintf(tw, "  %s\tslots %s\tpid %d\n", s.Name, joinInts(s.Ports, ","), s.PID)
 	}
 	if r.UI != "" {
-		fmt.Fprintf(tw, "  ui\t%s/api/v1\t%s/metrics\n", r.UI, r.UI)
+		fmt.Fprintf(tw, "  ui\t%s/\t%s/api/v1\t%s/metrics\n", r.UI, r.UI, r.UI)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -130,6 +130,7 @@ func newRootCmd(opts *Options) *cobra.Command {
 	root.AddCommand(newNimbusCmd(opts))
 	root.AddCommand(newSubmitCmd(opts), newListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newEtcdCmd(opts), newDevCmd(opts), newDemoCmd(opts), newUICmd())
 	root.AddCommand(newSupervisorCmd(opts))
+	root.AddCommand(newDoctorCmd(), newMonitorCmd())
 	return root
 }
 

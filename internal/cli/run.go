@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,6 +276,14 @@ func writeLive(w io.Writer, elapsed time.Duration, spouts []runstats.Spout) {
 	}
 }
 
+// limitString is a spout's max pending for the table: "-" for none.
+func limitString(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return itoa(n)
+}
+
 func writeReport(w io.Writer, r runReport, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -291,12 +300,26 @@ func writeReport(w io.Writer, r runReport, asJSON bool) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	// max pending: the spouts' limit on trees in flight (set, or the
+	// auto-tuner's last value), shown when one has a limit.
+	limited := slices.ContainsFunc(r.Spouts, func(s runstats.Spout) bool { return s.MaxPending > 0 })
 	rows := [][]string{{"spout", "tasks", "emitted", "acked", "failed", "pending"}}
+	if limited {
+		rows[0] = append(rows[0], "max pending")
+	}
 	for _, s := range r.Spouts {
-		rows = append(rows, []string{s.Component, strconv.Itoa(s.Tasks), itoa(s.Emitted), itoa(s.Acked), itoa(s.Failed), itoa(s.Pending)})
+		row := []string{s.Component, strconv.Itoa(s.Tasks), itoa(s.Emitted), itoa(s.Acked), itoa(s.Failed), itoa(s.Pending)}
+		if limited {
+			row = append(row, limitString(s.MaxPending))
+		}
+		rows = append(rows, row)
 	}
 	if len(r.Spouts) > 1 {
-		rows = append(rows, []string{"total", "", itoa(r.Emitted), itoa(r.Acked), itoa(r.Failed), itoa(r.Pending)})
+		row := []string{"total", "", itoa(r.Emitted), itoa(r.Acked), itoa(r.Failed), itoa(r.Pending)}
+		if limited {
+			row = append(row, "")
+		}
+		rows = append(rows, row)
 	}
 	// The names left-aligned, the numbers right-aligned.
 	widths := make([]int, len(rows[0]))

@@ -201,6 +201,26 @@ func TestRunTable(t *testing.T) {
 	}
 }
 
+// TestRunTableMaxPending: with topology.max.spout.pending set, the table
+// shows each spout's limit beside its trees in flight.
+func TestRunTableMaxPending(t *testing.T) {
+	t.Parallel()
+	conf := filepath.Join(t.TempDir(), "gale.yaml")
+	if err := os.WriteFile(conf, []byte("topology.max.spout.pending: 64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ := runGale(t, "run", "wordcount", "--file", conf, "--duration", "500ms")
+	if code != exitOK {
+		t.Fatalf("exit code: got %d, want %d", code, exitOK)
+	}
+	if !strings.Contains(stdout, "max pending") {
+		t.Errorf("the table has no max pending column:\n%s", stdout)
+	}
+	if f := tableRow(stdout, "sentences"); len(f) != 7 || f[6] != "64" || f[2] == "0" {
+		t.Errorf("sentences row %q: want emitted > 0 and max pending 64", f)
+	}
+}
+
 // buildStuck is a topology whose one tree never completes: its bolt never
 // acks, the timeout is an hour and the shutdown drain a minute, so an
 // orderly stop waits.

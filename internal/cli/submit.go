@@ -246,7 +246,8 @@ func definitionOf(pt plan.Topology, factory string, params map[string]string, wo
 			Streams:            slices.Clone(c.Streams),
 		}
 		for _, in := range c.Inputs {
-			pc.Inputs = append(pc.Inputs, &nimbuspb.Input{Component: in.Component, Stream: in.Stream})
+			pc.Inputs = append(pc.Inputs, &nimbuspb.Input{Component: in.Component, Stream: in.Stream,
+				Grouping: in.Grouping, Fields: slices.Clone(in.Fields)})
 		}
 		d.Components = append(d.Components, pc)
 	}

@@ -27,13 +27,15 @@ func newUICmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "ui",
-		Short: "Serve the Storm UI's REST API (/api/v1) and Prometheus /metrics for a cluster",
-		Long: `Serve Storm's UI REST API under /api/v1 (cluster/summary, supervisor/summary,
-nimbus/summary, topology/summary, topology/ID, topology/ID/component/C, and
-POST topology/ID/activate, deactivate, rebalance/WAIT and kill/WAIT) with
-Storm's field names, and
-Prometheus metrics on /metrics, from the nimbus leader that nimbus.seeds
-(--file) or --nimbus names.
+		Short: "Serve the web UI (/), Storm's UI REST API (/api/v1) and Prometheus /metrics for a cluster",
+		Long: `Serve a web UI at / (the cluster, each topology drawn as a graph with live
+charts, its components, errors and workers, and the actions), Storm's UI REST
+API under /api/v1 (cluster/summary, supervisor/summary, nimbus/summary,
+topology/summary, topology/ID, topology/ID/component/C,
+topology/ID/visualization, and POST topology/ID/activate, deactivate,
+rebalance/WAIT and kill/WAIT) with Storm's field names, and Prometheus
+metrics on /metrics, from the nimbus leader that nimbus.seeds (--file) or
+--nimbus names.
 
 It binds 127.0.0.1 on ui.port (default 8080) unless --addr says otherwise.
 The UI holds no token: reads need none, and a mutation passes the caller's
@@ -63,7 +65,7 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "ui: serving the REST API on http://%s/api/v1 and metrics on http://%s/metrics\n", s.addr, s.addr)
+			fmt.Fprintf(cmd.ErrOrStderr(), "ui: serving the web UI on http://%s/, the REST API on http://%s/api/v1 and metrics on http://%s/metrics\n", s.addr, s.addr, s.addr)
 			select {
 			case <-cmd.Context().Done():
 				return s.stop()

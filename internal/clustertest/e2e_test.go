@@ -208,9 +208,9 @@ func checkDemoUI(t *testing.T, base string) {
 		} `json:"bolts"`
 	}
 	getJSON(t, base+"/api/v1/topology/"+summary.Topologies[0].ID, &page)
-	if page.ID != summary.Topologies[0].ID || len(page.TopologyStats) != 1 || page.TopologyStats[0].Acked == 0 ||
+	if page.ID != summary.Topologies[0].ID || len(page.TopologyStats) != 4 || page.TopologyStats[3].Window != ":all-time" || page.TopologyStats[3].Acked == 0 ||
 		len(page.Spouts) == 0 || len(page.Bolts) == 0 {
-		t.Errorf("/api/v1/topology/ID: got %+v, want the all-time stats with trees acked, spouts and bolts", page)
+		t.Errorf("/api/v1/topology/ID: got %+v, want the four windows' stats, all time's with trees acked, spouts and bolts", page)
 	}
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {

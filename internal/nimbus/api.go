@@ -169,17 +169,22 @@ func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.List
 		return nil, a.readError(ctx, err)
 	}
 	bySubmission(ts)
-	now := time.Now()
+	now, filed := time.Now(), a.n.cfg.Now()
 	resp := &nimbuspb.ListResponse{}
 	for _, t := range ts {
-		resp.Topologies = append(resp.Topologies, summary(t, a.n.pendingReason(t.ID), now, sum(a.n.workerReports(t, now))))
+		resp.Topologies = append(resp.Topologies, summary(t, a.n.pendingReason(t.ID), now, sum(a.n.workerReports(t, filed))))
 	}
 	return resp, nil
 }
 
 // Get returns one topology, by name or id, with its assignment, its
-// workers' latest reports and their per-component counters summed.
+// workers' latest reports, their per-component counters summed over the
+// window asked for (windows.go), and the topology's totals over every
+// window.
 func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.TopologyInfo, error) {
+	if windowIndex(req.GetWindowSecs()) < 0 {
+		return nil, errWindow(req.GetWindowSecs())
+	}
 	ctx, cancel := a.readCtx(ctx)
 	defer cancel()
 	t, err := a.n.byName(ctx, req.GetName())
@@ -199,10 +204,14 @@ func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.Topo
 			asg = &asgs[i]
 		}
 	}
-	now := time.Now()
-	ws := a.n.workerReports(t, now)
-	info := topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), now, sum(ws)), ws)
-	info.Components = sumComponents(ws)
+	filed := a.n.cfg.Now()
+	ws := a.n.workerReports(t, filed)
+	info := topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), time.Now(), sum(ws)), ws)
+	info.Components, info.Windows, err = a.n.windows.view(filed, t.ID, t.Name, req.GetWindowSecs(), sumComponents(ws))
+	if err != nil {
+		return nil, err
+	}
+	info.WindowSecs = req.GetWindowSecs()
 	return info, nil
 }
 
@@ -322,8 +331,10 @@ func (a *api) Report(ctx context.Context, req *nimbuspb.ReportRequest) (*nimbusp
 				req.GetSupervisor(), w.GetPort(), err)
 		}
 	}
+	now := a.n.cfg.Now()
 	a.n.mu.Lock()
-	a.n.mu.reports[req.GetSupervisor()] = report{at: time.Now(), workers: req.GetWorkers()}
+	a.n.mu.reports[req.GetSupervisor()] = report{at: now, workers: req.GetWorkers()}
 	a.n.mu.Unlock()
+	a.n.windows.record(now, req.GetSupervisor(), req.GetWorkers())
 	return &nimbuspb.ReportResponse{}, nil
 }

@@ -9,8 +9,9 @@ import (
 
 // TestSumComponentsNewCounters: process latency samples, queue depth
 // and capacity, time backpressured and throttled, retries and dead
-// letters add up over the workers, and the errors are merged oldest
-// first, the newest maxErrors kept.
+// letters add up over the workers, the per-stream counters by component
+// and stream, the executors list in task order, and the errors merge
+// oldest first (TestSumComponentsDetail checks their bound).
 func TestSumComponentsNewCounters(t *testing.T) {
 	errs := func(host string, port int32, times ...int64) []*nimbuspb.ComponentError {
 		var out []*nimbuspb.ComponentError
@@ -63,7 +64,7 @@ func TestSumComponentsNewCounters(t *testing.T) {
 			t.Errorf("error %v: want e%d from port %d", e, e.GetTimeUnixMs(), want)
 		}
 	}
-	if fmt.Sprint(times) != "[4 5 6 7 8 9 10 11 12 13]" {
-		t.Errorf("errors at %v, want the newest 10, oldest first: [4 … 13]", times)
+	if fmt.Sprint(times) != "[1 2 3 4 5 6 7 8 9 10 11 12 13]" {
+		t.Errorf("errors at %v, want both workers', oldest first: [1 … 13]", times)
 	}
 }

@@ -25,7 +25,8 @@ func PlanTopology(d *nimbuspb.TopologyDefinition) plan.Topology {
 			Streams:            append([]string(nil), c.GetStreams()...),
 		}
 		for _, in := range c.GetInputs() {
-			pc.Inputs = append(pc.Inputs, plan.Input{Component: in.GetComponent(), Stream: in.GetStream()})
+			pc.Inputs = append(pc.Inputs, plan.Input{Component: in.GetComponent(), Stream: in.GetStream(),
+				Grouping: in.GetGrouping(), Fields: append([]string(nil), in.GetFields()...)})
 		}
 		t.Components = append(t.Components, pc)
 	}
@@ -47,7 +48,7 @@ func Definition(t plan.Topology, factory string, params map[string]string, worke
 			Streams:            c.Streams,
 		}
 		for _, in := range c.Inputs {
-			pc.Inputs = append(pc.Inputs, &nimbuspb.Input{Component: in.Component, Stream: in.Stream})
+			pc.Inputs = append(pc.Inputs, &nimbuspb.Input{Component: in.Component, Stream: in.Stream, Grouping: in.Grouping, Fields: in.Fields})
 		}
 		d.Components = append(d.Components, pc)
 	}

@@ -354,6 +354,7 @@ func (n *Nimbus) remove(ctx context.Context, l *coord.Leadership, t coord.Topolo
 		return err
 	}
 	n.log.Info("killed topology", "topology", t.Name, "id", t.ID)
+	n.windows.forget(t.ID)
 	sha := t.Artifact.SHA256
 	if slices.ContainsFunc(all, func(o coord.Topology) bool { return o.ID != t.ID && o.Artifact.SHA256 == sha }) || n.uploading(sha) {
 		return nil

@@ -65,6 +65,10 @@ type Config struct {
 	GaleVersion string `yaml:"-"`
 	// Logger receives the nimbus's logs; nil discards them.
 	Logger *slog.Logger `yaml:"-"`
+	// Now is the time the supervisors' reports are filed at, and the
+	// rolling windows measured by; nil means time.Now. Tests pass a
+	// manual clock's.
+	Now func() time.Time `yaml:"-"`
 }
 
 // Nimbus is one nimbus process's server. Its methods are safe for
@@ -82,6 +86,9 @@ type Nimbus struct {
 	// isolation is isolation.scheduler.machines: topology name → the
 	// machines it gets to itself.
 	isolation map[string]int
+
+	// windows are the topologies' counters over the rolling windows.
+	windows *windows
 
 	ready chan struct{} // closed once the API serves
 	ran   chan struct{} // closed when Run starts; Run runs once
@@ -145,6 +152,9 @@ func New(cfg Config) (*Nimbus, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.ID == "" {
 		if cfg.ID, err = persistentID(cfg.Dir); err != nil {
 			return nil, err
@@ -158,6 +168,7 @@ func New(cfg Config) (*Nimbus, error) {
 		ran:     make(chan struct{}),
 		synced:  make(chan struct{}, 1),
 		kick:    make(chan struct{}, 1),
+		windows: newWindows(),
 	}
 	n.log = cfg.Logger.With("component", "nimbus", "nimbus", n.id)
 	n.mu.pending = make(map[string]string)

@@ -9,7 +9,7 @@ import (
 func TestWithParallelism(t *testing.T) {
 	base := Topology{Ackers: 1, Components: []Component{
 		{ID: "s", Spout: true, Tasks: 2, Parallelism: 2, Streams: []string{"default"}},
-		{ID: "b", Tasks: 8, Parallelism: 2, MaxTaskParallelism: 6, Inputs: []Input{{"s", "default"}}},
+		{ID: "b", Tasks: 8, Parallelism: 2, MaxTaskParallelism: 6, Inputs: []Input{{Component: "s", Stream: "default"}}},
 	}}
 	t.Run("applied", func(t *testing.T) {
 		got, err := base.WithParallelism(map[string]int{"b": 6, "s": 1})

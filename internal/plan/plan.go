@@ -52,6 +52,14 @@ type Component struct {
 type Input struct {
 	Component string `json:"component"`
 	Stream    string `json:"stream"`
+	// Grouping is how the stream's tuples are spread over the bolt's
+	// tasks, by Storm's names (shuffle, fields, all, global, none,
+	// direct, local-or-shuffle, custom); Fields are a fields grouping's
+	// fields. They describe the topology for its users (the UI, `gale
+	// list`); the plan's numbering does not depend on them, and empty
+	// means not known.
+	Grouping string   `json:"grouping,omitempty"`
+	Fields   []string `json:"fields,omitempty"`
 }
 
 // Kind is what an executor runs.

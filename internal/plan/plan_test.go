@@ -29,9 +29,9 @@ func TestNumbering(t *testing.T) {
 	top := Topology{
 		Ackers: 2,
 		Components: []Component{
-			{ID: "b", Tasks: 5, Parallelism: 2, Streams: []string{"default", "side"}, Inputs: []Input{{"a", "default"}}},
+			{ID: "b", Tasks: 5, Parallelism: 2, Streams: []string{"default", "side"}, Inputs: []Input{{Component: "a", Stream: "default"}}},
 			{ID: "a", Spout: true, Tasks: 3, Parallelism: 3, Streams: []string{"default"}},
-			{ID: "c", Tasks: 4, Parallelism: 4, MaxTaskParallelism: 2, Inputs: []Input{{"b", "side"}}},
+			{ID: "c", Tasks: 4, Parallelism: 4, MaxTaskParallelism: 2, Inputs: []Input{{Component: "b", Stream: "side"}}},
 		},
 	}
 	p, err := New(top)
@@ -88,10 +88,10 @@ func TestNewRejects(t *testing.T) {
 		{"no tasks", Topology{Components: []Component{{ID: "s", Tasks: 0, Parallelism: 1}}}, `"s": 0 tasks`},
 		{"no executors", Topology{Components: []Component{{ID: "s", Tasks: 1, Parallelism: 0}}}, `"s": parallelism 0`},
 		{"negative cap", Topology{Components: []Component{{ID: "s", Tasks: 1, Parallelism: 1, MaxTaskParallelism: -2}}}, `"s": max task parallelism -2`},
-		{"spout with inputs", Topology{Components: []Component{{ID: "s", Spout: true, Tasks: 1, Parallelism: 1, Inputs: []Input{{"s", "default"}}}}}, `spout "s" has inputs`},
+		{"spout with inputs", Topology{Components: []Component{{ID: "s", Spout: true, Tasks: 1, Parallelism: 1, Inputs: []Input{{Component: "s", Stream: "default"}}}}}, `spout "s" has inputs`},
 		{"stream twice", Topology{Components: []Component{{ID: "s", Tasks: 1, Parallelism: 1, Streams: []string{"x", "x"}}}}, `"s": stream id "x"`},
-		{"unknown component", Topology{Components: []Component{spout("s"), bolt("b", Input{"t", "default"})}}, `bolt "b" subscribes to component "t"`},
-		{"undeclared stream", Topology{Components: []Component{spout("s"), bolt("b", Input{"s", "other"})}}, `stream "other" of "s"`},
+		{"unknown component", Topology{Components: []Component{spout("s"), bolt("b", Input{Component: "t", Stream: "default"})}}, `bolt "b" subscribes to component "t"`},
+		{"undeclared stream", Topology{Components: []Component{spout("s"), bolt("b", Input{Component: "s", Stream: "other"})}}, `stream "other" of "s"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,7 +131,7 @@ func randomTopology(r *rand.Rand) Topology {
 		for range r.IntN(3) {
 			src := top.Components[r.IntN(n)]
 			if len(src.Streams) > 0 {
-				c.Inputs = append(c.Inputs, Input{src.ID, src.Streams[r.IntN(len(src.Streams))]})
+				c.Inputs = append(c.Inputs, Input{Component: src.ID, Stream: src.Streams[r.IntN(len(src.Streams))]})
 			}
 		}
 	}

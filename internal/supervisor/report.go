@@ -20,6 +20,7 @@ func (s *Supervisor) report() *nimbuspb.ReportRequest {
 	for _, w := range s.states {
 		wr := &nimbuspb.WorkerReport{Topology: w.Topology, Port: int32(w.Port), State: string(w.State), Reason: w.Why,
 			Supervisor: s.cfg.ID, Host: s.cfg.Host}
+		wr.Restarts = int32(s.restartsOf(w.Port, w.Topology))
 		if p := s.procs[w.Port]; p != nil && p.Running.Topology == w.Topology && !seen[w.Port] {
 			seen[w.Port] = true
 			wr.Pid = int32(p.PID)
@@ -41,6 +42,7 @@ func (s *Supervisor) report() *nimbuspb.ReportRequest {
 				lat.Add(&sp.Latency)
 			}
 			wr.Components = componentStats(b.Spouts, b.Bolts, s.cfg.Host, int32(w.Port))
+			processStats(wr, p)
 			if lat.Count() > 0 {
 				wr.CompleteLatency = &nimbuspb.LatencyHistogram{}
 				wr.CompleteLatency.Buckets, wr.CompleteLatency.Counts = lat.Sparse()
@@ -162,4 +164,19 @@ func streamStats(ss []runstats.Stream) []*nimbuspb.StreamStats {
 		})
 	}
 	return out
+}
+
+// processStats puts the worker process's own use of the machine, from
+// its last heartbeat, and when it started into its report.
+func processStats(wr *nimbuspb.WorkerReport, p *proc) {
+	wr.StartedUnixMs = p.LaunchedAt.UnixMilli()
+	b := p.beat
+	if b.Status != nil {
+		wr.BytesIn, wr.BytesOut = b.Status.WireBytesReceived, b.Status.WireBytesSent
+	}
+	if pr := b.Process; pr != nil {
+		wr.CpuSeconds, wr.HeapBytes = pr.CPUSeconds, pr.HeapBytes
+		wr.GcCount, wr.GcPauseNanos = pr.GCCount, pr.GCPauseNanos
+		wr.Goroutines, wr.MetricsPort = int32(pr.Goroutines), int32(pr.MetricsPort)
+	}
 }

@@ -32,6 +32,9 @@ type savedProc struct {
 	Spec string `json:"spec"`
 	// Running is what it runs (Observed.Running).
 	Running Desired `json:"running"`
+	// Restarts is how often its slot's worker of its topology was
+	// restarted (slotRestarts).
+	Restarts int `json:"restarts,omitempty"`
 }
 
 func readState(path string) (localState, error) {

@@ -106,7 +106,8 @@ type Supervisor struct {
 	reported  []WorkerState   // the states of the last report sent
 	logged    map[string]bool
 	launchErr map[int]string
-	crashes   map[int]int // consecutive quick exits, by port
+	crashes   map[int]int           // consecutive quick exits, by port
+	restarts  map[int]*slotRestarts // by port (restarts.go)
 
 	// A worker its peers refused (its assignment is not theirs) is
 	// started again only from assignments read after its exit: refusals
@@ -213,7 +214,8 @@ func New(cfg Config) (*Supervisor, error) {
 	s := &Supervisor{cfg: cfg, log: cfg.Logger.With("component", "supervisor", "supervisor", cfg.ID),
 		sock:   filepath.Join(cfg.Dir, "supervisor.sock"),
 		nimbus: &nimbusConn{store: cfg.Store, opts: cfg.DialOptions}, ready: make(chan struct{}),
-		conns: map[*ctlConn]struct{}{}, procs: map[int]*proc{}, logged: map[string]bool{}, launchErr: map[int]string{}, crashes: map[int]int{}}
+		conns: map[*ctlConn]struct{}{}, procs: map[int]*proc{}, logged: map[string]bool{}, launchErr: map[int]string{}, crashes: map[int]int{},
+		restarts: map[int]*slotRestarts{}}
 	// A unix socket's path has a limit of about 104 bytes (108 on Linux).
 	if len(s.sock) > 100 {
 		return nil, fmt.Errorf("supervisor: the control socket %s is longer than 100 bytes: use a shorter --dir", s.sock)
@@ -465,6 +467,7 @@ func (s *Supervisor) adopt() error {
 		// to connect.
 		s.procs[w.Port] = &proc{Observed: Observed{Port: w.Port, PID: w.PID, Running: w.Running,
 			LaunchedAt: w.LaunchedAt, LastBeat: now, Alive: true}, spec: w.Spec}
+		s.restarts[w.Port] = &slotRestarts{topology: w.Running.Topology, restarts: w.Restarts}
 	}
 	return s.saveState()
 }
@@ -477,7 +480,8 @@ func (s *Supervisor) saveState() error {
 			continue
 		}
 		st.Workers = append(st.Workers, savedProc{Port: p.Port, PID: p.PID, Topology: p.Running.Topology,
-			Version: p.Running.Version, LaunchedAt: p.LaunchedAt, Spec: p.spec, Running: p.Running})
+			Version: p.Running.Version, LaunchedAt: p.LaunchedAt, Spec: p.spec, Running: p.Running,
+			Restarts: s.restartsOf(p.Port, p.Running.Topology)})
 	}
 	b, _ := json.MarshalIndent(st, "", "  ")
 	if err := writeFileAtomic(filepath.Join(s.cfg.Dir, "state.json"), b, 0o600); err != nil {
@@ -503,6 +507,7 @@ func (s *Supervisor) checkProcs() {
 		if reap(p.PID, p.spec) {
 			p.Alive, p.Connected = false, false
 			changed = true
+			s.exited(p)
 			if p.refused {
 				s.refusals++
 				select { // replaces a request not taken yet
@@ -756,6 +761,7 @@ func (s *Supervisor) launch(d Desired, now time.Time) {
 	}
 	delete(s.launchErr, d.Port)
 	s.log.Info("launched worker", "port", d.Port, "pid", pid, "topology", d.Topology, "version", d.Version)
+	s.launched(d.Port, d.Topology)
 	s.procs[d.Port] = &proc{Observed: Observed{Port: d.Port, PID: pid, Running: d, LaunchedAt: now, Alive: true}, spec: spec}
 	s.save()
 }

@@ -345,9 +345,14 @@ func TestSupervisor(t *testing.T) {
 	if err := tc.store.PutAssignment(ctx, asg); err != nil {
 		t.Fatal(err)
 	}
+	launched := time.Now()
 	var pid int32
 	first := tc.nimbus.waitReport(t, "a valid worker acking on the slot", validOn(ports[1], &pid, true))
 	checkComponents(t, workerOn(first, ports[1]))
+	w1 := workerOn(first, ports[1])
+	if w1.GetRestarts() != 0 || w1.GetStartedUnixMs() < launched.UnixMilli()-1000 || w1.GetStartedUnixMs() > time.Now().UnixMilli() {
+		t.Errorf("the first worker: %d restarts, started at %d; want 0, between %d and now", w1.GetRestarts(), w1.GetStartedUnixMs(), launched.UnixMilli())
+	}
 	if info, err := os.Stat(filepath.Join(dir, "artifacts", tc.art.SHA256)); err != nil || info.Mode().Perm() != 0o755 {
 		t.Fatalf("artifact stored: %v, %v; want mode 0755", info, err)
 	}
@@ -375,10 +380,14 @@ func TestSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid2 int32
-	tc.nimbus.waitReport(t, "a new valid worker after the kill -9", func(r *nimbuspb.ReportRequest) bool {
+	second := tc.nimbus.waitReport(t, "a new valid worker after the kill -9", func(r *nimbuspb.ReportRequest) bool {
 		w := workerOn(r, ports[1])
 		return w != nil && w.Pid != pid && validOn(ports[1], &pid2, true)(r)
 	})
+	w2 := workerOn(second, ports[1])
+	if w2.GetRestarts() != 1 || w2.GetStartedUnixMs() < w1.GetStartedUnixMs() {
+		t.Errorf("the worker started again: %d restarts, started at %d; want 1, after the first's %d", w2.GetRestarts(), w2.GetStartedUnixMs(), w1.GetStartedUnixMs())
+	}
 
 	// The supervisor stops: its worker does not.
 	stopA()
@@ -393,6 +402,10 @@ func TestSupervisor(t *testing.T) {
 	r := tc.nimbus.waitReport(t, "the same worker, adopted and valid", validOn(ports[1], &adopted, true))
 	if w := workerOn(r, ports[1]); w.Pid != pid2 {
 		t.Fatalf("the new supervisor runs pid %d on the slot, want the adopted %d", w.Pid, pid2)
+	}
+	// The adopted worker keeps its start and its slot's restarts.
+	if w := workerOn(r, ports[1]); w.GetRestarts() != 1 || w.GetStartedUnixMs() != w2.GetStartedUnixMs() {
+		t.Errorf("the adopted worker: %d restarts, started at %d; want 1, %d", w.GetRestarts(), w.GetStartedUnixMs(), w2.GetStartedUnixMs())
 	}
 	tc.nimbus.mu.Lock()
 	downloads := tc.nimbus.downloads
@@ -521,10 +534,13 @@ func TestSupervisorRestartsHungWorker(t *testing.T) {
 		return w != nil && w.Pid == pid && w.State == string(Stopping) && strings.Contains(w.Reason, "timed-out")
 	})
 	var pid2 int32
-	tc.nimbus.waitReport(t, "a new valid worker", func(r *nimbuspb.ReportRequest) bool {
+	r := tc.nimbus.waitReport(t, "a new valid worker", func(r *nimbuspb.ReportRequest) bool {
 		w := workerOn(r, ports[0])
 		return w != nil && w.Pid != pid && validOn(ports[0], &pid2, true)(r)
 	})
+	if n := workerOn(r, ports[0]).GetRestarts(); n != 1 {
+		t.Errorf("the worker started again after a missed heartbeat reports %d restarts, want 1", n)
+	}
 	if alive(int(pid)) {
 		t.Errorf("the hung worker %d still exists", pid)
 	}
@@ -814,5 +830,41 @@ func checkComponents(t *testing.T, w *nimbuspb.WorkerReport) {
 		ticks.GetTimedOut() != w.GetTimedOut() || ticks.GetCompleteLatency() == nil {
 		t.Errorf("ticks: %v, want the spout's counters, as the worker's totals (%d emitted, %d acked, %d timed out)",
 			ticks, w.GetEmitted(), w.GetAcked(), w.GetTimedOut())
+	}
+}
+
+// TestSupervisorReportsTheWorkerProcesses: the reports carry each worker
+// process's own use of the machine, from its heartbeats: CPU time, heap,
+// goroutines, collections, and the bytes it exchanged with its peer.
+func TestSupervisorReportsTheWorkerProcesses(t *testing.T) {
+	tc := newTestCluster(t)
+	ports := freePorts(t, 2)
+	runSupervisor(t, tc.supervisorConfig(t, shortDir(t), ports))
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}, {Supervisor: "s1", Host: "127.0.0.1", Port: ports[1]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	r := tc.nimbus.waitReport(t, "both workers valid, with bytes exchanged", func(r *nimbuspb.ReportRequest) bool {
+		for _, port := range ports {
+			w := workerOn(r, port)
+			if w == nil || w.State != string(Valid) || w.GetBytesIn() == 0 || w.GetBytesOut() == 0 || w.GetCpuSeconds() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, port := range ports {
+		w := workerOn(r, port)
+		if w.GetHeapBytes() <= 0 || w.GetGoroutines() <= 0 || w.GetGcCount() < 0 || w.GetGcPauseNanos() < 0 || w.GetStartedUnixMs() == 0 {
+			t.Errorf("worker on %d: heap %d, %d goroutines, %d GCs (%d ns), started %d: want a heap, goroutines and a start",
+				port, w.GetHeapBytes(), w.GetGoroutines(), w.GetGcCount(), w.GetGcPauseNanos(), w.GetStartedUnixMs())
+		}
+	}
+	// The bytes one worker sent are about those its peer received (the
+	// frames in flight between two reports aside): both count the frames.
+	a, b := workerOn(r, ports[0]), workerOn(r, ports[1])
+	if a.GetBytesOut() > 2*b.GetBytesIn()+1<<20 || b.GetBytesOut() > 2*a.GetBytesIn()+1<<20 {
+		t.Errorf("bytes out/in: %d/%d and %d/%d, want each worker's out near its peer's in", a.GetBytesOut(), a.GetBytesIn(), b.GetBytesOut(), b.GetBytesIn())
 	}
 }

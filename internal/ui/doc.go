@@ -1,5 +1,6 @@
 // Package ui serves the Storm UI's REST API under /api/v1, with Storm's
-// paths and field names, and a Prometheus /metrics endpoint, for the
+// paths and field names, a Prometheus /metrics endpoint and a web UI at
+// /, for the
 // `gale ui` process (and the one `gale dev` and `gale demo` run). Every
 // answer is built from the nimbus gRPC API at the time of the request:
 // the package keeps no state of its own, so any number of UI processes
@@ -20,6 +21,14 @@
 // worker's own /metrics (its per-task counters and its process: CPU, heap,
 // GC) is a later step; it will serve what the worker alone knows, at the
 // worker's rate, so that nimbus's view stays a summary.
+//
+// # The web UI
+//
+// The pages in static/ (embedded; plain HTML, CSS and JavaScript, no
+// build step) run in the browser and read the REST API like any other
+// client, polling it every 2 s: the server renders nothing and keeps no
+// session. Actions send the token the user gives the page, as the
+// Authorization header below.
 //
 // # Authentication
 //

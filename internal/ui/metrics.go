@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,11 +32,17 @@ type collector struct {
 
 	compEmitted, compTransferred, compAcked, compFailed *prometheus.Desc
 	spoutFailed, boltExecuted, boltCapacity, boltExec   *prometheus.Desc
+
+	// The worker processes', from the supervisors' reports.
+	workerCPU, workerHeap, workerRSS, workerGC, workerGCPause *prometheus.Desc
+	workerGoroutines, workerIn, workerOut, workerRestarts     *prometheus.Desc
+	workerStart                                               *prometheus.Desc
 }
 
 func newCollector(n Nimbus) *collector {
 	topo := []string{"topology", "topology_id"}
 	comp := []string{"topology", "topology_id", "component", "kind"}
+	wl := []string{"topology", "topology_id", "supervisor", "host", "port"}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
@@ -65,13 +72,26 @@ func newCollector(n Nimbus) *collector {
 		boltExecuted:    d("gale_bolt_executed_total", "A bolt's input tuples executed.", comp[:3]...),
 		boltCapacity:    d("gale_bolt_capacity_ratio", "The share of the last 10 to 20 s the bolt's busiest executor spent executing; near 1 it is saturated.", comp[:3]...),
 		boltExec:        d("gale_bolt_execute_latency_seconds", "A bolt's mean execute latency, from one Execute in 64 timed.", comp[:3]...),
+
+		workerCPU:        d("gale_worker_cpu_seconds_total", "CPU time (user and system) the worker process used, since it started.", wl...),
+		workerHeap:       d("gale_worker_heap_bytes", "The worker process's heap in use.", wl...),
+		workerRSS:        d("gale_worker_resident_memory_bytes", "The worker process's resident set size.", wl...),
+		workerGC:         d("gale_worker_gc_cycles_total", "Garbage collections the worker process ran, since it started.", wl...),
+		workerGCPause:    d("gale_worker_gc_pause_seconds_total", "Time the worker process's collections stopped the world, since it started.", wl...),
+		workerGoroutines: d("gale_worker_goroutines", "Goroutines in the worker process.", wl...),
+		workerIn:         d("gale_worker_received_bytes_total", "Bytes the worker read from its peers, since it started.", wl...),
+		workerOut:        d("gale_worker_sent_bytes_total", "Bytes the worker wrote to its peers, since it started.", wl...),
+		workerRestarts:   d("gale_worker_restarts_total", "How often the supervisor started the slot's worker of the topology again after it failed (exited, missed heartbeats, never started).", wl...),
+		workerStart:      d("gale_worker_start_time_seconds", "When the running worker process started, in seconds since the Unix epoch.", wl...),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.supervisors, c.slotsTotal, c.slotsUsed, c.topologies,
 		c.emitted, c.acked, c.failed, c.workers, c.workersRunning, c.executors, c.tasks, c.active, c.uptime, c.latency,
-		c.compEmitted, c.compTransferred, c.compAcked, c.compFailed, c.spoutFailed, c.boltExecuted, c.boltCapacity, c.boltExec} {
+		c.compEmitted, c.compTransferred, c.compAcked, c.compFailed, c.spoutFailed, c.boltExecuted, c.boltCapacity, c.boltExec,
+		c.workerCPU, c.workerHeap, c.workerRSS, c.workerGC, c.workerGCPause, c.workerGoroutines, c.workerIn, c.workerOut,
+		c.workerRestarts, c.workerStart} {
 		ch <- d
 	}
 }
@@ -143,6 +163,38 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(c.boltExec, mean, bl...)
 		}
+		c.collectWorkers(ch, t, info.GetWorkers())
+	}
+}
+
+// collectWorkers sends the series of topology t's worker processes: one
+// set per slot that runs one (a slot listed twice, a worker stopping as
+// the next starts, counts once: the running one).
+func (c *collector) collectWorkers(ch chan<- prometheus.Metric, t *nimbuspb.TopologySummary, ws []*nimbuspb.WorkerReport) {
+	seen := map[string]bool{}
+	for _, w := range ws {
+		l := []string{t.GetName(), t.GetId(), w.GetSupervisor(), w.GetHost(), strconv.Itoa(int(w.GetPort()))}
+		key := w.GetSupervisor() + "\x00" + l[4]
+		if w.GetPid() == 0 || seen[key] {
+			continue
+		}
+		seen[key] = true
+		counter := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+		}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+		}
+		counter(c.workerCPU, w.GetCpuSeconds())
+		gauge(c.workerHeap, float64(w.GetHeapBytes()))
+		gauge(c.workerRSS, float64(w.GetRssBytes()))
+		counter(c.workerGC, float64(w.GetGcCount()))
+		counter(c.workerGCPause, float64(w.GetGcPauseNanos())/1e9)
+		gauge(c.workerGoroutines, float64(w.GetGoroutines()))
+		counter(c.workerIn, float64(w.GetBytesIn()))
+		counter(c.workerOut, float64(w.GetBytesOut()))
+		counter(c.workerRestarts, float64(w.GetRestarts()))
+		gauge(c.workerStart, float64(w.GetStartedUnixMs())/1e3)
 	}
 }
 

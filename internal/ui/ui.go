@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -41,7 +43,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Handler serves /api/v1/... and /metrics. Safe for concurrent use.
+// Handler serves /api/v1/..., /metrics and the web UI at /. Safe for
+// concurrent use.
 type Handler struct {
 	nimbus Nimbus
 	log    *slog.Logger
@@ -63,6 +66,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /api/v1/topology/summary", h.topologySummary)
 	h.mux.HandleFunc("GET /api/v1/topology/{id}", h.topology)
 	h.mux.HandleFunc("GET /api/v1/topology/{id}/component/{component}", h.component)
+	h.mux.HandleFunc("GET /api/v1/topology/{id}/visualization", h.visualization)
 	h.mux.HandleFunc("POST /api/v1/topology/{id}/activate", h.activate)
 	h.mux.HandleFunc("POST /api/v1/topology/{id}/deactivate", h.deactivate)
 	h.mux.HandleFunc("POST /api/v1/topology/{id}/rebalance/{wait}", h.rebalance)
@@ -71,6 +75,8 @@ func New(cfg Config) (*Handler, error) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such API path %s %s: see Storm's STORM-UI-REST-API.md for the paths under /api/v1", r.Method, r.URL.Path))
 	})
 	h.mux.Handle("GET /metrics", newMetricsHandler(h.nimbus))
+	h.mux.HandleFunc("GET /api/v1/metrics/targets", h.metricsTargets) // targets.go
+	h.mux.Handle("/", staticHandler())
 	return h, nil
 }
 
@@ -256,11 +262,16 @@ func (h *Handler) topologySummary(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"topologies": ts})
 }
 
-// allTime is the only window the counters have: since the workers started.
-const allTime = ":all-time"
-
+// topology is topology/:id: the spouts' and bolts' counters over the
+// window asked for (Storm's window parameter: 600, 10800, 86400 or
+// :all-time, the default), the topology's totals over every window.
 func (h *Handler) topology(w http.ResponseWriter, r *http.Request) {
-	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id")})
+	win, err := parseWindow(r.URL.Query().Get("window"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id"), WindowSecs: win.secs})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -269,13 +280,14 @@ func (h *Handler) topology(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, topologyPage(info, sys))
 }
 
-// topologyPage is topology/:id's answer. Whatever window is asked for,
-// the stats are all-time ones, and say so in their window field.
+// topologyPage is topology/:id's answer: its window field names the
+// window of the spouts' and bolts' counters.
 func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 	s := info.GetSummary()
 	page := summary(s)
-	page["window"] = allTime
-	page["windowHint"] = "All time"
+	win := windowOf(info.GetWindowSecs())
+	page["window"] = win.param
+	page["windowHint"] = win.pretty
 	lat := latencyMillis(s.GetCompleteLatency())
 	page["topologyStats"] = []map[string]any{{
 		"window":          allTime,
@@ -296,6 +308,9 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		}
 	}
 	page["topologyStats"].([]map[string]any)[0]["transferred"] = transferred
+	if ws := topologyStats(info); len(ws) > 0 {
+		page["topologyStats"] = ws // windows.go; a nimbus without windows has the all-time one above
+	}
 	spouts, bolts := []map[string]any{}, []map[string]any{}
 	for _, c := range info.GetDefinition().GetComponents() {
 		executors := c.GetParallelism()
@@ -310,8 +325,8 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 			"transferred": cs.GetTransferred(),
 			"acked":       cs.GetAcked(),
 			"failed":      cs.GetFailed(),
-			"lastError":   "",
 		}
+		maps.Copy(m, lastErrorInfo(cs, time.Now()))
 		if c.GetSpout() {
 			m["spoutId"], m["encodedSpoutId"] = c.GetId(), c.GetId()
 			m["completeLatency"] = fmt.Sprintf("%.3f", latencyMillis(cs.GetCompleteLatency()))
@@ -364,7 +379,12 @@ func workers(info *nimbuspb.TopologyInfo) []map[string]any {
 		}
 	}
 	out := []map[string]any{}
+	now := time.Now()
 	for _, wr := range info.GetWorkers() {
+		var uptime int64
+		if ms := wr.GetStartedUnixMs(); ms > 0 {
+			uptime = int64(now.Sub(time.UnixMilli(ms)).Seconds())
+		}
 		out = append(out, map[string]any{
 			"topologyId":      info.GetSummary().GetId(),
 			"topologyName":    info.GetSummary().GetName(),
@@ -382,6 +402,19 @@ func workers(info *nimbuspb.TopologyInfo) []map[string]any {
 			"failed":          wr.GetFailed(),
 			"timedOut":        wr.GetTimedOut(),
 			"pending":         wr.GetPending(),
+			// The worker process itself (WorkerReport 18-27).
+			"uptime":        prettyUptime(uptime),
+			"uptimeSeconds": uptime,
+			"startedUnixMs": wr.GetStartedUnixMs(),
+			"restarts":      wr.GetRestarts(),
+			"cpuSeconds":    wr.GetCpuSeconds(),
+			"heapBytes":     wr.GetHeapBytes(),
+			"gcCount":       wr.GetGcCount(),
+			"gcPauseNanos":  wr.GetGcPauseNanos(),
+			"goroutines":    wr.GetGoroutines(),
+			"bytesIn":       wr.GetBytesIn(),
+			"bytesOut":      wr.GetBytesOut(),
+			"metricsPort":   wr.GetMetricsPort(),
 		})
 	}
 	return out
@@ -491,63 +524,4 @@ func prettyUptime(secs int64) string {
 		return fmt.Sprintf("%dm %ds", m, s)
 	}
 	return fmt.Sprintf("%ds", s)
-}
-
-// component is topology/:id/component/:component: the component's
-// executors and tasks, its inputs and output streams from the
-// definition, with their counters (0 until they are counted per
-// component), and its recent errors (none recorded yet).
-func (h *Handler) component(w http.ResponseWriter, r *http.Request) {
-	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id")})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	id := r.PathValue("component")
-	var c *nimbuspb.Component
-	var ids []string
-	for _, x := range info.GetDefinition().GetComponents() {
-		ids = append(ids, x.GetId())
-		if x.GetId() == id {
-			c = x
-		}
-	}
-	if c == nil {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("topology %s has no component %q: it has %s", info.GetSummary().GetId(), id, strings.Join(ids, ", ")))
-		return
-	}
-	executors := c.GetParallelism()
-	if p, ok := info.GetAssignment().GetParallelism()[id]; ok {
-		executors = p
-	}
-	kind := "bolt"
-	if c.GetSpout() {
-		kind = "spout"
-	}
-	inputs := []map[string]any{}
-	for _, in := range c.GetInputs() {
-		inputs = append(inputs, map[string]any{
-			"component": in.GetComponent(), "encodedComponentId": in.GetComponent(), "stream": in.GetStream(),
-			"executed": 0, "acked": 0, "failed": 0, "executeLatency": "0.000", "processLatency": "0.000",
-		})
-	}
-	outputs := []map[string]any{}
-	for _, st := range c.GetStreams() {
-		outputs = append(outputs, map[string]any{"stream": st, "emitted": 0, "transferred": 0, "acked": 0, "failed": 0})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id":                id,
-		"encodedId":         id,
-		"name":              info.GetSummary().GetName(),
-		"topologyId":        info.GetSummary().GetId(),
-		"encodedTopologyId": info.GetSummary().GetId(),
-		"componentType":     kind,
-		"executors":         executors,
-		"tasks":             c.GetTasks(),
-		"window":            allTime,
-		"windowHint":        "All time",
-		"inputStats":        inputs,
-		"outputStats":       outputs,
-		"componentErrors":   []map[string]any{},
-	})
 }

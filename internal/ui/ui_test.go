@@ -44,7 +44,10 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the nimbus's Config changed by mod.
+func newEnvWith(t *testing.T, mod func(*nimbus.Config)) *env {
 	t.Helper()
 	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
@@ -63,10 +66,14 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(m.Close)
 
-	n, err := nimbus.New(nimbus.Config{
+	ncfg := nimbus.Config{
 		ID: "n1", Dir: t.TempDir(), Listen: "127.0.0.1:0", Endpoints: e.Endpoints,
 		Cluster: gale.Config{gale.NimbusAuthToken: token}, RequireAuth: true, GaleVersion: "1.2.3-test",
-	})
+	}
+	if mod != nil {
+		mod(&ncfg)
+	}
+	n, err := nimbus.New(ncfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +122,8 @@ func (ev *env) submit(name string) string {
 	topo := plan.Topology{
 		Components: []plan.Component{
 			{ID: "sentences", Spout: true, Tasks: 2, Parallelism: 2, Streams: []string{"default"}},
-			{ID: "split", Tasks: 4, Parallelism: 4, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "sentences", Stream: "default"}}},
-			{ID: "count", Tasks: 4, Parallelism: 2, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "split", Stream: "default"}}},
+			{ID: "split", Tasks: 4, Parallelism: 4, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "sentences", Stream: "default", Grouping: "shuffle"}}},
+			{ID: "count", Tasks: 4, Parallelism: 2, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "split", Stream: "default", Grouping: "fields", Fields: []string{"word"}}}},
 		},
 		Ackers: 1,
 	}
@@ -286,13 +293,13 @@ func TestGetEndpointsAnswerStormsFields(t *testing.T) {
 			"id": ev.id, "name": "wordcount", "status": "ACTIVE", "workersTotal": 2, "executorsTotal": 9, "tasksTotal": 10, "msgTimeout": 7,
 		})
 		stats := list(t, "topologyStats", tp["topologyStats"])
-		if len(stats) != 1 {
-			t.Fatalf("topologyStats: got %v, want the all-time window", stats)
+		if len(stats) != 4 {
+			t.Fatalf("topologyStats: got %v, want the four windows", stats)
 		}
-		want(t, "topologyStats", stats[0], map[string]any{"window": ":all-time", "windowPretty": "All time", "emitted": 60, "transferred": 24, "acked": 20, "failed": 2})
-		lat, err := strconv.ParseFloat(fmt.Sprint(stats[0]["completeLatency"]), 64)
+		want(t, "topologyStats", stats[3], map[string]any{"window": ":all-time", "windowPretty": "All time", "emitted": 60, "transferred": 24, "acked": 20, "failed": 2})
+		lat, err := strconv.ParseFloat(fmt.Sprint(stats[3]["completeLatency"]), 64)
 		if err != nil || lat < 2.8 || lat > 3.2 {
-			t.Errorf("completeLatency: got %v, want about 3 (ms, the mean of 2 and 4)", stats[0]["completeLatency"])
+			t.Errorf("completeLatency: got %v, want about 3 (ms, the mean of 2 and 4)", stats[3]["completeLatency"])
 		}
 		spouts := list(t, "spouts", tp["spouts"])
 		if len(spouts) != 1 {

@@ -109,7 +109,7 @@ const (
 )
 
 // runSupervised runs a supervised worker once its listener is bound.
-func runSupervised(ctx context.Context, spec Spec, conf gale.Config, built *Built, ln net.Listener, log *slog.Logger) error {
+func runSupervised(ctx context.Context, spec Spec, conf gale.Config, eff *gale.Effective, built *Built, ln net.Listener, log *slog.Logger) error {
 	sv := spec.Supervised
 	w, err := bridge.StartWorker(spec.Topology, conf, built.Topology, sv.Assignment,
 		worker.Options{Logger: log, Listener: ln}, bridge.Hooks{})
@@ -130,11 +130,16 @@ func runSupervised(ctx context.Context, spec Spec, conf gale.Config, built *Buil
 	wg.Go(func() { link.run(lctx) })
 	defer func() { cancel(); wg.Wait(); link.close() }()
 
+	metricsPort, stopMetrics := serveMetrics(eff, spec.Listen, spec.Topology, sv.TopologyID, w, log)
+	defer stopMetrics()
+	procs := newProcessReader()
 	beat := func(event string) {
 		st := w.Status()
 		a := active
+		pr := procs.read()
+		pr.MetricsPort = metricsPort
 		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w), Bolts: bridge.BoltStats(w),
-			Version: id.Version, Fingerprint: id.Fingerprint, Active: &a}
+			Version: id.Version, Fingerprint: id.Fingerprint, Active: &a, Process: &pr}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {

@@ -6,15 +6,19 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -22,7 +26,7 @@ import (
 // test word count on a free port, reporting to the socket sock, and
 // returns its command and its assignment. At the end of the test it is
 // killed if still running and its stderr logged.
-func supervisedWorker(t *testing.T, dir, sock string, active bool) (*exec.Cmd, Spec) {
+func supervisedWorker(t *testing.T, dir, sock string, active bool, mod ...func(*Spec)) (*exec.Cmd, Spec) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,6 +40,9 @@ func supervisedWorker(t *testing.T, dir, sock string, active bool) (*exec.Cmd, S
 		HeartbeatMS: 50, LogLevel: "warn",
 		Supervised: &Supervised{TopologyID: "t-1", Version: 3, Port: port, Active: active, Control: sock,
 			Assignment: worker.Assignment{Worker: 0, Workers: []string{addr}}}}
+	for _, m := range mod {
+		m(&spec)
+	}
 	b, _ := json.Marshal(spec)
 	file := filepath.Join(dir, "spec.json")
 	if err := os.WriteFile(file, b, 0o600); err != nil {
@@ -263,5 +270,104 @@ func TestSupervisedSpecValidate(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// TestSupervisedWorkerReportsItsProcess: the heartbeats of a running
+// worker carry its process's use: CPU time that grows while it works,
+// its heap and goroutines, its collections.
+func TestSupervisedWorkerReportsItsProcess(t *testing.T) {
+	dir := shortTempDir(t)
+	sock := filepath.Join(dir, "ctl")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	supervisedWorker(t, dir, sock, true)
+	c := accept(t, l)
+	first := c.next("a heartbeat with the process", func(m Message) bool { return heartbeat(m) && m.Process != nil })
+	p := first.Process
+	if p.HeapBytes <= 0 || p.Goroutines <= 0 || p.GCCount < 0 || p.GCPauseNanos < 0 {
+		t.Fatalf("heartbeat's process %+v: want a heap and goroutines", p)
+	}
+	later := c.next("more CPU time", func(m Message) bool {
+		return heartbeat(m) && m.Process != nil && m.Process.CPUSeconds > first.Process.CPUSeconds
+	})
+	if later.Process.GCCount < p.GCCount || later.Process.GCPauseNanos < p.GCPauseNanos {
+		t.Errorf("the collections went down: %+v, then %+v", p, later.Process)
+	}
+}
+
+// TestSupervisedWorkerServesMetrics: a worker serves its own /metrics on
+// a free port of its host, which its heartbeats name: its process's Go
+// and process series, its transport's, and its tasks' counters per
+// component, growing as it works. With worker.metrics.port -1 it serves
+// none and names none.
+func TestSupervisedWorkerServesMetrics(t *testing.T) {
+	dir := shortTempDir(t)
+	sock := filepath.Join(dir, "ctl")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	supervisedWorker(t, dir, sock, true)
+	c := accept(t, l)
+	m := c.next("a heartbeat naming the metrics port", func(m Message) bool { return heartbeat(m) && m.Process != nil })
+	port := m.Process.MetricsPort
+	if port == 0 {
+		t.Fatalf("heartbeat's process %+v names no metrics port", m.Process)
+	}
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics: %s\n%s", resp.Status, b)
+		}
+		return string(b)
+	}
+	emittedBy := func(body string) float64 {
+		for line := range strings.Lines(body) {
+			if strings.HasPrefix(line, `gale_worker_component_emitted_total{component="sentences",kind="spout",topology="e2e",topology_id="t-1"} `) {
+				v, _ := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
+				return v
+			}
+		}
+		return -1
+	}
+	body := scrape()
+	for _, want := range []string{"go_goroutines ", "go_memstats_heap_inuse_bytes ", "go_gc_duration_seconds", "process_cpu_seconds_total ",
+		`gale_transport_sent_bytes_total{topology="e2e",topology_id="t-1"}`, `gale_worker_bolt_executed_total{component="split",topology="e2e",topology_id="t-1"}`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the worker's /metrics lacks %s:\n%s", want, body)
+		}
+	}
+	first := emittedBy(body)
+	if first < 0 {
+		t.Fatalf("the worker's /metrics has no emitted count of spout sentences:\n%s", body)
+	}
+	for deadline := time.Now().Add(time.Minute); emittedBy(scrape()) <= first; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the spout's emitted count stayed at %v for a minute", first)
+		}
+	}
+
+	dir2 := shortTempDir(t)
+	sock2 := filepath.Join(dir2, "ctl")
+	l2, err := net.Listen("unix", sock2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	supervisedWorker(t, dir2, sock2, true, func(s *Spec) { s.Cluster = gale.Config{KeyMetricsPort: -1} })
+	c2 := accept(t, l2)
+	if m := c2.next("a heartbeat", func(m Message) bool { return heartbeat(m) && m.Process != nil }); m.Process.MetricsPort != 0 {
+		t.Errorf("with worker.metrics.port -1 the worker names metrics port %d, want none", m.Process.MetricsPort)
 	}
 }

@@ -197,6 +197,9 @@ type Message struct {
 	Status  *worker.Status  `json:"status,omitempty"` // heartbeat, stopped
 	RSS     int64           `json:"rss,omitempty"`
 	Stats   json.RawMessage `json:"stats,omitempty"`
+	// Process is the worker process's own use of the machine (heartbeat,
+	// stopped).
+	Process *Process `json:"process,omitempty"`
 	// Spouts are this worker's spout counters (heartbeat, stopped).
 	Spouts []runstats.Spout `json:"spouts,omitempty"`
 	// Bolts are this worker's bolt counters (heartbeat, stopped).
@@ -282,7 +285,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	}
 	if spec.Supervised != nil {
 		stdin.Close()
-		return runSupervised(ctx, spec, conf, built, ln, log)
+		return runSupervised(ctx, spec, conf, eff, built, ln, log)
 	}
 
 	cmds := make(chan Message)
@@ -321,9 +324,14 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 		w.Stop()
 		return err
 	}
+	metricsPort, stopMetrics := serveMetrics(eff, spec.Listen, spec.Topology, "", w, log)
+	defer stopMetrics()
+	procs := newProcessReader()
 	beat := func(event string) error {
 		st := w.Status()
-		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w), Bolts: bridge.BoltStats(w)}
+		pr := procs.read()
+		pr.MetricsPort = metricsPort
+		m := Message{Event: event, Time: time.Now(), Status: &st, Spouts: bridge.SpoutStats(w), Bolts: bridge.BoltStats(w), Process: &pr}
 		m.RSS, _ = procstat.RSS()
 		if built.Stats != nil {
 			if b, err := json.Marshal(built.Stats()); err == nil {

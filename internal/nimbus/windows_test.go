@@ -1,0 +1,225 @@
+package nimbus
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/runstats"
+)
+
+// fakeWorker is a worker whose spout emits and acks one tree a second
+// (each taking 1 ms) and whose bolt executes two tuples a second, since
+// it started.
+type fakeWorker struct {
+	port    int32
+	pid     int32
+	started time.Time
+}
+
+func (w fakeWorker) report(topology string, now time.Time) *nimbuspb.WorkerReport {
+	n := int64(now.Sub(w.started) / time.Second)
+	var l runstats.Latency
+	for range n {
+		l.Record(time.Millisecond)
+	}
+	h := &nimbuspb.LatencyHistogram{}
+	h.Buckets, h.Counts = l.Sparse()
+	return &nimbuspb.WorkerReport{
+		Topology: topology, Port: w.port, Pid: w.pid, State: "valid", StartedUnixMs: w.started.UnixMilli(),
+		Components: []*nimbuspb.ComponentStats{
+			{Component: "sentences", Kind: "spout", Tasks: 2, Emitted: n, Transferred: n, Acked: n, CompleteLatency: h, Pending: 7},
+			{Component: "split", Kind: "bolt", Tasks: 4, Executed: 2 * n, Acked: 2 * n, Capacity: 0.5},
+		},
+	}
+}
+
+func TestGetRollingWindows(t *testing.T) {
+	cl := newCluster(t)
+	cl.supervisor("s1", 6700, 6701)
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := galetest.NewClock(t0)
+	nd := cl.startNimbus("n1", "", func(c *Config) { c.Now = clock.Now })
+	nd.leads()
+	id := nd.mustSubmit(newSubmission("wordcount", 1, 1)).GetId()
+
+	// The worker started 50 s before nimbus hears of it.
+	w := fakeWorker{port: 6700, pid: 100, started: t0.Add(-50 * time.Second)}
+	report := func() {
+		t.Helper()
+		if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1",
+			Workers: []*nimbuspb.WorkerReport{w.report(id, clock.Now())}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// runFor reports every step until the clock has moved by d.
+	runFor := func(d, step time.Duration) {
+		t.Helper()
+		for end := clock.Now().Add(d); clock.Now().Before(end); {
+			clock.Advance(step)
+			report()
+		}
+	}
+	// check asks for each window and compares the spout's emitted and
+	// acked trees, their latencies and the bolt's executed tuples with
+	// want (by window), and the windows' totals.
+	check := func(when string, want map[int64]int64) {
+		t.Helper()
+		for _, secs := range windowSecs {
+			info, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: "wordcount", WindowSecs: secs})
+			if err != nil {
+				t.Fatalf("%s: Get window %d: %v", when, secs, err)
+			}
+			if info.GetWindowSecs() != secs {
+				t.Errorf("%s: Get window %d: window_secs %d", when, secs, info.GetWindowSecs())
+			}
+			cs := info.GetComponents()
+			if len(cs) != 2 {
+				t.Fatalf("%s: window %d: components %v, want sentences and split", when, secs, cs)
+			}
+			sp, bolt := cs[0], cs[1]
+			n := want[secs]
+			lat := int64(0)
+			if h := sp.GetCompleteLatency(); h != nil {
+				l, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+				if err != nil {
+					t.Fatal(err)
+				}
+				lat = l.Count()
+			}
+			if sp.GetEmitted() != n || sp.GetAcked() != n || lat != n || bolt.GetExecuted() != 2*n {
+				t.Errorf("%s: window %d: spout emitted %d, acked %d, latencies of %d trees, bolt executed %d; want %d, %d, %d, %d",
+					when, secs, sp.GetEmitted(), sp.GetAcked(), lat, bolt.GetExecuted(), n, n, n, 2*n)
+			}
+			// The gauges are how things are now, in every window.
+			if sp.GetTasks() != 2 || sp.GetPending() != 7 || bolt.GetTasks() != 4 || bolt.GetCapacity() != 0.5 {
+				t.Errorf("%s: window %d: tasks %d and %d, pending %d, capacity %v; want the latest report's 2, 4, 7, 0.5",
+					when, secs, sp.GetTasks(), bolt.GetTasks(), sp.GetPending(), bolt.GetCapacity())
+			}
+			ws := info.GetWindows()
+			if len(ws) != len(windowSecs) {
+				t.Fatalf("%s: windows %v, want one per window", when, ws)
+			}
+			for i, s := range windowSecs {
+				if ws[i].GetWindowSecs() != s || ws[i].GetEmitted() != want[s] || ws[i].GetTransferred() != want[s] ||
+					ws[i].GetAcked() != want[s] || ws[i].GetFailed() != 0 {
+					t.Errorf("%s: windows[%d] %v, want window %d with %d emitted, transferred and acked", when, i, ws[i], s, want[s])
+				}
+			}
+		}
+	}
+
+	report()
+	// Younger than every window: each is all time, the counts from
+	// the worker's start.
+	check("first report", map[int64]int64{600: 50, 10800: 50, 86400: 50, 0: 50})
+	runFor(30*time.Minute, time.Minute)
+	check("30 min", map[int64]int64{600: 600, 10800: 1850, 86400: 1850, 0: 1850})
+
+	// The worker dies after that report and starts again 30 s later,
+	// from 0: the window counts what each did within it, all time
+	// keeps what the first one did.
+	clock.Advance(30 * time.Second)
+	w = fakeWorker{port: 6700, pid: 101, started: clock.Now()}
+	report()
+	runFor(30*time.Second, 30*time.Second)
+	runFor(9*time.Minute, time.Minute)
+	check("40 min, restarted at 30 min 30 s", map[int64]int64{600: 570, 10800: 2420, 86400: 2420, 0: 2420})
+
+	runFor(4*time.Hour-40*time.Minute, 10*time.Minute)
+	check("4 h", map[int64]int64{600: 600, 10800: 10800, 86400: 1850 + (4*3600 - 1830), 0: 1850 + (4*3600 - 1830)})
+	runFor(21*time.Hour, 10*time.Minute)
+	all := int64(1850 + (25*3600 - 1830))
+	check("25 h", map[int64]int64{600: 600, 10800: 10800, 86400: 86400, 0: all})
+	// The history is bounded: each tier keeps its window's snapshots
+	// and two more.
+	nd.n.windows.mu.Lock()
+	for i, r := range nd.n.windows.mu.topologies[id].rings {
+		if keep := int(tiers[i].window/tiers[i].step) + 2; len(r.snaps) > keep {
+			t.Errorf("tier %v keeps %d snapshots after 25 h, want at most %d", tiers[i].window, len(r.snaps), keep)
+		}
+	}
+	nd.n.windows.mu.Unlock()
+
+	_, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: "wordcount", WindowSecs: 60})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("Get with window_secs 60: %v, want InvalidArgument", err)
+	}
+	for _, s := range []string{"60", "600", "10800", "86400", "0 (all time)"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("Get with window_secs 60: %q does not name %s", err, s)
+		}
+	}
+}
+
+// A worker whose counters go down under the same key is another process:
+// its counts before stay counted, its new ones count from 0.
+func TestWindowsCountersThatGoDownStartAnIncarnation(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	w := newWindows()
+	spout := func(n int64) []*nimbuspb.WorkerReport {
+		return []*nimbuspb.WorkerReport{{Topology: "t", Port: 1, Components: []*nimbuspb.ComponentStats{
+			{Component: "s", Kind: "spout", Emitted: n}}}}
+	}
+	w.record(t0, "s1", spout(100))
+	w.record(t0.Add(10*time.Minute), "s1", spout(160))
+	w.record(t0.Add(15*time.Minute), "s1", spout(20)) // restarted, no pid known
+	comps, wins, err := w.view(t0.Add(20*time.Minute), "t", "", 600, spout(20)[0].Components)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := comps[0].GetEmitted(); got != 20 {
+		t.Errorf("10-min window: emitted %d, want 20 (0 from 10 to 15 min, 20 since)", got)
+	}
+	if got := wins[3].GetEmitted(); got != 180 {
+		t.Errorf("all time: emitted %d, want 180 (160 before the restart, 20 since)", got)
+	}
+}
+
+// A window subtracts every counter, per stream and per bucket, and keeps
+// the gauges.
+func TestSinceSubtractsCountersStreamsAndHistograms(t *testing.T) {
+	hist := func(ms ...int) *nimbuspb.LatencyHistogram {
+		var l runstats.Latency
+		for _, m := range ms {
+			l.Record(time.Duration(m) * time.Millisecond)
+		}
+		h := &nimbuspb.LatencyHistogram{}
+		h.Buckets, h.Counts = l.Sparse()
+		return h
+	}
+	then := &nimbuspb.ComponentStats{Component: "b", Kind: "bolt", Tasks: 3, Executed: 10, ProcessSampledNanos: 500, Capacity: 0.2,
+		CompleteLatency: hist(1, 1, 5),
+		Inputs: []*nimbuspb.StreamStats{
+			{Stream: "default", Component: "a", Executed: 4},
+			{Stream: "default", Component: "c", Executed: 6},
+		}}
+	now := &nimbuspb.ComponentStats{Component: "b", Kind: "bolt", Tasks: 3, Executed: 25, ProcessSampledNanos: 800, Capacity: 0.9,
+		CompleteLatency: hist(1, 1, 1, 5, 9),
+		Inputs: []*nimbuspb.StreamStats{
+			{Stream: "default", Component: "a", Executed: 10},
+			{Stream: "default", Component: "c", Executed: 6},
+			{Stream: "other", Component: "a", Executed: 9},
+		}}
+	got := since([]*nimbuspb.ComponentStats{now}, []*nimbuspb.ComponentStats{then})[0]
+	if got.GetExecuted() != 15 || got.GetProcessSampledNanos() != 300 || got.GetTasks() != 3 || got.GetCapacity() != 0.9 {
+		t.Errorf("since: executed %d, process nanos %d, tasks %d, capacity %v; want 15, 300, 3, 0.9",
+			got.GetExecuted(), got.GetProcessSampledNanos(), got.GetTasks(), got.GetCapacity())
+	}
+	in := got.GetInputs()
+	if len(in) != 3 || in[0].GetExecuted() != 6 || in[1].GetExecuted() != 0 || in[2].GetExecuted() != 9 {
+		t.Errorf("since: inputs %v, want 6 from a, 0 from c, 9 on other", in)
+	}
+	l, err := runstats.LatencyFromSparse(got.GetCompleteLatency().GetBuckets(), got.GetCompleteLatency().GetCounts())
+	if err != nil || l.Count() != 2 || l.Quantile(0) < 900*time.Microsecond || l.Quantile(1) < 8*time.Millisecond {
+		t.Errorf("since: latencies %v (%d trees, %v to %v), want the 1 ms and 9 ms trees", err, l.Count(), l.Quantile(0), l.Quantile(1))
+	}
+	if now.GetExecuted() != 25 || now.GetInputs()[0].GetExecuted() != 10 {
+		t.Errorf("since changed its input: %v", now)
+	}
+}
