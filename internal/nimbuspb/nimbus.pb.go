@@ -866,7 +866,8 @@ type GetRequest struct {
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // the name or the id
 	// window_secs selects the rolling window the components' counters in
 	// TopologyInfo.components cover: 600, 10800, 86400, or 0 for all time
-	// (since the workers started).
+	// (since this nimbus became leader, counting workers that have since
+	// ended; a window longer than that is all time).
 	WindowSecs    int64 `protobuf:"varint,2,opt,name=window_secs,json=windowSecs,proto3" json:"window_secs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -338,12 +338,8 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		m["boltId"], m["encodedBoltId"] = c.GetId(), c.GetId()
 		m["executed"] = cs.GetExecuted()
 		m["capacity"] = fmt.Sprintf("%.3f", cs.GetCapacity())
-		execMS := 0.0
-		if n := cs.GetExecuteSamples(); n > 0 {
-			execMS = float64(cs.GetExecuteSampledNanos()) / float64(n) / 1e6
-		}
-		m["executeLatency"] = fmt.Sprintf("%.3f", execMS)
-		m["processLatency"] = "0.000" // not measured yet
+		m["executeLatency"] = meanMillis(cs.GetExecuteSamples(), cs.GetExecuteSampledNanos())
+		m["processLatency"] = meanMillis(cs.GetProcessSamples(), cs.GetProcessSampledNanos())
 		bolts = append(bolts, m)
 	}
 	if ackers := info.GetDefinition().GetAckers(); sys && ackers > 0 {

@@ -167,7 +167,7 @@ func (ev *env) report() {
 				{Component: "sentences", Kind: "spout", Tasks: 1, Emitted: 30, Transferred: 12, Acked: 10, Failed: 1, TimedOut: 1,
 					CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{int32(b2), int32(b4)}, Counts: []int64{5, 5}}},
 				{Component: "split", Kind: "bolt", Tasks: 2, Executed: 30, Acked: 29, Failed: 1, Emitted: 90,
-					ExecuteSamples: 2, ExecuteSampledNanos: 3_000_000, Capacity: 0.25 * float64(i+1)},
+					ExecuteSamples: 2, ExecuteSampledNanos: 3_000_000, ProcessSamples: 2, ProcessSampledNanos: 5_000_000, Capacity: 0.25 * float64(i+1)},
 			},
 		})
 	}
@@ -315,7 +315,7 @@ func TestGetEndpointsAnswerStormsFields(t *testing.T) {
 			t.Fatalf("bolts without sys: got %v, want split and count", bolts)
 		}
 		want(t, "bolt", bolts[0], map[string]any{"boltId": "split", "executors": 4, "tasks": 4,
-			"executed": 60, "acked": 58, "failed": 2, "emitted": 180, "executeLatency": "1.500", "capacity": "0.500"})
+			"executed": 60, "acked": 58, "failed": 2, "emitted": 180, "executeLatency": "1.500", "processLatency": "2.500", "capacity": "0.500"})
 		want(t, "bolt", bolts[1], map[string]any{"boltId": "count", "executed": 0, "capacity": "0.000"})
 		want(t, "bolt", bolts[1], map[string]any{"boltId": "count", "executors": 2, "tasks": 4})
 		workers := list(t, "workers", tp["workers"])
