@@ -52,7 +52,15 @@ type boltExec struct {
 	pub                             struct {
 		executed, acked, failed, emitted, transferred, samples, sampledNanos atomic.Int64
 		procSamples, procNanos, backpressure, retries, deadLetters           atomic.Int64
+		// The time busy with input (busy): read with busyNanos, which
+		// also counts a unit of work still running (since, while gen is
+		// odd).
+		busy, since, gen atomic.Int64
 	}
+	// busyNanos is the time spent in units of work (executing input,
+	// ticks, wakeups), less the time they waited to emit on a full queue;
+	// busyAt and busyWait mark the running unit's start.
+	busyNanos, busyAt, busyWait int64
 	// The capacity window's marks, kept by boltStats: the counters read
 	// at the start of the window (prev) and of the next one (cur).
 	capMu           sync.Mutex
@@ -93,10 +101,9 @@ func (p *procSample) record(now int64) {
 	p.c.procNanos += now - p.at
 }
 
-// capMark is a bolt executor's published counters at a clock time.
+// capMark is a bolt executor's time busy at a clock time.
 type capMark struct {
-	at                              int64 // clock nanos
-	executed, samples, sampledNanos int64
+	at, busy int64 // clock nanos
 }
 
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
@@ -251,6 +258,8 @@ func (x *boltExec) dequeued(b *batch) {
 }
 
 func (x *boltExec) process(b *batch) {
+	x.busyStart()
+	defer x.busyEnd()
 	task := x.tasks[b.task-x.first]
 	x.executed += int64(len(b.tuples))
 	if x.stats {
@@ -342,9 +351,54 @@ func (x *boltExec) publish() {
 	}
 }
 
+// busyStart marks the start of a unit of work for capacity.
+func (x *boltExec) busyStart() {
+	if !x.stats {
+		return
+	}
+	x.busyAt, x.busyWait = x.rt.clock.Now().UnixNano(), x.out.waitNanos
+	x.pub.since.Store(x.busyAt)
+	x.pub.gen.Add(1) // odd: busy
+}
+
+// busyEnd adds the unit of work that busyStart began to the time busy,
+// less what it waited on a full queue (that time belongs to the bolt
+// downstream, whose capacity shows it).
+func (x *boltExec) busyEnd() {
+	if !x.stats {
+		return
+	}
+	d := x.rt.clock.Now().UnixNano() - x.busyAt - (x.out.waitNanos - x.busyWait)
+	x.busyNanos += max(d, 0)
+	x.pub.busy.Store(x.busyNanos)
+	x.pub.gen.Add(1) // even: idle
+}
+
+// busyUntil is the executor's time busy up to now (clock nanos),
+// counting the unit of work it is in, so that a bolt stuck in a long
+// Execute shows busy at once. A sequence count (gen) keeps the two
+// readings consistent; any goroutine may call it.
+func (x *boltExec) busyUntil(now int64) int64 {
+	p := &x.pub
+	for range 64 {
+		g := p.gen.Load()
+		busy, since := p.busy.Load(), p.since.Load()
+		if p.gen.Load() != g {
+			continue
+		}
+		if g&1 == 1 && now > since {
+			busy += now - since
+		}
+		return busy
+	}
+	return p.busy.Load()
+}
+
 // runWakes runs the Wakeup functions of the tasks woken since they last
 // ran. A panic in one is handled as a panic in Execute, without a tuple.
 func (x *boltExec) runWakes() {
+	x.busyStart()
+	defer x.busyEnd()
 	for _, task := range x.tasks {
 		if len(task.wakeFns) == 0 || !task.woken.Swap(false) {
 			continue
@@ -363,6 +417,8 @@ func (x *boltExec) runWakes() {
 }
 
 func (x *boltExec) deliverTicks() {
+	x.busyStart()
+	defer x.busyEnd()
 	secs := int(x.tick / time.Second)
 	sampleIn := x.sampleIn
 	x.sampleIn = 1 << 30 // tick tuples are not timed

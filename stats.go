@@ -106,15 +106,16 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 			byComp[x.comp.id] = b
 		}
 		p := &x.pub
-		m := capMark{at: now, executed: p.executed.Load(), samples: p.samples.Load(), sampledNanos: p.sampledNanos.Load()}
+		m := capMark{at: now, busy: x.busyUntil(now)}
+		executed, samples, sampledNanos := p.executed.Load(), p.samples.Load(), p.sampledNanos.Load()
 		b.Tasks += len(x.tasks)
-		b.Executed += m.executed
+		b.Executed += executed
 		b.Acked += p.acked.Load()
 		b.Failed += p.failed.Load()
 		b.Emitted += p.emitted.Load()
 		b.Transferred += p.transferred.Load()
-		b.ExecuteSamples += m.samples
-		b.ExecuteSampledNanos += m.sampledNanos
+		b.ExecuteSamples += samples
+		b.ExecuteSampledNanos += sampledNanos
 		capacity := x.capacity(m)
 		b.Capacity = max(b.Capacity, capacity)
 		b.ProcessSamples += p.procSamples.Load()
@@ -127,7 +128,7 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 			e := runstats.Executor{
 				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
 				Emitted: p.emitted.Load(), Transferred: p.transferred.Load(), Acked: p.acked.Load(), Failed: p.failed.Load(),
-				Executed: m.executed, Capacity: capacity, ExecuteSamples: m.samples, ExecuteSampledNanos: m.sampledNanos,
+				Executed: executed, Capacity: capacity, ExecuteSamples: samples, ExecuteSampledNanos: sampledNanos,
 				ProcessSamples: p.procSamples.Load(), ProcessSampledNanos: p.procNanos.Load(),
 				QueueDepth: max(rt.execs[x.idx].queued.Load(), 0),
 			}
@@ -153,10 +154,12 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 const capacityWindow = 10 * time.Second
 
 // capacity is the share of the window to m.at that the executor spent
-// in Execute, as Storm measures it: the inputs executed in the window
-// times their mean execute latency (from the calls timed in it), over
-// the window. The window starts at the executor's start or at a mark
-// taken by an earlier call at least capacityWindow before.
+// busy with input: executing it, its ticks and its wakeups, less the
+// time it waited to emit on a full queue. It is measured, not
+// extrapolated from the timed Execute calls as Storm does, so it is
+// never above 1, and a bolt in the middle of a long Execute shows busy
+// at once. The window starts at the executor's start or at a mark taken
+// by an earlier call at least capacityWindow before.
 func (x *boltExec) capacity(m capMark) float64 {
 	x.capMu.Lock()
 	defer x.capMu.Unlock()
@@ -164,10 +167,9 @@ func (x *boltExec) capacity(m capMark) float64 {
 		x.capPrev, x.capCur = x.capCur, m
 	}
 	base := x.capPrev
-	window, samples := m.at-base.at, m.samples-base.samples
-	if window <= 0 || samples <= 0 {
+	window := m.at - base.at
+	if window <= 0 {
 		return 0
 	}
-	mean := float64(m.sampledNanos-base.sampledNanos) / float64(samples)
-	return float64(m.executed-base.executed) * mean / float64(window)
+	return min(max(float64(m.busy-base.busy)/float64(window), 0), 1)
 }

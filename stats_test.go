@@ -181,6 +181,39 @@ func TestBoltCapacity(t *testing.T) {
 	}
 }
 
+// TestBoltCapacityInALongExecute: a bolt stuck in one long Execute shows
+// busy while it runs, before any call has been timed or counted.
+func TestBoltCapacityInALongExecute(t *testing.T) {
+	var clock *galetest.Clock
+	entered, release := make(chan struct{}), make(chan struct{})
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("nums", seqSpout(1), 1)
+	b.SetBolt("stuck", func() gale.Bolt {
+		return &funcBolt{execute: func(b *funcBolt, tu *gale.Tuple) {
+			close(entered)
+			<-release
+			b.Collector.Ack(tu)
+		}}
+	}, 1).ShuffleGrouping("nums")
+	clock = galetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	lt, err := gale.StartLocal("capacity", gale.Config{gale.TopologyMessageTimeoutSecs: 3600}, build(t, b), gale.RunOptions{Logger: testLogger(t), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lt.Stop()
+	<-entered
+	clock.Advance(12 * time.Second)
+	stuck := bridge.BoltStats(lt)[0]
+	if stuck.Capacity < 0.99 {
+		t.Errorf("stuck: capacity %v 12 s into an Execute, want 1", stuck.Capacity)
+	}
+	close(release)
+	settle(t, lt, clock, 0)
+	if c := bridge.BoltStats(lt)[0].Capacity; c < 0.99 || c > 1 {
+		t.Errorf("after the Execute returned: capacity %v, want 1 (busy the whole window)", c)
+	}
+}
+
 // TestTransferred: in two workers, the copies of a tuple sent to a task
 // in the other worker count as transferred, those to a task in the same
 // worker do not, for spouts and bolts alike.

@@ -28,8 +28,10 @@ type Bolt struct {
 	ExecuteSamples      int64 `json:"execute_samples,omitempty"`
 	ExecuteSampledNanos int64 `json:"execute_sampled_nanos,omitempty"`
 	// Capacity is the share of wall time the busiest executor of the
-	// component spent in Execute over the last window (Storm's capacity:
-	// executed × mean execute latency / window); near 1, the bolt is
+	// component spent busy with input (Execute, ticks, wakeups, less the
+	// time it waited to emit on a full queue) over the last window: what
+	// Storm's capacity estimates (executed × mean execute latency /
+	// window), measured, so between 0 and 1; near 1, the bolt is
 	// saturated. Summed over processes it is the largest.
 	Capacity float64 `json:"capacity,omitempty"`
 	// ProcessSamples is how many input tuples were timed from their
