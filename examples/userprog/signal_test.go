@@ -39,11 +39,11 @@ func TestRunInterrupt(t *testing.T) {
 			}
 			var row []string
 			for _, line := range strings.Split(out, "\n") {
-				if f := strings.Fields(line); len(f) == 6 && f[0] == "readings" {
+				if f := strings.Fields(line); len(f) >= 6 && f[0] == "readings" {
 					row = f
 				}
 			}
-			// readings  tasks  emitted  acked  failed  pending
+			// readings  tasks  emitted  acked  failed  pending  [max pending]
 			if row == nil || row[2] != row[3] || row[3] == "0" || row[4] != "0" || row[5] != "0" {
 				t.Errorf("readings row %q: want emitted = acked > 0, failed 0, pending 0", row)
 			}

@@ -310,7 +310,7 @@ func checkMonitor(t *testing.T, r galeResult, name string) {
 	if len(blocks) != 3 {
 		t.Fatalf("gale monitor --count 3: got %d blocks, want 3", len(blocks))
 	}
-	work := regexp.MustCompile(`(?m)^work\s+bolt\s+1 \(4 tasks\)\s.*execute [0-9.]+ms\s+([0-9.]+)`)
+	work := regexp.MustCompile(`(?m)^work\s+bolt\s+1 \(4 tasks\)\s.*execute [0-9.]+ms(?:, process [0-9.]+ms)?\s+([0-9.]+)`)
 	source := regexp.MustCompile(`(?m)^source\s+spout\s+1\s.*\s[0-9]+ of 50\s`)
 	for i, b := range blocks {
 		if !strings.HasPrefix(b, name+" (") || !strings.Contains(b, "COMPONENT") {
