@@ -223,6 +223,13 @@ func TestWebUIStates(t *testing.T) {
 	if s := topologyStatus(t, ev); s != "INACTIVE" {
 		t.Errorf("after deactivate in the page: the API says %s, want INACTIVE", s)
 	}
+	// The action's message outlives the next poll: the page does not
+	// shift under the pointer every 2 s.
+	updated := eval[string](t, b, text("updated"))
+	waitFor(t, b, "a poll after the deactivate", text("updated")+` !== `+strconv.Quote(updated))
+	if msg := eval[string](t, b, text("banner")); !strings.Contains(msg, "Deactivated") {
+		t.Errorf("after a poll the banner says %q, want the deactivate's message", msg)
+	}
 	shot(t, b, "topology-states.png")
 	do(t, b, "activate in the page", chromedp.WaitEnabled("#action-activate"), chromedp.Click("#action-activate"), chromedp.WaitVisible("#confirm-ok"), chromedp.Click("#confirm-ok"))
 	waitFor(t, b, "ACTIVE again", text("topology-status")+` === "ACTIVE"`)

@@ -30,8 +30,11 @@ type collector struct {
 	emitted, acked, failed, workers, workersRunning    *prometheus.Desc
 	executors, tasks, active, uptime, latency          *prometheus.Desc
 
-	compEmitted, compTransferred, compAcked, compFailed *prometheus.Desc
-	spoutFailed, boltExecuted, boltCapacity, boltExec   *prometheus.Desc
+	compEmitted, compTransferred, compAcked, compFailed  *prometheus.Desc
+	spoutFailed, boltExecuted, boltCapacity, boltExec    *prometheus.Desc
+	boltProcess, queueDepth, queueCapacity, backpressure *prometheus.Desc
+	retries, deadLetters, errors                         *prometheus.Desc
+	spoutPending, spoutMaxPending, spoutThrottled        *prometheus.Desc
 
 	// The worker processes', from the supervisors' reports.
 	workerCPU, workerHeap, workerRSS, workerGC, workerGCPause *prometheus.Desc
@@ -72,6 +75,16 @@ func newCollector(n Nimbus) *collector {
 		boltExecuted:    d("gale_bolt_executed_total", "A bolt's input tuples executed.", comp[:3]...),
 		boltCapacity:    d("gale_bolt_capacity_ratio", "The share of the last 10 to 20 s the bolt's busiest executor spent executing; near 1 it is saturated.", comp[:3]...),
 		boltExec:        d("gale_bolt_execute_latency_seconds", "A bolt's mean execute latency, from one Execute in 64 timed.", comp[:3]...),
+		boltProcess:     d("gale_bolt_process_latency_seconds", "A bolt's mean process latency (a tuple's arrival at the executor to its ack), from the tuples timed.", comp[:3]...),
+		queueDepth:      d("gale_component_queue_depth", "Tuples waiting in the component's executors' input queues, at the workers' last reports.", comp...),
+		queueCapacity:   d("gale_component_queue_capacity", "The tuples the component's executors' input queues hold when full.", comp...),
+		backpressure:    d("gale_component_backpressure_seconds_total", "Time the component's executors waited to emit on a full queue (backpressure from downstream).", comp...),
+		retries:         d("gale_component_retries_total", "Retries a spout (a connector's, package retry) scheduled.", comp...),
+		deadLetters:     d("gale_component_dead_letters_total", "Messages a spout gave up to its dead-letter sink.", comp...),
+		errors:          d("gale_component_errors", "Errors the component's tasks reported (ReportError, a panic), of the latest ones the workers keep.", comp...),
+		spoutPending:    d("gale_spout_pending_trees", "A spout's trees in flight, at the workers' last reports.", comp[:3]...),
+		spoutMaxPending: d("gale_spout_max_pending_trees", "A spout's limit on trees in flight (topology.max.spout.pending, set, automatic or tuned; 0: none).", comp[:3]...),
+		spoutThrottled:  d("gale_spout_throttled_seconds_total", "Time a spout held back because its trees in flight were at its max pending.", comp[:3]...),
 
 		workerCPU:        d("gale_worker_cpu_seconds_total", "CPU time (user and system) the worker process used, since it started.", wl...),
 		workerHeap:       d("gale_worker_heap_bytes", "The worker process's heap in use.", wl...),
@@ -90,6 +103,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.supervisors, c.slotsTotal, c.slotsUsed, c.topologies,
 		c.emitted, c.acked, c.failed, c.workers, c.workersRunning, c.executors, c.tasks, c.active, c.uptime, c.latency,
 		c.compEmitted, c.compTransferred, c.compAcked, c.compFailed, c.spoutFailed, c.boltExecuted, c.boltCapacity, c.boltExec,
+		c.boltProcess, c.queueDepth, c.queueCapacity, c.backpressure, c.retries, c.deadLetters, c.errors,
+		c.spoutPending, c.spoutMaxPending, c.spoutThrottled,
 		c.workerCPU, c.workerHeap, c.workerRSS, c.workerGC, c.workerGCPause, c.workerGoroutines, c.workerIn, c.workerOut,
 		c.workerRestarts, c.workerStart} {
 		ch <- d
@@ -148,7 +163,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.compTransferred, float64(cs.GetTransferred()), cl...)
 			counter(c.compAcked, float64(cs.GetAcked()), cl...)
 			counter(c.compFailed, float64(cs.GetFailed()), cl...)
+			gauge(c.queueDepth, float64(cs.GetQueueDepth()), cl...)
+			gauge(c.queueCapacity, float64(cs.GetQueueCapacity()), cl...)
+			counter(c.backpressure, float64(cs.GetBackpressureNanos())/1e9, cl...)
+			counter(c.retries, float64(cs.GetRetries()), cl...)
+			counter(c.deadLetters, float64(cs.GetDeadLetters()), cl...)
+			gauge(c.errors, float64(len(cs.GetErrors())), cl...)
 			if cs.GetKind() == "spout" {
+				sl := cl[:3]
+				gauge(c.spoutPending, float64(cs.GetPending()), sl...)
+				gauge(c.spoutMaxPending, float64(cs.GetMaxPending()), sl...)
+				counter(c.spoutThrottled, float64(cs.GetThrottledNanos())/1e9, sl...)
 				counter(c.spoutFailed, float64(cs.GetFailedByBolt()), append(cl, "bolt")...)
 				counter(c.spoutFailed, float64(cs.GetTimedOut()), append(cl, "timeout")...)
 				counter(c.spoutFailed, float64(cs.GetFailedShutdown()), append(cl, "shutdown")...)
@@ -157,11 +182,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			bl := cl[:3]
 			counter(c.boltExecuted, float64(cs.GetExecuted()), bl...)
 			gauge(c.boltCapacity, cs.GetCapacity(), bl...)
-			var mean float64
-			if n := cs.GetExecuteSamples(); n > 0 {
-				mean = float64(cs.GetExecuteSampledNanos()) / float64(n) / 1e9
-			}
-			gauge(c.boltExec, mean, bl...)
+			gauge(c.boltExec, meanMillisFloat(cs.GetExecuteSamples(), cs.GetExecuteSampledNanos())/1e3, bl...)
+			gauge(c.boltProcess, meanMillisFloat(cs.GetProcessSamples(), cs.GetProcessSampledNanos())/1e3, bl...)
 		}
 		c.collectWorkers(ch, t, info.GetWorkers())
 	}

@@ -165,9 +165,11 @@ func (ev *env) report() {
 			CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{int32(b2), int32(b4)}, Counts: []int64{5, 5}},
 			Components: []*nimbuspb.ComponentStats{
 				{Component: "sentences", Kind: "spout", Tasks: 1, Emitted: 30, Transferred: 12, Acked: 10, Failed: 1, TimedOut: 1,
+					Pending: 3, MaxPending: 100, ThrottledNanos: 1_500_000_000, Retries: 4, DeadLetters: 1,
 					CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{int32(b2), int32(b4)}, Counts: []int64{5, 5}}},
 				{Component: "split", Kind: "bolt", Tasks: 2, Executed: 30, Acked: 29, Failed: 1, Emitted: 90,
-					ExecuteSamples: 2, ExecuteSampledNanos: 3_000_000, ProcessSamples: 2, ProcessSampledNanos: 5_000_000, Capacity: 0.25 * float64(i+1)},
+					ExecuteSamples: 2, ExecuteSampledNanos: 3_000_000, ProcessSamples: 2, ProcessSampledNanos: 5_000_000, Capacity: 0.25 * float64(i+1),
+					QueueDepth: 7, QueueCapacity: 1000, BackpressureNanos: 250_000_000},
 			},
 		})
 	}
@@ -454,6 +456,15 @@ func TestMetricsHoldTheGaleSeries(t *testing.T) {
 		fmt.Sprintf(`gale_bolt_executed_total{component="split",topology="wordcount",topology_id="%s"} 60`, ev.id),
 		fmt.Sprintf(`gale_bolt_capacity_ratio{component="split",topology="wordcount",topology_id="%s"} 0.5`, ev.id),
 		fmt.Sprintf(`gale_bolt_execute_latency_seconds{component="split",topology="wordcount",topology_id="%s"} 0.0015`, ev.id),
+		fmt.Sprintf(`gale_bolt_process_latency_seconds{component="split",topology="wordcount",topology_id="%s"} 0.0025`, ev.id),
+		fmt.Sprintf(`gale_component_queue_depth{component="split",kind="bolt",topology="wordcount",topology_id="%s"} 14`, ev.id),
+		fmt.Sprintf(`gale_component_queue_capacity{component="split",kind="bolt",topology="wordcount",topology_id="%s"} 2000`, ev.id),
+		fmt.Sprintf(`gale_component_backpressure_seconds_total{component="split",kind="bolt",topology="wordcount",topology_id="%s"} 0.5`, ev.id),
+		fmt.Sprintf(`gale_component_retries_total{component="sentences",kind="spout",topology="wordcount",topology_id="%s"} 8`, ev.id),
+		fmt.Sprintf(`gale_component_dead_letters_total{component="sentences",kind="spout",topology="wordcount",topology_id="%s"} 2`, ev.id),
+		fmt.Sprintf(`gale_spout_pending_trees{component="sentences",topology="wordcount",topology_id="%s"} 6`, ev.id),
+		fmt.Sprintf(`gale_spout_max_pending_trees{component="sentences",topology="wordcount",topology_id="%s"} 200`, ev.id),
+		fmt.Sprintf(`gale_spout_throttled_seconds_total{component="sentences",topology="wordcount",topology_id="%s"} 3`, ev.id),
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("/metrics has no line %q", line)

@@ -189,6 +189,8 @@
     return document.getElementById("window").value;
   }
 
+  let unreachable = false; // the banner says the API could not be reached
+
   async function refresh() {
     let page, viz;
     try {
@@ -200,6 +202,7 @@
     } catch (e) {
       if (e.status === 404) return showGone(e);
       gale.banner(gale.explain(e));
+      unreachable = true;
       document.getElementById("content").classList.add("stale");
       return;
     }
@@ -208,7 +211,12 @@
       location.reload(); // it is back (submitted again): start afresh
       return;
     }
-    gale.banner(null);
+    // Only the banner this refresh put up goes: an action's message stays,
+    // so the page does not shift under the reader's pointer on each poll.
+    if (unreachable) {
+      unreachable = false;
+      gale.banner(null);
+    }
     document.getElementById("content").classList.remove("stale");
     const cur = counters(page, viz);
     const r = rates(cur, prev);
