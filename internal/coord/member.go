@@ -28,9 +28,10 @@ type Membership struct {
 	ttl    int64  // seconds
 	cancel context.CancelFunc
 	done   chan struct{}
-	// keepAlives counts keep-alive responses and losses the leases
-	// lost, for tests.
-	keepAlives, losses atomic.Int64
+	// keepAlives counts keep-alive responses, losses the leases lost,
+	// and replaced the old leases revoked after a new one took, for
+	// tests.
+	keepAlives, losses, replaced atomic.Int64
 	// abandoned says the goroutine leaves the lease to expire instead of
 	// revoking it.
 	abandoned atomic.Bool
@@ -184,6 +185,7 @@ func (m *Membership) establish(ctx context.Context) error {
 		// It may outlive its keep-alives (etcd restarts extend leases),
 		// holding an election key that blocks the next leader.
 		m.revoke(old)
+		m.replaced.Add(1)
 	}
 	return nil
 }

@@ -120,6 +120,8 @@ func TestMembershipReturnsAfterEtcdRestart(t *testing.T) {
 		l := leaseOf(t, cl.c, key)
 		return l != 0 && l != first
 	})
+	// The old lease is revoked just after the new one takes.
+	eventually(t, "the old lease revoked", func() bool { return m.replaced.Load() > 0 })
 	ttl, err := cl.c.TimeToLive(ctx, first)
 	if err != nil {
 		t.Fatal(err)
