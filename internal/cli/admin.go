@@ -54,12 +54,8 @@ func (a adminCmd) build() *cobra.Command {
 				return usageError{err}
 			}
 			name := args[0]
-			cfg, err := f.clientConfig()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			c, err := dialNimbus(ctx, cfg)
+			c, err := f.dial(ctx)
 			if err != nil {
 				return err
 			}

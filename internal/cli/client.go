@@ -133,6 +133,15 @@ type client struct {
 	nimbus nimbuspb.NimbusClient
 }
 
+// dial resolves the cluster layer and connects to the nimbus leader.
+func (f *clusterFlags) dial(ctx context.Context) (*client, error) {
+	cfg, err := f.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return dialNimbus(ctx, cfg)
+}
+
 // dialNimbus finds the leader through the seeds and connects to it.
 func dialNimbus(ctx context.Context, cfg clientConfig) (*client, error) {
 	c := &client{cfg: cfg, conns: make(map[string]*grpc.ClientConn)}

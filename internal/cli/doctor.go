@@ -77,12 +77,8 @@ stdout). --json prints one JSON document, with "problems" counting them.`,
 				return usageError{err}
 			}
 			name := args[0]
-			cfg, err := f.clientConfig()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			c, err := dialNimbus(ctx, cfg)
+			c, err := f.dial(ctx)
 			if err != nil {
 				return err
 			}

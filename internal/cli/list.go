@@ -55,12 +55,8 @@ asked for: 2/4 is a topology short of 2), executors, tasks, uptime, and the
 trees acked and failed so far, from the supervisors' latest reports.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.clientConfig()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			c, err := dialNimbus(ctx, cfg)
+			c, err := f.dial(ctx)
 			if err != nil {
 				return err
 			}

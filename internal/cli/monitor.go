@@ -79,12 +79,8 @@ appended as a block. --count N stops after N refreshes (0: until Ctrl-C).
 				return usageError{err}
 			}
 			name := args[0]
-			cfg, err := f.clientConfig()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			c, err := dialNimbus(ctx, cfg)
+			c, err := f.dial(ctx)
 			if err != nil {
 				return err
 			}
