@@ -53,6 +53,10 @@ func TestTopologyNameIsTakenOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got.Rev == 0 {
+		t.Error("read back: Rev is 0, want the record's mod revision")
+	}
+	a.Rev = got.Rev
 	if !reflect.DeepEqual(got, a) {
 		t.Errorf("read back:\n got %+v\nwant %+v", got, a)
 	}
@@ -60,6 +64,14 @@ func TestTopologyNameIsTakenOnce(t *testing.T) {
 	if err := cl.s.UpdateTopology(ctx, a); err != nil {
 		t.Fatal(err)
 	}
+	// A second write decided on the same read is refused: the record
+	// changed since.
+	stale := a
+	stale.Status = StatusKilled
+	if err := cl.s.UpdateTopology(ctx, stale); !errors.Is(err, ErrChanged) {
+		t.Errorf("update at a stale revision: got %v, want ErrChanged", err)
+	}
+	a, _ = cl.s.Topology(ctx, "t-1")
 	if got, _ := cl.s.Topology(ctx, "t-1"); got.Status != StatusInactive {
 		t.Errorf("after update: status %q, want %q", got.Status, StatusInactive)
 	}
@@ -95,8 +107,12 @@ func TestDeleteTopologyRemovesRecordNameAndAssignment(t *testing.T) {
 	if err := cl.s.PutAssignment(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := cl.s.Assignments(ctx); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], a) {
-		t.Fatalf("Assignments: got %+v, %v; want [%+v]", got, err, a)
+	got, err := cl.s.Assignments(ctx)
+	if err != nil || len(got) != 1 || got[0].Rev == 0 {
+		t.Fatalf("Assignments: got %+v, %v; want [%+v] at a revision", got, err, a)
+	}
+	if g := got[0]; !reflect.DeepEqual(withoutRev(g), a) {
+		t.Fatalf("Assignments: got %+v; want [%+v]", got, a)
 	}
 
 	if err := cl.s.DeleteTopology(ctx, "t-1"); err != nil {
@@ -184,4 +200,9 @@ func drainClosed(t *testing.T, ch <-chan struct{}, when string) {
 			t.Fatalf("channel not closed %s", when)
 		}
 	}
+}
+
+func withoutRev(a Assignment) Assignment {
+	a.Rev = 0
+	return a
 }
