@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -359,6 +360,33 @@ func (s *Store) write(ctx context.Context, f *fence, op clientv3.Op) error {
 	return nil
 }
 
+// Snapshot returns every topology, every assignment and the live
+// supervisors, each ordered by id, as of one revision of etcd: what the
+// leader decides on, with no write landing between its reads.
+func (s *Store) Snapshot(ctx context.Context) ([]Topology, []Assignment, []Supervisor, error) {
+	r, err := s.c.Txn(ctx).Then(
+		clientv3.OpGet(TopologiesPrefix, clientv3.WithPrefix()),
+		clientv3.OpGet(AssignmentsPrefix, clientv3.WithPrefix()),
+		clientv3.OpGet(SupervisorsPrefix, clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("coord: snapshot: %w", err)
+	}
+	ts, err := decode[Topology](r.Responses[0].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	as, err := decode[Assignment](r.Responses[1].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sups, err := decode[Supervisor](r.Responses[2].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ts, as, sups, nil
+}
+
 // Assignments returns every assignment, ordered by topology id.
 func (s *Store) Assignments(ctx context.Context) ([]Assignment, error) {
 	return list[Assignment](ctx, s, AssignmentsPrefix)
@@ -430,8 +458,13 @@ func list[T any](ctx context.Context, s *Store, prefix string) ([]T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coord: list %s: %w", prefix, err)
 	}
-	out := make([]T, 0, len(r.Kvs))
-	for _, kv := range r.Kvs {
+	return decode[T](r.Kvs)
+}
+
+// decode reads records, with the revision of each when it keeps one.
+func decode[T any](kvs []*mvccpb.KeyValue) ([]T, error) {
+	out := make([]T, 0, len(kvs))
+	for _, kv := range kvs {
 		var v T
 		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("coord: %s: bad record: %w", kv.Key, err)

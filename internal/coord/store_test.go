@@ -206,3 +206,29 @@ func withoutRev(a Assignment) Assignment {
 	a.Rev = 0
 	return a
 }
+
+func TestSnapshotReadsEverythingAtTheirRevisions(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	if err := cl.s.CreateTopology(ctx, testTopology("t-1", "words")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.s.PutAssignment(ctx, Assignment{Topology: "t-1", Name: "words", Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s1", Host: "127.0.0.1", Ports: []int{6700}}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ts, as, sups, err := cl.s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 1 || ts[0].ID != "t-1" || len(as) != 1 || as[0].Topology != "t-1" || len(sups) != 1 || sups[0].ID != "s1" {
+		t.Fatalf("snapshot: %+v, %+v, %+v; want t-1, its assignment and s1", ts, as, sups)
+	}
+	if tp, _ := cl.s.Topology(ctx, "t-1"); ts[0].Rev != tp.Rev || as[0].Rev <= ts[0].Rev {
+		t.Errorf("snapshot revisions: topology %d (a read says %d), assignment %d; want the records' mod revisions", ts[0].Rev, tp.Rev, as[0].Rev)
+	}
+}

@@ -216,20 +216,12 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 // the step read it.
 var errConflict = errors.New("nimbus: a record changed under the reconciliation")
 
-// readState reads what a step decides on.
+// readState reads what a step decides on, as of one revision.
 func (n *Nimbus) readState(ctx context.Context) (State, error) {
 	var st State
 	var err error
-	if st.Topologies, err = n.store.Topologies(ctx); err != nil {
-		return st, err
-	}
-	if st.Assignments, err = n.store.Assignments(ctx); err != nil {
-		return st, err
-	}
-	if st.Supervisors, err = n.store.Supervisors(ctx); err != nil {
-		return st, err
-	}
-	return st, nil
+	st.Topologies, st.Assignments, st.Supervisors, err = n.store.Snapshot(ctx)
+	return st, err
 }
 
 // apply makes d's writes through l, in order, and records the pending
