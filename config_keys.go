@@ -186,6 +186,16 @@ const (
 	// nimbus accepts, in MiB (int, default 512, ≥ 1). A larger submission
 	// is refused before any of it is stored.
 	NimbusArtifactMaxMB = "nimbus.artifact.max.mb"
+	// NimbusExecutorsPerTopology is Storm's bound on the executors of one
+	// topology, ackers included (int, default 10000, ≥ 1). A submission or
+	// a rebalance over it is refused, naming it, before anything is
+	// planned or stored.
+	NimbusExecutorsPerTopology = "nimbus.executors.perTopology"
+	// NimbusTasksPerTopology is Gale-specific, in the style of
+	// NimbusExecutorsPerTopology: the bound on the tasks of one topology
+	// (int, default 100000, ≥ 1). A submission over it is refused, naming
+	// it, before anything is planned or stored.
+	NimbusTasksPerTopology = "nimbus.tasks.perTopology"
 
 	// IsolationSchedulerMachines is Storm's isolation scheduler setting: a
 	// mapping of topology names to the number of machines (supervisors)
@@ -449,6 +459,10 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"etcd client endpoints of the coordination store", nonEmptyStrings},
 	{NimbusArtifactMaxMB, configInt, 512, ScopeCluster,
 		"largest topology artifact nimbus accepts, in MiB", intAtLeast(1)},
+	{NimbusExecutorsPerTopology, configInt, 10000, ScopeCluster,
+		"most executors one topology may have, ackers included; a submission or rebalance over it is refused", intAtLeast(1)},
+	{NimbusTasksPerTopology, configInt, 100000, ScopeCluster,
+		"most tasks one topology may have; a submission over it is refused", intAtLeast(1)},
 
 	{IsolationSchedulerMachines, configIntMap, map[string]int{}, ScopeCluster,
 		"topology name → machines it gets to itself (empty = all topologies share the machines)", intMapValuesAtLeast(1)},

@@ -65,6 +65,8 @@ func TestConfigDefaults(t *testing.T) {
 		{NimbusTLSCert, nil},
 		{NimbusTLSKey, nil},
 		{NimbusArtifactMaxMB, 512},
+		{NimbusExecutorsPerTopology, 10000},
+		{NimbusTasksPerTopology, 100000},
 		{WorkerHeartbeatFrequencySecs, 1},
 		{UIPort, 8080},
 		{GaleEtcdEndpoints, []string{"127.0.0.1:2379"}},

@@ -135,6 +135,25 @@ func (s *Store) Leader(ctx context.Context) (Nimbus, error) {
 // cannot overwrite what the next leader wrote. Each fails with
 // ErrNotLeader, writing nothing, once the term has ended in etcd.
 
+// CreateTopology is Store.CreateTopology while the term holds.
+func (l *Leadership) CreateTopology(ctx context.Context, t Topology) error {
+	return l.s.createTopology(ctx, t, l.fence())
+}
+
+// UpdateTopology is Store.UpdateTopology while the term holds: it
+// replaces the record only if it is still at revision t.Rev, and fails
+// with ErrChanged otherwise, so that a check made on the record read
+// still holds when it is written.
+func (l *Leadership) UpdateTopology(ctx context.Context, t Topology) error {
+	return l.s.writeTopology(ctx, TopologyWrite{ID: t.ID, Name: t.Name, Rev: t.Rev, Topology: &t}, l.fence())
+}
+
+// Write applies w while the term holds and its records are at the
+// revisions it names; see TopologyWrite.
+func (l *Leadership) Write(ctx context.Context, w TopologyWrite) error {
+	return l.s.writeTopology(ctx, w, l.fence())
+}
+
 // PutAssignment stores a while the term holds.
 func (l *Leadership) PutAssignment(ctx context.Context, a Assignment) error {
 	return l.s.putAssignment(ctx, a, l.fence())

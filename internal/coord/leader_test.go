@@ -242,8 +242,46 @@ func TestLeaderWritesAreFenced(t *testing.T) {
 	if err := la.DeleteTopology(ctx, "t-1"); !errors.Is(err, ErrNotLeader) {
 		t.Errorf("a's delete of the topology: %v, want ErrNotLeader", err)
 	}
+	read, err := cl.s.Topology(ctx, "t-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := read
+	killed.Status = StatusKilled
+	if err := la.UpdateTopology(ctx, killed); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a's update of the topology: %v, want ErrNotLeader", err)
+	}
+	if err := la.CreateTopology(ctx, Topology{ID: "t-2", Name: "t2"}); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a's create of a topology: %v, want ErrNotLeader", err)
+	}
+	if err := la.Write(ctx, TopologyWrite{ID: "t-1", Name: "t", Rev: read.Rev, Remove: true}); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a's removal of the topology: %v, want ErrNotLeader", err)
+	}
 	if v := version(); v != 3 {
 		t.Errorf("the assignment has version %d after a's refused writes, want b's 3", v)
+	}
+	// b's writes hold only at the revisions they were decided on.
+	if err := lb.UpdateTopology(ctx, killed); err != nil {
+		t.Fatalf("b's update of the topology: %v", err)
+	}
+	rebalancing := read
+	rebalancing.Status = StatusRebalancing
+	if err := lb.UpdateTopology(ctx, rebalancing); !errors.Is(err, ErrChanged) {
+		t.Errorf("b's second update decided on the same read: %v, want ErrChanged", err)
+	}
+	if got, _ := cl.s.Topology(ctx, "t-1"); got.Status != StatusKilled {
+		t.Errorf("after the refused update the status is %q, want KILLED", got.Status)
+	}
+	as, _ := cl.s.Assignments(ctx)
+	if err := lb.Write(ctx, TopologyWrite{ID: "t-1", Name: "t", Rev: read.Rev, AssignmentRev: as[0].Rev,
+		Assignment: &Assignment{Topology: "t-1", Version: 4}}); !errors.Is(err, ErrChanged) {
+		t.Errorf("b's assignment decided on the topology's old record: %v, want ErrChanged", err)
+	}
+	if v := version(); v != 3 {
+		t.Errorf("the assignment has version %d after b's refused write, want 3", v)
+	}
+	if err := lb.CreateTopology(ctx, Topology{ID: "t-2", Name: "t2"}); err != nil {
+		t.Errorf("b's create of a topology: %v", err)
 	}
 	if _, err := cl.s.Topology(ctx, "t-1"); err != nil {
 		t.Errorf("the topology after a's refused delete: %v", err)
@@ -251,7 +289,7 @@ func TestLeaderWritesAreFenced(t *testing.T) {
 	if err := lb.DeleteTopology(ctx, "t-1"); err != nil {
 		t.Errorf("b's delete of the topology: %v", err)
 	}
-	if ts, err := cl.s.Topologies(ctx); err != nil || len(ts) != 0 {
-		t.Errorf("topologies after b's delete: %+v, %v; want none", ts, err)
+	if ts, err := cl.s.Topologies(ctx); err != nil || len(ts) != 1 || ts[0].ID != "t-2" {
+		t.Errorf("topologies after b's delete: %+v, %v; want t-2 only", ts, err)
 	}
 }

@@ -76,7 +76,14 @@ type Topology struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Rebalance is what a REBALANCING topology becomes at Deadline.
 	Rebalance *Rebalance `json:"rebalance,omitempty"`
+	// Rev is the etcd mod revision the record was read at, set by the
+	// Store's reads and not stored: a write of the record is made only
+	// while it is still that revision (0: a record not read from etcd).
+	Rev int64 `json:"-"`
 }
+
+func (t *Topology) setRev(rev int64)   { t.Rev = rev }
+func (a *Assignment) setRev(rev int64) { a.Rev = rev }
 
 // Rebalance is a rebalance in progress: the topology's worker count and
 // executor overrides after it, and the status it resumes in.
@@ -114,6 +121,9 @@ type Assignment struct {
 	Params   map[string]string `json:"params,omitempty"`
 	Config   map[string]any    `json:"config,omitempty"`
 	Secret   string            `json:"secret"`
+	// Rev is the etcd mod revision the record was read at, as
+	// Topology.Rev; 0 for one not read from etcd.
+	Rev int64 `json:"-"`
 }
 
 // Supervisor is a live supervisor's membership record.

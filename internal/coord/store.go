@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -22,7 +23,13 @@ var (
 	// ErrNotLeader says a leader's write was refused because its term
 	// had ended: another nimbus may lead, and the write is its to make.
 	ErrNotLeader = errors.New("coord: no longer the leader")
+	// ErrChanged says a write was refused because a record it was
+	// decided on changed after it was read: read it again, decide again.
+	ErrChanged = errors.New("coord: changed since it was read")
 )
+
+// revSetter is a record that carries the revision it was read at.
+type revSetter interface{ setRev(int64) }
 
 // Store reads and writes Gale's records in etcd. It is safe for
 // concurrent use. It does not own the client: Close stops the goroutines
@@ -76,8 +83,15 @@ func (s *Store) start(f func()) bool {
 
 // CreateTopology stores t and takes its name, in one transaction. It
 // fails with ErrExists, naming the holder, if the name is taken or the id
-// is in use.
+// is in use. Nimbus creates through its Leadership; this unfenced form is
+// for tests and tools.
 func (s *Store) CreateTopology(ctx context.Context, t Topology) error {
+	return s.createTopology(ctx, t, nil)
+}
+
+// createTopology is CreateTopology, done only while fence, when not nil,
+// holds.
+func (s *Store) createTopology(ctx context.Context, t Topology, f *fence) error {
 	if t.ID == "" || t.Name == "" {
 		return fmt.Errorf("coord: topology needs an id and a name, got id %q name %q", t.ID, t.Name)
 	}
@@ -86,9 +100,13 @@ func (s *Store) CreateTopology(ctx context.Context, t Topology) error {
 		return fmt.Errorf("coord: topology %q: %w", t.Name, err)
 	}
 	nk, tk := namesPrefix+t.Name, TopologiesPrefix+t.ID
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(nk), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)}
+	if f != nil {
+		cmps = append(cmps, f.cmp())
+	}
 	r, err := s.c.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)).
+		If(cmps...).
 		Then(clientv3.OpPut(nk, t.ID), clientv3.OpPut(tk, string(v))).
 		Else(clientv3.OpGet(nk)).
 		Commit()
@@ -96,6 +114,11 @@ func (s *Store) CreateTopology(ctx context.Context, t Topology) error {
 		return fmt.Errorf("coord: create topology %q: %w", t.Name, err)
 	}
 	if !r.Succeeded {
+		if f != nil {
+			if err := f.check(ctx, s.c); err != nil {
+				return fmt.Errorf("coord: create topology %q: %w", t.Name, err)
+			}
+		}
 		if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			return fmt.Errorf("%w: topology name %q is taken by topology %s; kill it first or pick another name",
 				ErrExists, t.Name, kvs[0].Value)
@@ -105,26 +128,112 @@ func (s *Store) CreateTopology(ctx context.Context, t Topology) error {
 	return nil
 }
 
-// UpdateTopology replaces the record of an existing topology. Its name
-// must not change. ErrNotFound if there is no topology t.ID named t.Name.
+// UpdateTopology replaces the record of an existing topology, if it is
+// still at the revision t was read at (t.Rev). Its name must not change.
+// ErrChanged if the record changed since (read it again, check again);
+// ErrNotFound if there is no topology t.ID named t.Name. Nimbus updates
+// through its Leadership; this unfenced form is for tests and tools.
 func (s *Store) UpdateTopology(ctx context.Context, t Topology) error {
-	v, err := json.Marshal(t)
-	if err != nil {
-		return fmt.Errorf("coord: topology %q: %w", t.Name, err)
+	return s.writeTopology(ctx, TopologyWrite{ID: t.ID, Name: t.Name, Rev: t.Rev, Topology: &t}, nil)
+}
+
+// TopologyWrite is what a leader writes of one topology, in one
+// transaction: its record, its assignment, or the removal of both. The
+// transaction commits only while the records are at the revisions they
+// were read at, so that a write decided on a record cannot overwrite a
+// change made since (a kill landing between a rebalance's read and its
+// write), and only while the leader's term holds.
+type TopologyWrite struct {
+	// ID and Name are the topology's.
+	ID, Name string
+	// Rev is the mod revision of the topology's record as read, always
+	// compared; 0 says there is no record (the removal of an assignment
+	// whose topology is gone).
+	Rev int64
+	// AssignmentRev is the mod revision of the topology's assignment as
+	// read, 0 for none; compared when the write puts or deletes the
+	// assignment.
+	AssignmentRev int64
+	// Topology, when not nil, replaces the record (its Rev is ignored).
+	Topology *Topology
+	// Assignment, when not nil, replaces the assignment; otherwise
+	// DeleteAssignment removes it.
+	Assignment       *Assignment
+	DeleteAssignment bool
+	// Remove deletes the record, the name and the assignment; the other
+	// fields but ID, Name and Rev are then ignored.
+	Remove bool
+}
+
+// writeTopology applies w, only while fence, when not nil, holds:
+// ErrNotLeader once the term has ended, ErrChanged when a record is no
+// longer at the revision w was decided on, the etcd error (such as a
+// request too large) otherwise. It writes nothing when it fails.
+func (s *Store) writeTopology(ctx context.Context, w TopologyWrite, f *fence) error {
+	tk, ak := TopologiesPrefix+w.ID, AssignmentsPrefix+w.ID
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(tk), "=", w.Rev)}
+	var ops []clientv3.Op
+	switch {
+	case w.Remove:
+		if w.Name == "" {
+			return fmt.Errorf("coord: remove topology %s: no name given", w.ID)
+		}
+		ops = append(ops, clientv3.OpDelete(tk), clientv3.OpDelete(namesPrefix+w.Name), clientv3.OpDelete(ak))
+	default:
+		if w.Topology != nil {
+			if w.Topology.ID != w.ID || w.Topology.Name != w.Name {
+				return fmt.Errorf("coord: update topology %s named %q with the record of %s named %q",
+					w.ID, w.Name, w.Topology.ID, w.Topology.Name)
+			}
+			v, err := json.Marshal(w.Topology)
+			if err != nil {
+				return fmt.Errorf("coord: topology %q: %w", w.Name, err)
+			}
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(namesPrefix+w.Name), "=", w.ID))
+			ops = append(ops, clientv3.OpPut(tk, string(v)))
+		}
+		switch {
+		case w.Assignment != nil:
+			if w.Assignment.Topology != w.ID {
+				return fmt.Errorf("coord: the assignment of %s written as %s's", w.Assignment.Topology, w.ID)
+			}
+			v, err := json.Marshal(w.Assignment)
+			if err != nil {
+				return fmt.Errorf("coord: assignment of %s: %w", w.ID, err)
+			}
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(ak), "=", w.AssignmentRev))
+			ops = append(ops, clientv3.OpPut(ak, string(v)))
+		case w.DeleteAssignment:
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(ak), "=", w.AssignmentRev))
+			ops = append(ops, clientv3.OpDelete(ak))
+		}
 	}
-	tk := TopologiesPrefix + t.ID
-	r, err := s.c.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(tk), ">", 0),
-			clientv3.Compare(clientv3.Value(namesPrefix+t.Name), "=", t.ID)).
-		Then(clientv3.OpPut(tk, string(v))).
+	if len(ops) == 0 {
+		return nil
+	}
+	if f != nil {
+		cmps = append(cmps, f.cmp())
+	}
+	r, err := s.c.Txn(ctx).If(cmps...).Then(ops...).
+		Else(clientv3.OpGet(tk, clientv3.WithKeysOnly()), clientv3.OpGet(namesPrefix+w.Name)).
 		Commit()
 	if err != nil {
-		return fmt.Errorf("coord: update topology %q: %w", t.Name, err)
+		return fmt.Errorf("coord: write topology %s: %w", w.ID, err)
 	}
-	if !r.Succeeded {
-		return fmt.Errorf("%w: topology %s named %q", ErrNotFound, t.ID, t.Name)
+	if r.Succeeded {
+		return nil
 	}
-	return nil
+	if f != nil {
+		if err := f.check(ctx, s.c); err != nil {
+			return fmt.Errorf("coord: write topology %s: %w", w.ID, err)
+		}
+	}
+	named := r.Responses[1].GetResponseRange().Kvs
+	gone := len(r.Responses[0].GetResponseRange().Kvs) == 0 || len(named) == 0 || string(named[0].Value) != w.ID
+	if gone && (w.Rev != 0 || w.Topology != nil) {
+		return fmt.Errorf("%w: topology %s named %q", ErrNotFound, w.ID, w.Name)
+	}
+	return fmt.Errorf("%w: topology %s named %q, since revision %d", ErrChanged, w.ID, w.Name, w.Rev)
 }
 
 // Topology returns the topology with id id, or ErrNotFound.
@@ -198,7 +307,9 @@ func (s *Store) deleteTopology(ctx context.Context, id string, fence *fence) err
 	}
 }
 
-// PutAssignment stores a, replacing the topology's assignment.
+// PutAssignment stores a, replacing the topology's assignment, with no
+// compare: for tests and tools. Nimbus writes assignments through its
+// Leadership's Write.
 func (s *Store) PutAssignment(ctx context.Context, a Assignment) error {
 	return s.putAssignment(ctx, a, nil)
 }
@@ -247,6 +358,33 @@ func (s *Store) write(ctx context.Context, f *fence, op clientv3.Op) error {
 		return f.lost()
 	}
 	return nil
+}
+
+// Snapshot returns every topology, every assignment and the live
+// supervisors, each ordered by id, as of one revision of etcd: what the
+// leader decides on, with no write landing between its reads.
+func (s *Store) Snapshot(ctx context.Context) ([]Topology, []Assignment, []Supervisor, error) {
+	r, err := s.c.Txn(ctx).Then(
+		clientv3.OpGet(TopologiesPrefix, clientv3.WithPrefix()),
+		clientv3.OpGet(AssignmentsPrefix, clientv3.WithPrefix()),
+		clientv3.OpGet(SupervisorsPrefix, clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("coord: snapshot: %w", err)
+	}
+	ts, err := decode[Topology](r.Responses[0].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	as, err := decode[Assignment](r.Responses[1].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sups, err := decode[Supervisor](r.Responses[2].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ts, as, sups, nil
 }
 
 // Assignments returns every assignment, ordered by topology id.
@@ -309,6 +447,9 @@ func (s *Store) get(ctx context.Context, key string, v any) error {
 	if err := json.Unmarshal(r.Kvs[0].Value, v); err != nil {
 		return fmt.Errorf("coord: %s: bad record: %w", key, err)
 	}
+	if rs, ok := v.(revSetter); ok {
+		rs.setRev(r.Kvs[0].ModRevision)
+	}
 	return nil
 }
 
@@ -317,11 +458,19 @@ func list[T any](ctx context.Context, s *Store, prefix string) ([]T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coord: list %s: %w", prefix, err)
 	}
-	out := make([]T, 0, len(r.Kvs))
-	for _, kv := range r.Kvs {
+	return decode[T](r.Kvs)
+}
+
+// decode reads records, with the revision of each when it keeps one.
+func decode[T any](kvs []*mvccpb.KeyValue) ([]T, error) {
+	out := make([]T, 0, len(kvs))
+	for _, kv := range kvs {
 		var v T
 		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("coord: %s: bad record: %w", kv.Key, err)
+		}
+		if rs, ok := any(&v).(revSetter); ok {
+			rs.setRev(kv.ModRevision)
 		}
 		out = append(out, v)
 	}

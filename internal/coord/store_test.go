@@ -53,6 +53,10 @@ func TestTopologyNameIsTakenOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got.Rev == 0 {
+		t.Error("read back: Rev is 0, want the record's mod revision")
+	}
+	a.Rev = got.Rev
 	if !reflect.DeepEqual(got, a) {
 		t.Errorf("read back:\n got %+v\nwant %+v", got, a)
 	}
@@ -60,6 +64,14 @@ func TestTopologyNameIsTakenOnce(t *testing.T) {
 	if err := cl.s.UpdateTopology(ctx, a); err != nil {
 		t.Fatal(err)
 	}
+	// A second write decided on the same read is refused: the record
+	// changed since.
+	stale := a
+	stale.Status = StatusKilled
+	if err := cl.s.UpdateTopology(ctx, stale); !errors.Is(err, ErrChanged) {
+		t.Errorf("update at a stale revision: got %v, want ErrChanged", err)
+	}
+	a, _ = cl.s.Topology(ctx, "t-1")
 	if got, _ := cl.s.Topology(ctx, "t-1"); got.Status != StatusInactive {
 		t.Errorf("after update: status %q, want %q", got.Status, StatusInactive)
 	}
@@ -95,8 +107,12 @@ func TestDeleteTopologyRemovesRecordNameAndAssignment(t *testing.T) {
 	if err := cl.s.PutAssignment(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := cl.s.Assignments(ctx); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], a) {
-		t.Fatalf("Assignments: got %+v, %v; want [%+v]", got, err, a)
+	got, err := cl.s.Assignments(ctx)
+	if err != nil || len(got) != 1 || got[0].Rev == 0 {
+		t.Fatalf("Assignments: got %+v, %v; want [%+v] at a revision", got, err, a)
+	}
+	if g := got[0]; !reflect.DeepEqual(withoutRev(g), a) {
+		t.Fatalf("Assignments: got %+v; want [%+v]", got, a)
 	}
 
 	if err := cl.s.DeleteTopology(ctx, "t-1"); err != nil {
@@ -183,5 +199,36 @@ func drainClosed(t *testing.T, ch <-chan struct{}, when string) {
 		case <-deadline:
 			t.Fatalf("channel not closed %s", when)
 		}
+	}
+}
+
+func withoutRev(a Assignment) Assignment {
+	a.Rev = 0
+	return a
+}
+
+func TestSnapshotReadsEverythingAtTheirRevisions(t *testing.T) {
+	cl := newCluster(t)
+	ctx := ctxT(t)
+	if err := cl.s.CreateTopology(ctx, testTopology("t-1", "words")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.s.PutAssignment(ctx, Assignment{Topology: "t-1", Name: "words", Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s1", Host: "127.0.0.1", Ports: []int{6700}}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ts, as, sups, err := cl.s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 1 || ts[0].ID != "t-1" || len(as) != 1 || as[0].Topology != "t-1" || len(sups) != 1 || sups[0].ID != "s1" {
+		t.Fatalf("snapshot: %+v, %+v, %+v; want t-1, its assignment and s1", ts, as, sups)
+	}
+	if tp, _ := cl.s.Topology(ctx, "t-1"); ts[0].Rev != tp.Rev || as[0].Rev <= ts[0].Rev {
+		t.Errorf("snapshot revisions: topology %d (a read says %d), assignment %d; want the records' mod revisions", ts[0].Rev, tp.Rev, as[0].Rev)
 	}
 }

@@ -169,10 +169,10 @@ func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.List
 		return nil, a.readError(ctx, err)
 	}
 	bySubmission(ts)
-	now, filed := time.Now(), a.n.cfg.Now()
+	now := a.n.cfg.Now()
 	resp := &nimbuspb.ListResponse{}
 	for _, t := range ts {
-		resp.Topologies = append(resp.Topologies, summary(t, a.n.pendingReason(t.ID), now, sum(a.n.workerReports(t, filed))))
+		resp.Topologies = append(resp.Topologies, summary(t, a.n.pendingReason(t.ID), now, sum(a.n.workerReports(t, now))))
 	}
 	return resp, nil
 }
@@ -206,7 +206,7 @@ func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.Topo
 	}
 	filed := a.n.cfg.Now()
 	ws := a.n.workerReports(t, filed)
-	info := topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), time.Now(), sum(ws)), ws)
+	info := topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), a.n.cfg.Now(), sum(ws)), ws)
 	info.Components, info.Windows, err = a.n.windows.view(filed, t.ID, t.Name, req.GetWindowSecs(), sumComponents(ws))
 	if err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func (a *api) ClusterInfo(ctx context.Context, _ *nimbuspb.ClusterInfoRequest) (
 	if err != nil {
 		return nil, a.readError(ctx, err)
 	}
-	now := time.Now()
+	now := a.n.cfg.Now()
 	for _, m := range nims {
 		resp.Nimbuses = append(resp.Nimbuses, &nimbuspb.NimbusSummary{
 			Id: m.ID, Addr: m.Addr, Leader: m.ID == resp.LeaderId, UptimeSecs: int64(now.Sub(m.Started).Seconds()),

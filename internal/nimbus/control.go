@@ -3,7 +3,6 @@ package nimbus
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"time"
 
@@ -41,11 +40,49 @@ func (n *Nimbus) waitSecs(t coord.Topology, req int32) (time.Duration, error) {
 	return time.Duration(intKey(eff, gale.TopologyMessageTimeoutSecs)) * time.Second, nil
 }
 
+// update is a call's write of a topology's record: it reads the record
+// of the topology named name, lets change check it and change it, and
+// writes it through the term's fence at the revision read. When the
+// record changed in between (another call's write, the leader's loop),
+// it reads it again and checks again, so that a check never holds on a
+// record that is no longer there: a Kill that lands after a Rebalance
+// read the topology makes the Rebalance see the kill, and be refused.
+// change returns false to write nothing.
+func (n *Nimbus) update(ctx context.Context, name string, change func(t *coord.Topology) (bool, error)) (coord.Topology, error) {
+	for {
+		n.mu.Lock()
+		l := n.mu.leader
+		n.mu.Unlock()
+		if l == nil {
+			return coord.Topology{}, n.mustLead(ctx)
+		}
+		t, err := n.byName(ctx, name)
+		if err != nil {
+			return t, err
+		}
+		if write, err := change(&t); err != nil || !write {
+			return t, err
+		}
+		err = l.UpdateTopology(ctx, t)
+		switch {
+		case err == nil:
+			return t, nil
+		case errors.Is(err, coord.ErrChanged), errors.Is(err, coord.ErrNotFound):
+			continue // read it again: byName says if it is gone
+		case errors.Is(err, coord.ErrNotLeader):
+			return t, status.Errorf(codes.FailedPrecondition,
+				"nimbus %s lost the leadership before the change of topology %q was written; nothing was changed, send it again (to the new leader)", n.id, t.Name)
+		}
+		return t, storeError(err)
+	}
+}
+
 // Kill deactivates the topology and, after the wait, removes it: its
 // record, name and assignment, and its artifact once no topology uses it.
 // The kill and its deadline are recorded in the topology's record before
 // Kill returns, so that a leader that takes over finishes it; with a wait
-// of 0 Kill returns once everything is removed.
+// of 0 Kill returns once everything is removed. A kill overrides a
+// rebalance in progress.
 func (a *api) Kill(ctx context.Context, req *nimbuspb.KillRequest) (*nimbuspb.KillResponse, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
@@ -53,23 +90,23 @@ func (a *api) Kill(ctx context.Context, req *nimbuspb.KillRequest) (*nimbuspb.Ki
 	if err := n.mustLead(ctx); err != nil {
 		return nil, err
 	}
-	t, err := n.byName(ctx, req.GetName())
+	var wait time.Duration
+	t, err := n.update(ctx, req.GetName(), func(t *coord.Topology) (bool, error) {
+		if t.Status == coord.StatusKilled {
+			return false, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being killed already; it goes at %s",
+				t.Name, t.Deadline.Format(time.RFC3339))
+		}
+		var err error
+		if wait, err = n.waitSecs(*t, req.GetWaitSecs()); err != nil {
+			return false, err
+		}
+		t.Status = coord.StatusKilled
+		t.Rebalance = nil
+		t.Deadline = n.cfg.Now().Add(wait)
+		return true, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if t.Status == coord.StatusKilled {
-		return nil, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being killed already; it goes at %s",
-			t.Name, t.Deadline.Format(time.RFC3339))
-	}
-	wait, err := n.waitSecs(t, req.GetWaitSecs())
-	if err != nil {
-		return nil, err
-	}
-	t.Status = coord.StatusKilled
-	t.Rebalance = nil
-	t.Deadline = time.Now().Add(wait)
-	if err := n.store.UpdateTopology(ctx, t); err != nil {
-		return nil, storeError(err)
 	}
 	n.log.Info("killing topology", "topology", t.Name, "id", t.ID, "wait", wait)
 	if err := n.reconcileNow(ctx); err != nil {
@@ -102,30 +139,32 @@ func (a *api) setActive(ctx context.Context, name string, active bool) error {
 	if err := n.mustLead(ctx); err != nil {
 		return err
 	}
-	t, err := n.byName(ctx, name)
-	if err != nil {
-		return err
-	}
 	want := coord.StatusInactive
 	if active {
 		want = coord.StatusActive
 	}
-	switch t.Status {
-	case coord.StatusKilled:
-		return status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being killed", t.Name)
-	case coord.StatusRebalancing:
-		// It resumes in the state asked for once rebalanced.
-		if t.Rebalance == nil {
-			t.Rebalance = &coord.Rebalance{}
+	changed := false
+	t, err := n.update(ctx, name, func(t *coord.Topology) (bool, error) {
+		switch t.Status {
+		case coord.StatusKilled:
+			return false, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being killed; it goes at %s",
+				t.Name, t.Deadline.Format(time.RFC3339))
+		case coord.StatusRebalancing:
+			// It resumes in the state asked for once rebalanced.
+			if t.Rebalance == nil {
+				t.Rebalance = &coord.Rebalance{Workers: t.Workers, Parallelism: t.Parallelism}
+			}
+			t.Rebalance.Resume = want
+		case want:
+			return false, nil
+		default:
+			t.Status = want
 		}
-		t.Rebalance.Resume = want
-	case want:
-		return nil
-	default:
-		t.Status = want
-	}
-	if err := n.store.UpdateTopology(ctx, t); err != nil {
-		return storeError(err)
+		changed = true
+		return true, nil
+	})
+	if err != nil || !changed {
+		return err
 	}
 	n.log.Info("topology status", "topology", t.Name, "status", want)
 	return storeError(n.reconcileNow(ctx))
@@ -134,7 +173,8 @@ func (a *api) setActive(ctx context.Context, name string, active bool) error {
 // Rebalance deactivates the topology, waits, then reschedules it with
 // the new worker count and executors and reactivates it if it was
 // active. Like Kill, it is recorded with its deadline before it returns,
-// and with a wait of 0 it returns once rescheduled.
+// and with a wait of 0 it returns once rescheduled. A topology being
+// killed is not rebalanced.
 func (a *api) Rebalance(ctx context.Context, req *nimbuspb.RebalanceRequest) (*nimbuspb.RebalanceResponse, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
@@ -142,79 +182,68 @@ func (a *api) Rebalance(ctx context.Context, req *nimbuspb.RebalanceRequest) (*n
 	if err := n.mustLead(ctx); err != nil {
 		return nil, err
 	}
-	t, err := n.byName(ctx, req.GetName())
-	if err != nil {
-		return nil, err
-	}
-	switch t.Status {
-	case coord.StatusKilled:
-		return nil, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being killed", t.Name)
-	case coord.StatusRebalancing:
-		return nil, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being rebalanced already; it is done at %s",
-			t.Name, t.Deadline.Format(time.RFC3339))
-	}
-	r := coord.Rebalance{Workers: t.Workers, Parallelism: maps.Clone(t.Parallelism), Resume: t.Status}
 	if w := req.GetNumWorkers(); w < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "nimbus: rebalance %q: -n must be ≥ 1 workers (0 keeps %d), got %d", t.Name, t.Workers, w)
-	} else if w > 0 {
-		r.Workers = int(w)
+		return nil, status.Errorf(codes.InvalidArgument, "nimbus: rebalance %q: -n must be ≥ 1 workers (0 keeps the current count), got %d", req.GetName(), w)
 	}
-	if len(req.GetExecutors()) > 0 {
-		if r.Parallelism == nil {
-			r.Parallelism = make(map[string]int)
+	var wait time.Duration
+	t, err := n.update(ctx, req.GetName(), func(t *coord.Topology) (bool, error) {
+		switch t.Status {
+		case coord.StatusKilled:
+			return false, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being killed (it goes at %s); it cannot be rebalanced",
+				t.Name, t.Deadline.Format(time.RFC3339))
+		case coord.StatusRebalancing:
+			return false, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q is being rebalanced already; it is done at %s",
+				t.Name, t.Deadline.Format(time.RFC3339))
 		}
-		for c, e := range req.GetExecutors() {
-			r.Parallelism[c] = int(e)
+		r := coord.Rebalance{Workers: t.Workers, Parallelism: maps.Clone(t.Parallelism), Resume: t.Status}
+		if w := req.GetNumWorkers(); w > 0 {
+			r.Workers = int(w)
 		}
-	}
-	d, err := t.Definition.WithParallelism(r.Parallelism)
-	if err == nil {
-		_, err = plan.New(d)
-	}
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "nimbus: rebalance %q: -e %v", t.Name, err)
-	}
-	wait, err := n.waitSecs(t, req.GetWaitSecs())
+		if len(req.GetExecutors()) > 0 {
+			if r.Parallelism == nil {
+				r.Parallelism = make(map[string]int)
+			}
+			for c, e := range req.GetExecutors() {
+				r.Parallelism[c] = int(e)
+			}
+		}
+		if _, err := t.Definition.WithParallelism(r.Parallelism); err != nil {
+			return false, status.Errorf(codes.InvalidArgument, "nimbus: rebalance %q: -e %v", t.Name, err)
+		}
+		// What it becomes: its ackers may follow the workers. It is
+		// bounded before it is planned.
+		after := *t
+		after.Rebalance = &r
+		done, err := finishRebalance(n.cfg.Cluster, after)
+		var d plan.Topology
+		if err == nil {
+			d, err = effectiveDefinition(done)
+		}
+		if err == nil {
+			err = n.step.Limits.check(d)
+		}
+		if err == nil {
+			_, err = plan.New(d)
+		}
+		if err != nil {
+			return false, status.Errorf(codes.InvalidArgument, "nimbus: rebalance %q to %d workers and executors %v: %v", t.Name, r.Workers, r.Parallelism, err)
+		}
+		if wait, err = n.waitSecs(*t, req.GetWaitSecs()); err != nil {
+			return false, err
+		}
+		t.Status = coord.StatusRebalancing
+		t.Rebalance = &r
+		t.Deadline = n.cfg.Now().Add(wait)
+		return true, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	t.Status = coord.StatusRebalancing
-	t.Rebalance = &r
-	t.Deadline = time.Now().Add(wait)
-	if err := n.store.UpdateTopology(ctx, t); err != nil {
-		return nil, storeError(err)
-	}
-	n.log.Info("rebalancing topology", "topology", t.Name, "workers", r.Workers, "parallelism", r.Parallelism, "wait", wait)
+	n.log.Info("rebalancing topology", "topology", t.Name, "workers", t.Rebalance.Workers, "parallelism", t.Rebalance.Parallelism, "wait", wait)
 	if err := n.reconcileNow(ctx); err != nil {
 		return nil, storeError(err)
 	}
 	return &nimbuspb.RebalanceResponse{}, nil
-}
-
-// finishRebalance applies t's rebalance, due now: the new workers and
-// executors, the status it resumes in. With topology.acker.executors
-// unset (one acker per worker) the ackers follow the workers.
-func (n *Nimbus) finishRebalance(t coord.Topology) (coord.Topology, error) {
-	r := t.Rebalance
-	if r == nil {
-		r = &coord.Rebalance{Workers: t.Workers, Parallelism: t.Parallelism, Resume: coord.StatusActive}
-	}
-	eff, err := gale.ResolveConfig(n.cfg.Cluster, t.Config)
-	if err != nil {
-		return t, fmt.Errorf("topology %q: %w", t.Name, err)
-	}
-	if _, set := eff.Int(gale.TopologyAckerExecutors); !set {
-		t.Definition.Ackers = r.Workers
-	}
-	t.Workers = r.Workers
-	t.Parallelism = r.Parallelism
-	t.Status = r.Resume
-	if t.Status != coord.StatusInactive {
-		t.Status = coord.StatusActive
-	}
-	t.Rebalance = nil
-	t.Deadline = time.Time{}
-	return t, nil
 }
 
 // errNotLeader ends a reconciliation on a nimbus that no longer leads.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,8 +12,6 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/coord"
-	"github.com/gale-stream/gale/internal/plan"
-	"github.com/gale-stream/gale/internal/scheduler"
 )
 
 // elect campaigns for leadership whenever this nimbus holds every
@@ -154,7 +153,7 @@ func (n *Nimbus) lead(ctx context.Context, l *coord.Leadership) (lost bool) {
 			continue
 		}
 		if !next.IsZero() {
-			due.Reset(max(time.Until(next), 0))
+			due.Reset(max(next.Sub(n.cfg.Now()), 0))
 		}
 	}
 }
@@ -178,13 +177,18 @@ func (n *Nimbus) reconcileNow(ctx context.Context) error {
 	return err
 }
 
-// reconcile brings etcd in line with the topologies' records: it finishes
-// the kills and rebalances whose wait is over, schedules every topology
-// over the live supervisors in submission order, and writes the
-// assignments that changed, each with its Version bumped. A topology in
-// a kill's or a rebalance's wait keeps its workers where they are,
-// deactivated, and its slots stay its own. It returns the earliest
-// deadline still to come.
+// maxConflicts bounds the steps a reconciliation retries when a record
+// it decided on changed before its write landed.
+const maxConflicts = 100
+
+// reconcile brings etcd in line with the topologies' records: it reads
+// them, decides with Step at Config.Now, and applies the decision's
+// writes, each one transaction on the revisions read and through the
+// term's fence. When a record changed between the read and a write (a
+// call's write landed), it reads and decides again. A write that fails
+// on its own (an assignment too large for etcd) leaves only its topology
+// unscheduled, saying why; the others are scheduled all the same. It
+// returns the earliest deadline still to come.
 func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 	n.reconcileMu.Lock()
 	defer n.reconcileMu.Unlock()
@@ -194,173 +198,101 @@ func (n *Nimbus) reconcile(ctx context.Context) (next time.Time, err error) {
 	if l == nil {
 		return time.Time{}, errNotLeader
 	}
-	// Reads from the store; writes through the term, which etcd refuses
-	// once it has ended, even before this nimbus notices.
-	s := n.store
-	ts, err := s.Topologies(ctx)
-	if err != nil {
-		return next, err
-	}
-	bySubmission(ts)
-	asgList, err := s.Assignments(ctx)
-	if err != nil {
-		return next, err
-	}
-	asgs := make(map[string]coord.Assignment, len(asgList))
-	for _, a := range asgList {
-		asgs[a.Topology] = a
-	}
-	supList, err := s.Supervisors(ctx)
-	if err != nil {
-		return next, err
-	}
-
-	now := time.Now()
-	live := ts[:0:0]
-	for _, t := range ts {
-		due := !t.Deadline.IsZero() && !now.Before(t.Deadline)
-		switch {
-		case t.Status == coord.StatusKilled && due:
-			if err := n.remove(ctx, l, t, ts); err != nil {
-				return next, err
-			}
-			delete(asgs, t.ID)
-			continue
-		case t.Status == coord.StatusRebalancing && due:
-			done, err := n.finishRebalance(t)
-			if err != nil {
-				// It stays as it is, deactivated, and says why.
-				n.log.Error("rebalance", "topology", t.Name, "err", err)
-				break
-			}
-			if err := s.UpdateTopology(ctx, done); err != nil {
-				return next, err
-			}
-			t = done
-			n.log.Info("rebalanced topology", "topology", t.Name, "workers", t.Workers, "parallelism", t.Parallelism, "status", t.Status)
-		case !t.Deadline.IsZero() && (next.IsZero() || t.Deadline.Before(next)):
-			next = t.Deadline
-		}
-		live = append(live, t)
-	}
-
-	reqs := make([]scheduler.Request, 0, len(live))
-	pending := make(map[string]string)
-	for _, t := range live {
-		d, err := effectiveDefinition(t)
-		var p plan.Plan
-		if err == nil {
-			p, err = plan.New(d)
-		}
+	for conflicts := 0; ; conflicts++ {
+		st, err := n.readState(ctx)
 		if err != nil {
-			pending[t.ID] = fmt.Sprintf("its definition does not plan: %v", err)
-			continue
-		}
-		reqs = append(reqs, scheduler.Request{Topology: t.ID, Plan: p, Workers: t.Workers, Machines: n.isolation[t.Name]})
-	}
-	supervisors := make([]scheduler.Supervisor, 0, len(supList))
-	for _, sp := range supList {
-		supervisors = append(supervisors, scheduler.Supervisor{ID: sp.ID, Host: sp.Host, Ports: slices.Clone(sp.Ports)})
-	}
-	hosts := make(map[string]string, len(supList))
-	for _, sp := range supList {
-		hosts[sp.ID] = sp.Host
-	}
-	current := make(map[string]scheduler.Current, len(asgs))
-	for id, a := range asgs {
-		c := scheduler.Current{Executors: slices.Clone(a.Executors)}
-		for _, w := range a.Workers {
-			c.Workers = append(c.Workers, scheduler.Placement{Supervisor: w.Supervisor, Port: w.Port})
-		}
-		current[id] = c
-	}
-	results := scheduler.Schedule(supervisors, reqs, current)
-	// taken: the slots the schedule gives each topology.
-	taken := make(map[scheduler.Placement]string)
-	for id, r := range results {
-		for _, w := range r.Workers {
-			taken[w] = id
-		}
-	}
-
-	for _, t := range live {
-		old, had := asgs[t.ID]
-		want := coord.Assignment{
-			Topology: t.ID, Name: t.Name,
-			Active:   t.Status == coord.StatusActive,
-			Artifact: t.Artifact, Factory: t.Factory, Params: t.Params, Config: t.Config, Secret: t.Secret,
-			Parallelism: t.Parallelism,
-		}
-		r, ok := results[t.ID]
-		frozen := t.Status == coord.StatusKilled || t.Status == coord.StatusRebalancing
-		switch {
-		case frozen || (ok && r.Pending != ""):
-			// Keep the workers where they are: a topology being killed or
-			// rebalanced waits deactivated, and one that cannot be
-			// scheduled keeps what still runs, unless a slot of it went
-			// to another topology (a supervisor now dedicated to an
-			// isolated one): then it runs nowhere rather than in part.
-			if ok && r.Pending != "" {
-				pending[t.ID] = r.Pending
-			}
-			if !had {
-				continue
-			}
-			if !frozen && slices.ContainsFunc(old.Workers, func(w coord.Slot) bool {
-				other, ok := taken[scheduler.Placement{Supervisor: w.Supervisor, Port: w.Port}]
-				return ok && other != t.ID
-			}) {
-				if err := l.DeleteAssignment(ctx, t.ID); err != nil {
-					return next, err
-				}
-				n.log.Warn("withdrew the assignment of a pending topology whose slots another took", "topology", t.Name, "pending", r.Pending)
-				continue
-			}
-			want.Workers, want.Executors, want.Parallelism = old.Workers, old.Executors, old.Parallelism
-		case !ok:
-			continue // not planned: pending says why
-		default:
-			want.Executors = r.Executors
-			for _, pl := range r.Workers {
-				want.Workers = append(want.Workers, coord.Slot{Supervisor: pl.Supervisor, Host: hosts[pl.Supervisor], Port: pl.Port})
-			}
-		}
-		if had && sameAssignment(old, want) {
-			continue
-		}
-		want.Version = old.Version + 1
-		if err := l.PutAssignment(ctx, want); err != nil {
 			return next, err
 		}
-		n.log.Info("assigned", "topology", t.Name, "version", want.Version, "workers", len(want.Workers), "active", want.Active)
+		d := Step(st, n.cfg.Now(), n.step)
+		err = n.apply(ctx, l, d)
+		if errors.Is(err, errConflict) && conflicts < maxConflicts {
+			continue
+		}
+		return d.Next, err
 	}
-	for id := range asgs {
-		if !slices.ContainsFunc(live, func(t coord.Topology) bool { return t.ID == id }) {
-			if err := l.DeleteAssignment(ctx, id); err != nil {
-				return next, err
+}
+
+// errConflict says a write was refused because a record changed after
+// the step read it.
+var errConflict = errors.New("nimbus: a record changed under the reconciliation")
+
+// readState reads what a step decides on, as of one revision.
+func (n *Nimbus) readState(ctx context.Context) (State, error) {
+	var st State
+	var err error
+	st.Topologies, st.Assignments, st.Supervisors, err = n.store.Snapshot(ctx)
+	return st, err
+}
+
+// apply makes d's writes through l, in order, and records the pending
+// reasons. It stops at the first write refused on a changed record
+// (errConflict) or a lost term, and at a failed removal, whose slots the
+// later writes may reuse; the failure of a topology's own write is that
+// topology's pending reason, and the others go on.
+func (n *Nimbus) apply(ctx context.Context, l *coord.Leadership, d Decision) error {
+	pending := d.Pending
+	for _, w := range d.Writes {
+		err := l.Write(ctx, w.TopologyWrite)
+		switch {
+		case err == nil:
+			n.logWrite(w)
+			if w.Remove {
+				n.windows.forget(w.ID)
+				if sha, ok := d.Unused[w.ID]; ok && !n.uploading(sha) {
+					n.drop(ctx, sha)
+				}
+			}
+			continue
+		case errors.Is(err, coord.ErrChanged), errors.Is(err, coord.ErrNotFound):
+			return fmt.Errorf("%w: %w", errConflict, err)
+		case errors.Is(err, coord.ErrNotLeader), ctx.Err() != nil, w.Remove, w.Assignment == nil:
+			return err
+		}
+		// This topology's assignment cannot be written (too large for
+		// etcd, say): it alone runs nowhere, and says why.
+		pending[w.ID] = fmt.Sprintf("its assignment of %d executors could not be written to etcd: %v; "+
+			"lower its parallelism (gale rebalance -e) or kill it", len(w.Assignment.Executors), err)
+		if w.Contested {
+			// Its slots went to others: it must not keep them.
+			wd := coord.TopologyWrite{ID: w.ID, Name: w.Name, Rev: w.Rev, AssignmentRev: w.AssignmentRev, DeleteAssignment: true}
+			if err := l.Write(ctx, wd); err != nil {
+				if errors.Is(err, coord.ErrChanged) || errors.Is(err, coord.ErrNotFound) {
+					return fmt.Errorf("%w: %w", errConflict, err)
+				}
+				return err
 			}
 		}
 	}
 	n.mu.Lock()
+	last := n.mu.pending
 	n.mu.pending = pending
 	n.mu.Unlock()
-	return next, nil
+	for id, why := range pending {
+		if last[id] != why {
+			n.log.Warn("topology not scheduled", "id", id, "reason", why)
+		}
+	}
+	return nil
 }
 
-// remove deletes a killed topology whose wait is over, and its artifact
-// if no other topology of all uses it.
-func (n *Nimbus) remove(ctx context.Context, l *coord.Leadership, t coord.Topology, all []coord.Topology) error {
-	if err := l.DeleteTopology(ctx, t.ID); err != nil {
-		return err
+// logWrite logs a write that landed.
+func (n *Nimbus) logWrite(w Write) {
+	switch {
+	case w.Remove:
+		n.log.Info("killed topology", "topology", w.Name, "id", w.ID)
+		return
+	case w.Topology != nil:
+		t := w.Topology
+		n.log.Info("rebalanced topology", "topology", t.Name, "workers", t.Workers, "parallelism", t.Parallelism, "status", t.Status)
 	}
-	n.log.Info("killed topology", "topology", t.Name, "id", t.ID)
-	n.windows.forget(t.ID)
-	sha := t.Artifact.SHA256
-	if slices.ContainsFunc(all, func(o coord.Topology) bool { return o.ID != t.ID && o.Artifact.SHA256 == sha }) || n.uploading(sha) {
-		return nil
+	switch a := w.Assignment; {
+	case a != nil:
+		n.log.Info("assigned", "topology", w.Name, "version", a.Version, "workers", len(a.Workers), "active", a.Active)
+	case w.DeleteAssignment && w.Rev != 0:
+		n.log.Warn("withdrew the assignment of a pending topology whose slots another took", "topology", w.Name)
+	case w.DeleteAssignment:
+		n.log.Info("withdrew the assignment of a topology that is gone", "topology", w.Name, "id", w.ID)
 	}
-	n.drop(ctx, sha)
-	return nil
 }
 
 // sameAssignment reports whether a and b differ in nothing but Version.

@@ -65,9 +65,10 @@ type Config struct {
 	GaleVersion string `yaml:"-"`
 	// Logger receives the nimbus's logs; nil discards them.
 	Logger *slog.Logger `yaml:"-"`
-	// Now is the time the supervisors' reports are filed at, and the
-	// rolling windows measured by; nil means time.Now. Tests pass a
-	// manual clock's.
+	// Now is the nimbus's clock: the time the supervisors' reports are
+	// filed at, the rolling windows measured by, the submissions stamped
+	// with, and the kills' and rebalances' deadlines set and found due by;
+	// nil means time.Now. Tests pass a manual clock's.
 	Now func() time.Time `yaml:"-"`
 }
 
@@ -83,9 +84,9 @@ type Nimbus struct {
 	tls     *tls.Config
 	monitor time.Duration // nimbus.monitor.freq.secs
 	ttl     time.Duration // nimbus.supervisor.timeout.secs: the lease of its membership
-	// isolation is isolation.scheduler.machines: topology name → the
-	// machines it gets to itself.
-	isolation map[string]int
+	// step is what the leader's Step decides by: the cluster layer,
+	// isolation.scheduler.machines and the bounds of one topology.
+	step StepConfig
 
 	// windows are the topologies' counters over the rolling windows.
 	windows *windows
@@ -176,7 +177,7 @@ func New(cfg Config) (*Nimbus, error) {
 	n.mu.uploads = make(map[string]int)
 	n.monitor = time.Duration(intKey(eff, gale.NimbusMonitorFreqSecs)) * time.Second
 	n.ttl = time.Duration(intKey(eff, gale.NimbusSupervisorTimeoutSecs)) * time.Second
-	n.isolation = eff.IntMap(gale.IsolationSchedulerMachines)
+	n.step = StepConfig{Cluster: cfg.Cluster, Isolation: eff.IntMap(gale.IsolationSchedulerMachines), Limits: limitsOf(eff)}
 
 	if n.token, err = loadToken(eff); err != nil {
 		return nil, err
@@ -300,7 +301,7 @@ func (n *Nimbus) Run(ctx context.Context) (err error) {
 	// Fail fast, with the address, when etcd is not there.
 	jctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
-	member, err := n.store.JoinNimbus(jctx, coord.Nimbus{ID: n.id, Addr: n.addr, Started: time.Now()}, n.ttl)
+	member, err := n.store.JoinNimbus(jctx, coord.Nimbus{ID: n.id, Addr: n.addr, Started: n.cfg.Now()}, n.ttl)
 	if err != nil {
 		return fmt.Errorf("nimbus: join the members in etcd at %v (is etcd running there?): %w", n.cfg.Endpoints, err)
 	}

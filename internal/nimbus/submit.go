@@ -86,9 +86,19 @@ func (a *api) Submit(stream nimbuspb.Nimbus_SubmitServer) error {
 	if err := n.awaitReplication(ctx, t); err != nil {
 		return err
 	}
-	if err := n.store.CreateTopology(ctx, t); err != nil {
-		if errors.Is(err, coord.ErrExists) {
+	n.mu.Lock()
+	l := n.mu.leader
+	n.mu.Unlock()
+	if l == nil {
+		return n.mustLead(ctx)
+	}
+	if err := l.CreateTopology(ctx, t); err != nil {
+		switch {
+		case errors.Is(err, coord.ErrExists):
 			return status.Errorf(codes.AlreadyExists, "nimbus: topology name %q was taken while the artifact uploaded: %v", t.Name, err)
+		case errors.Is(err, coord.ErrNotLeader):
+			return status.Errorf(codes.FailedPrecondition,
+				"nimbus %s lost the leadership while topology %q uploaded; nothing was recorded, submit it again (to the new leader)", n.id, t.Name)
 		}
 		return storeError(err)
 	}
@@ -126,6 +136,11 @@ func (n *Nimbus) checkSubmission(ctx context.Context, h *nimbuspb.SubmitHeader) 
 		return bad("topology %q: topology.workers must be ≥ 1, got %d", name, w)
 	}
 	pt := PlanTopology(def)
+	// Bounded before it is planned: the plan is as large as the
+	// topology's executors.
+	if err := n.step.Limits.check(pt); err != nil {
+		return bad("topology %q: %v", name, err)
+	}
 	if _, err := plan.New(pt); err != nil {
 		return bad("topology %q: %v", name, err)
 	}
@@ -159,7 +174,7 @@ func (n *Nimbus) checkSubmission(ctx context.Context, h *nimbuspb.SubmitHeader) 
 	} else if !errors.Is(err, coord.ErrNotFound) {
 		return coord.Topology{}, storeError(err)
 	}
-	return coord.Topology{
+	t := coord.Topology{
 		ID:          name + "-" + randomHex(4),
 		Name:        name,
 		Definition:  pt,
@@ -170,8 +185,16 @@ func (n *Nimbus) checkSubmission(ctx context.Context, h *nimbuspb.SubmitHeader) 
 		Artifact:    artifactRecord(art),
 		Status:      coord.StatusActive,
 		Secret:      randomHex(32),
-		SubmittedAt: time.Now(),
-	}, nil
+		SubmittedAt: n.cfg.Now(),
+	}
+	// Its record must fit in etcd, with room for its updates.
+	if b, err := json.Marshal(t); err != nil {
+		return bad("topology %q: %v", name, err)
+	} else if len(b) > maxRecordBytes {
+		return bad("topology %q: its definition, config and parameters take %d bytes as a record, over the %d KiB nimbus keeps of a topology: "+
+			"pass large data through the topology's own sources, not its config or parameters", name, len(b), maxRecordBytes>>10)
+	}
+	return t, nil
 }
 
 // checkName accepts a topology name: not empty, no '/', no white space or
