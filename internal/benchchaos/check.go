@@ -33,7 +33,9 @@ type Observation struct {
 	// Acked is the figure the answer carried; nil when it failed or had
 	// none.
 	Acked *int64 `json:"acked,omitempty"`
-	Err   string `json:"error,omitempty"`
+	// By is the nimbus that answered, where the answer says (list).
+	By  string `json:"by,omitempty"`
+	Err string `json:"error,omitempty"`
 }
 
 // Done is an event as it happened.
