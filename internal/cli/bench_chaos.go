@@ -705,7 +705,8 @@ type chaosPoller struct {
 // polls in flight (each bounded by chaosPollTimeout).
 func (c *chaos) startPolls(ctx context.Context, topology string) func() {
 	ui := "http://" + c.d.ui.addr
-	hc := &http.Client{Timeout: chaosPollTimeout}
+	tr := &http.Transport{MaxIdleConnsPerHost: 8}
+	hc := &http.Client{Transport: tr, Timeout: chaosPollTimeout}
 	var topoSources []string
 	for _, w := range chaosWindows {
 		topoSources = append(topoSources, chaosTopology+w.param)
@@ -767,6 +768,7 @@ func (c *chaos) startPolls(ctx context.Context, topology string) func() {
 		once.Do(func() {
 			close(stop)
 			wg.Wait()
+			tr.CloseIdleConnections()
 			c.pollEnd = last
 		})
 	}
