@@ -66,7 +66,7 @@ func (r *Report) Print(w io.Writer, name string) error {
 		r.Nimbuses, r.Supervisors, r.Workers, strconv.FormatFloat(r.Rate, 'f', -1, 64))
 	var n [3]int
 	for _, e := range r.Events {
-		if e.Skipped != "" || e.Err != "" {
+		if e.Skipped != "" {
 			continue
 		}
 		for i, k := range Kinds {

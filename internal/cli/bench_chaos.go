@@ -247,12 +247,13 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 		Nimbuses: f.nimbuses, Supervisors: f.supervisors, Workers: f.workers, Rate: f.rate, MaxGapS: f.maxGap.Seconds(),
 		Planned: benchchaos.Planned(sched), Events: []benchchaos.Done{}, Observations: []benchchaos.Observation{}}
 	c := &chaos{f: f, d: d, srv: srv, live: live, sched: sched, r: r, killed: make(map[*child]bool),
-		started: len(d.children()), rec: &chaosRecorder{latest: make(map[string]int64)}}
+		started: len(d.children()), rec: &chaosRecorder{latest: make(map[string]int64)}, ready: make(chan chaosReady, len(sched))}
 	runErr := c.run(ctx, cmd, file)
 	if ctx.Err() != nil {
 		fmt.Fprintf(live, "%s bench chaos: stopping the cluster (Ctrl-C again kills it at once)\n", d.name)
 	}
 	stopErr := d.stop()
+	c.wg.Wait() // each await ends: its process has exited
 	c.drainExits()
 	srv.Close()
 	sm := srv.Sample()
@@ -304,6 +305,11 @@ type chaos struct {
 	// was received from d.exited (drainExits takes the rest).
 	started, exits int
 	restarts       []chaosRestart // pending, in time order
+	// starting counts the restarted processes not ready yet; their
+	// goroutines (wg) send on ready, buffered for every event.
+	starting int
+	ready    chan chaosReady
+	wg       sync.WaitGroup
 	// pollStart and pollEnd are when the first and last polls were sent;
 	// submitted is when the topology was.
 	pollStart, pollEnd, submitted float64
@@ -349,15 +355,12 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 	defer deadline.Stop()
 	for c.srv.Sample().Spouts < c.f.workers {
 		select {
-		case <-ctx.Done():
-			return errors.New("interrupted before the topology ran")
-		case ch := <-c.d.exited:
-			if err := c.exited(ch); err != nil {
-				return err
-			}
 		case <-deadline.C:
 			return fmt.Errorf("%d of %d spouts connected to the queue within %s of submit", c.srv.Sample().Spouts, c.f.workers, failoverSpoutsTimeout)
-		case <-poll.C:
+		default:
+		}
+		if err := c.wait(ctx, poll.C); err != nil {
+			return c.interrupted(ctx, err, "before the topology ran")
 		}
 	}
 
@@ -389,7 +392,7 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 			c.progress()
 			progress += 10 * time.Second
 		}
-		if next == len(c.sched) && len(c.restarts) == 0 && now >= end {
+		if next == len(c.sched) && len(c.restarts) == 0 && c.starting == 0 && now >= end {
 			break
 		}
 		wake := min(end, progress)
@@ -399,15 +402,15 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 		if len(c.restarts) > 0 {
 			wake = min(wake, c.restarts[0].at)
 		}
-		tm.Reset(max(wake-now, 0))
-		select {
-		case <-ctx.Done():
-			return errors.New("interrupted")
-		case ch := <-c.d.exited:
-			if err := c.exited(ch); err != nil {
-				return err
+		if !tm.Stop() {
+			select {
+			case <-tm.C:
+			default:
 			}
-		case <-tm.C:
+		}
+		tm.Reset(max(wake-now, 0))
+		if err := c.wait(ctx, tm.C); err != nil {
+			return c.interrupted(ctx, err, "")
 		}
 	}
 
@@ -418,16 +421,13 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 	defer drain.Stop()
 	for c.srv.Sample().Unacked > 0 {
 		select {
-		case <-ctx.Done():
-			return fmt.Errorf("interrupted while draining, %d sentences not acked yet", c.srv.Sample().Unacked)
-		case ch := <-c.d.exited:
-			if err := c.exited(ch); err != nil {
-				return err
-			}
 		case <-drain.C:
 			sm := c.srv.Sample()
 			return fmt.Errorf("the drain did not end within --drain-timeout %s: %d sentences not acked (%d held by spouts)", c.f.drainTimeout, sm.Unacked, sm.Held)
-		case <-poll.C:
+		default:
+		}
+		if err := c.wait(ctx, poll.C); err != nil {
+			return c.interrupted(ctx, err, fmt.Sprintf("while draining, %d sentences not acked yet", c.srv.Sample().Unacked))
 		}
 	}
 	// The settle: until every source has counted what the queue did.
@@ -437,26 +437,48 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 	defer settle.Stop()
 	for !c.rec.reached(acked) {
 		select {
-		case <-ctx.Done():
-			return errors.New("interrupted while waiting for the counts")
-		case ch := <-c.d.exited:
-			if err := c.exited(ch); err != nil {
-				return err
-			}
 		case <-settle.C:
 			fmt.Fprintf(c.live, "%6.1fs  not every source reached %d within --settle %s\n", c.now(), acked, c.f.settle)
 			return nil
-		case <-poll.C:
+		default:
+		}
+		if err := c.wait(ctx, poll.C); err != nil {
+			return c.interrupted(ctx, err, "while waiting for the counts")
 		}
 	}
 	// One more second of polls, so that each source's last answer is after
 	// the counts settled.
-	tm.Reset(time.Second)
+	last := time.NewTimer(time.Second)
+	defer last.Stop()
+	return c.interrupted(ctx, c.wait(ctx, last.C), "")
+}
+
+// wait waits for tick, taking meanwhile the cluster's exits (an unasked
+// one is an error) and the restarted processes' readiness. It returns
+// ctx's error if ctx is done.
+func (c *chaos) wait(ctx context.Context, tick <-chan time.Time) error {
 	select {
 	case <-ctx.Done():
-	case <-tm.C:
+		return ctx.Err()
+	case ch := <-c.d.exited:
+		return c.exited(ch)
+	case rd := <-c.ready:
+		c.readied(rd)
+		return nil
+	case <-tick:
+		return nil
 	}
-	return nil
+}
+
+// interrupted says err is an interruption (in what phase) if ctx is done.
+func (c *chaos) interrupted(ctx context.Context, err error, phase string) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if phase == "" {
+		return errors.New("interrupted")
+	}
+	return errors.New("interrupted " + phase)
 }
 
 // progress prints a line: each source's polls answered and last count.
@@ -561,7 +583,7 @@ func (c *chaos) kill(done *benchchaos.Done, ch *child, down time.Duration) {
 }
 
 // restart starts a killed supervisor or nimbus again, with its directory,
-// ports and arguments, and waits until it is ready.
+// ports and arguments; a goroutine waits for it to be ready (readied).
 func (c *chaos) restart(ctx context.Context, rs chaosRestart) error {
 	old := rs.c
 	<-old.done
@@ -580,13 +602,36 @@ func (c *chaos) restart(ctx context.Context, rs chaosRestart) error {
 			c.d.nimbuses[i] = ch
 		}
 	}
-	if _, err := c.d.await(ctx, ch); err != nil {
-		return fmt.Errorf("start %s again: %w", old.role, err)
-	}
-	at := c.now()
-	c.r.Events[rs.event].RestartedAtS = &at
-	fmt.Fprintf(c.live, "%6.1fs  %s is up again (pid %d)\n", at, ch.role, ch.pid())
+	c.starting++
+	c.wg.Go(func() {
+		_, err := c.d.await(ctx, ch)
+		c.ready <- chaosReady{c: ch, event: rs.event, at: c.now(), err: err}
+	})
 	return nil
+}
+
+// chaosReady is a restarted process ready, or not.
+type chaosReady struct {
+	c     *child
+	event int
+	at    float64
+	err   error
+}
+
+// readied records a restarted process's readiness on its event.
+func (c *chaos) readied(rd chaosReady) {
+	c.starting--
+	e := &c.r.Events[rd.event]
+	switch {
+	case rd.err == nil:
+		e.RestartedAtS = &rd.at
+		fmt.Fprintf(c.live, "%6.1fs  %s is up again (pid %d)\n", rd.at, rd.c.role, rd.c.pid())
+	case c.killed[rd.c]:
+		// killed again before it was ready: the later event says so
+	default:
+		e.Err = fmt.Sprintf("started again at %.1f s, not ready: %v", rd.at, rd.err)
+		fmt.Fprintf(c.live, "%6.1fs  %s: %s\n", c.now(), rd.c.role, e.Err)
+	}
 }
 
 // leader is the index in d.nimbuses of the nimbus that leads, as the
