@@ -33,15 +33,16 @@ type devFlags struct {
 	file string // a gale.yaml for nimbus and the supervisors
 	// defaults are settings for the cluster where the gale.yaml of file
 	// has none (demo's report frequency).
-	defaults    gale.Config
-	nimbuses    int // 0: one
-	supervisors int
-	etcdPort    int
-	nimbusPort  int
-	slotsPer    int
-	slotBase    int
-	uiPort      int // 0: no UI
-	asJSON      bool
+	defaults     gale.Config
+	nimbuses     int  // 0: one
+	nimbusesFlag bool // dev has --nimbuses (demo, one nimbus, has not)
+	supervisors  int
+	etcdPort     int
+	nimbusPort   int
+	slotsPer     int
+	slotBase     int
+	uiPort       int // 0: no UI
+	asJSON       bool
 }
 
 // bind binds the flags; withJSON adds --json.
@@ -65,7 +66,7 @@ func (f *devFlags) check() error {
 	if f.supervisors < 0 {
 		errs = append(errs, fmt.Errorf("--supervisors must be ≥ 0, got %d", f.supervisors))
 	}
-	if f.nimbuses < 1 {
+	if f.nimbuses < 1 && f.nimbusesFlag {
 		errs = append(errs, fmt.Errorf("--nimbuses must be ≥ 1, got %d", f.nimbuses))
 	} else if last := f.nimbusPort + f.nimbuses - 1; f.nimbusPort != 0 && f.nimbusPort <= 65535 && last > 65535 {
 		errs = append(errs, fmt.Errorf("--nimbus-port %d with %d nimbuses needs ports %d to %d: keep them within 1 to 65535",
@@ -99,7 +100,7 @@ func (f *devFlags) slots(i int) []int {
 }
 
 func newDevCmd(opts *Options) *cobra.Command {
-	f := devFlags{nimbuses: 1}
+	f := devFlags{nimbuses: 1, nimbusesFlag: true}
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a whole cluster on this machine: etcd, nimbus and supervisors, until Ctrl-C",
