@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -200,12 +201,14 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 			return err
 		}
 	}
-	// Fixed ports: a nimbus started again must be where the seeds say.
-	slotBase, err := freeport.Consecutive(f.supervisors * f.workers)
+	// Fixed ports, below the ephemeral range: a nimbus or worker started
+	// again must be where the seeds and assignments say, and no outgoing
+	// connection may have taken its port while it was down.
+	slotBase, err := chaosPorts(f.supervisors * f.workers)
 	if err != nil {
 		return err
 	}
-	nimbusPort, err := freeport.Consecutive(f.nimbuses)
+	nimbusPort, err := chaosPorts(f.nimbuses)
 	if err != nil {
 		return err
 	}
@@ -285,6 +288,41 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 		runErr = fmt.Errorf("%d of %d checks failed: %s (seed %d)", len(failed), len(r.Checks), strings.Join(failed, "; "), f.seed)
 	}
 	return errors.Join(runErr, stopErr)
+}
+
+// chaosPorts finds n consecutive free ports of 127.0.0.1 below the
+// system's ephemeral range (Linux: ip_local_port_range; elsewhere, or if
+// it leaves no room, any free ports): a process killed and started again
+// binds its port again, and a port the kernel hands out as the source of
+// outgoing connections could be taken while it is down.
+func chaosPorts(n int) (int, error) {
+	low := 0
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		low, _ = strconv.Atoi(strings.Fields(string(b) + " x")[0])
+	}
+	const floor = 10000 // above the well-known and registered services most hosts run
+	if low-n <= floor {
+		return freeport.Consecutive(n)
+	}
+	for range 100 {
+		base := floor + rand.IntN(low-n-floor)
+		lns := make([]net.Listener, 0, n)
+		for p := base; p < base+n; p++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				break
+			}
+			lns = append(lns, ln)
+		}
+		ok := len(lns) == n
+		for _, ln := range lns {
+			ln.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return freeport.Consecutive(n)
 }
 
 // chaos is one run of the bench: its run loop owns every field but rec,
