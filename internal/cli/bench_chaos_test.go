@@ -90,12 +90,13 @@ func TestBenchChaosHarness(t *testing.T) {
 		}
 	}
 	for _, s := range chaosSources() {
-		// 3 s of warm-up and 24 s of chaos at least, one poll a second.
-		if polls[s.Name] < 25 {
+		// 3 s of warm-up and 24 s of chaos at least, one poll a second,
+		// unless the run ended early.
+		if polls[s.Name] < 25 && r.Error == "" {
 			t.Errorf("%s polled %d times, want ≥ 25 (once a second)", s.Name, polls[s.Name])
 		}
 	}
-	if r.Acked == 0 || r.Produced < r.Acked {
+	if (r.Acked == 0 && r.Error == "") || r.Produced < r.Acked {
 		t.Errorf("the queue produced %d and acked %d: want acks", r.Produced, r.Acked)
 	}
 	names := make(map[string]bool)
