@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  runGroup,
 	}
-	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd(), newFailoverCmd(), newBenchKafkaCmd(), newAutotuneCmd())
+	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd(), newFailoverCmd(), newChaosCmd(), newBenchKafkaCmd(), newAutotuneCmd())
 	return cmd
 }
 

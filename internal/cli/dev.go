@@ -33,14 +33,16 @@ type devFlags struct {
 	file string // a gale.yaml for nimbus and the supervisors
 	// defaults are settings for the cluster where the gale.yaml of file
 	// has none (demo's report frequency).
-	defaults    gale.Config
-	supervisors int
-	etcdPort    int
-	nimbusPort  int
-	slotsPer    int
-	slotBase    int
-	uiPort      int // 0: no UI
-	asJSON      bool
+	defaults     gale.Config
+	nimbuses     int  // 0: one
+	nimbusesFlag bool // dev has --nimbuses (demo, one nimbus, has not)
+	supervisors  int
+	etcdPort     int
+	nimbusPort   int
+	slotsPer     int
+	slotBase     int
+	uiPort       int // 0: no UI
+	asJSON       bool
 }
 
 // bind binds the flags; withJSON adds --json.
@@ -63,6 +65,12 @@ func (f *devFlags) check() error {
 	var errs []error
 	if f.supervisors < 0 {
 		errs = append(errs, fmt.Errorf("--supervisors must be ≥ 0, got %d", f.supervisors))
+	}
+	if f.nimbuses < 1 && f.nimbusesFlag {
+		errs = append(errs, fmt.Errorf("--nimbuses must be ≥ 1, got %d", f.nimbuses))
+	} else if last := f.nimbusPort + f.nimbuses - 1; f.nimbusPort != 0 && f.nimbusPort <= 65535 && last > 65535 {
+		errs = append(errs, fmt.Errorf("--nimbus-port %d with %d nimbuses needs ports %d to %d: keep them within 1 to 65535",
+			f.nimbusPort, f.nimbuses, f.nimbusPort, last))
 	}
 	if f.slotsPer < 1 {
 		errs = append(errs, fmt.Errorf("--slots-per must be ≥ 1, got %d", f.slotsPer))
@@ -92,12 +100,13 @@ func (f *devFlags) slots(i int) []int {
 }
 
 func newDevCmd(opts *Options) *cobra.Command {
-	var f devFlags
+	f := devFlags{nimbuses: 1, nimbusesFlag: true}
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a whole cluster on this machine: etcd, nimbus and supervisors, until Ctrl-C",
 		Long: `Run a cluster on 127.0.0.1 as child processes of this program: an embedded
-single-node etcd, one nimbus and --supervisors supervisors, each with
+single-node etcd, --nimbuses nimbuses (one leads, the others stand by; nimbus
+i serves on --nimbus-port+i) and --supervisors supervisors, each with
 --slots-per worker slots. Once all are ready it prints their addresses and
 pids (--json: one JSON document) and runs until Ctrl-C (SIGINT or SIGTERM),
 then stops the supervisors, the workers they started, nimbus and etcd, in
@@ -125,6 +134,7 @@ default, 127.0.0.1, with the default --nimbus-port, names this nimbus).`,
 		},
 	}
 	f.bind(cmd, true)
+	cmd.Flags().IntVar(&f.nimbuses, "nimbuses", f.nimbuses, "nimbus processes: one leads, the others stand by (nimbus i serves on --nimbus-port+i)")
 	return cmd
 }
 
@@ -164,10 +174,13 @@ type devCluster struct {
 	log     *lockedWriter // dev's stderr
 	hurry   <-chan struct{}
 
-	etcd        *child
-	nimbus      *child
+	etcd *child
+	// nimbuses are the nimbus processes, nimbusAddrs their addresses
+	// (index for index); nimbusAddr is the first's.
+	nimbuses    []*child
 	supervisors []*child
 	etcdURL     string
+	nimbusAddrs []string
 	nimbusAddr  string
 	ui          *uiServer // nil: none
 	// exited gets each child that exits; buffered for all of them.
@@ -188,10 +201,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // child is one process of the cluster.
 type child struct {
-	role  string // etcd, nimbus, supervisor-0, ...
+	role  string // etcd, nimbus (nimbus-0, ... of several), supervisor-0, ...
 	dir   string
 	ports []int // a supervisor's slots
 	cmd   *exec.Cmd
+	// args and ok are how it was started (restart starts it again).
+	args []string
+	ok   func(string) (string, bool)
 	// ready gets the first line ok accepts on the child's stderr.
 	ready chan string
 	done  chan struct{} // closed once it exited and its stderr was read
@@ -235,7 +251,7 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 		}
 	}
 	d := &devCluster{name: opts.Name, exe: exe, log: &lockedWriter{w: stderr}, hurry: hurry,
-		exited: make(chan *child, 2+f.supervisors)}
+		exited: make(chan *child, 1+max(f.nimbuses, 1)+f.supervisors)}
 	if f.dir == "" {
 		if d.dir, err = os.MkdirTemp("", "gale-dev-"); err != nil {
 			return nil, err
@@ -278,15 +294,30 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 	if f.file != "" {
 		fileArgs = []string{"--file", f.file}
 	}
-	nimbusDir := filepath.Join(d.dir, "nimbus")
-	d.nimbus, err = d.start(ctx, "nimbus", nimbusDir, nil, readyAfter(" nimbus: serving on "),
-		append([]string{"nimbus", "--dir", nimbusDir, "--host", "127.0.0.1", "--port", strconv.Itoa(f.nimbusPort), "--etcd", d.etcdURL}, fileArgs...)...)
-	if err != nil {
-		return nil, err
+	// One after the other: the first is the leader, as the lone one of
+	// a cluster of one was.
+	for i := range max(f.nimbuses, 1) {
+		role, port := "nimbus", f.nimbusPort
+		if f.nimbuses > 1 {
+			role = "nimbus-" + strconv.Itoa(i)
+			if port != 0 {
+				port += i
+			}
+		}
+		dir := filepath.Join(d.dir, role)
+		c, err := d.start(ctx, role, dir, nil, readyAfter(" nimbus: serving on "),
+			append([]string{"nimbus", "--dir", dir, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--etcd", d.etcdURL}, fileArgs...)...)
+		if err != nil {
+			return nil, err
+		}
+		d.nimbuses = append(d.nimbuses, c)
+		addr, err := d.await(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		d.nimbusAddrs = append(d.nimbusAddrs, addr)
 	}
-	if d.nimbusAddr, err = d.await(ctx, d.nimbus); err != nil {
-		return nil, err
-	}
+	d.nimbusAddr = d.nimbusAddrs[0]
 
 	for i := range f.supervisors {
 		role := "supervisor-" + strconv.Itoa(i)
@@ -318,6 +349,7 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 func (d *devCluster) startUI(f devFlags) {
 	cc, err := (&clusterFlags{file: f.file, nimbus: d.nimbusAddr}).clientConfig()
 	if err == nil {
+		cc.seeds = d.nimbusAddrs // whichever leads
 		d.ui, err = startUI(net.JoinHostPort("127.0.0.1", strconv.Itoa(f.uiPort)), cc)
 	}
 	if err != nil {
@@ -374,7 +406,7 @@ func (d *devCluster) start(ctx context.Context, role, dir string, ports []int, o
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &child{role: role, dir: dir, ports: ports, ready: make(chan string, 1), done: make(chan struct{})}
+	c := &child{role: role, dir: dir, ports: ports, args: args, ok: ok, ready: make(chan string, 1), done: make(chan struct{})}
 	c.cmd = exec.Command(d.exe, args...)
 	// A process group of its own: a Ctrl-C at the terminal reaches dev
 	// alone, which stops the cluster in order.
@@ -483,21 +515,22 @@ func exitReason(err error) string {
 // children are the cluster's processes, in start order.
 func (d *devCluster) children() []*child {
 	var cs []*child
-	for _, c := range []*child{d.etcd, d.nimbus} {
-		if c != nil {
-			cs = append(cs, c)
-		}
+	if d.etcd != nil {
+		cs = append(cs, d.etcd)
 	}
+	cs = append(cs, d.nimbuses...)
 	return append(cs, d.supervisors...)
 }
 
 // devReport is what dev prints once the cluster is ready; --json prints
 // it as is.
 type devReport struct {
-	Dir         string          `json:"dir"`
-	Temporary   bool            `json:"temporary"`
-	Etcd        devProcess      `json:"etcd"`
+	Dir       string     `json:"dir"`
+	Temporary bool       `json:"temporary"`
+	Etcd      devProcess `json:"etcd"`
+	// Nimbus is the first nimbus, Nimbuses every one (--nimbuses).
 	Nimbus      devProcess      `json:"nimbus"`
+	Nimbuses    []devProcess    `json:"nimbuses"`
 	Supervisors []devSupervisor `json:"supervisors"`
 	// UI is the base URL of the REST API and /metrics; empty without one.
 	UI string `json:"ui,omitempty"`
@@ -520,8 +553,12 @@ func (d *devCluster) report() devReport {
 	r := devReport{
 		Dir: d.dir, Temporary: d.tempDir,
 		Etcd:        devProcess{Addr: d.etcdURL, PID: d.etcd.pid(), Dir: d.etcd.dir},
-		Nimbus:      devProcess{Addr: d.nimbusAddr, PID: d.nimbus.pid(), Dir: d.nimbus.dir},
+		Nimbus:      devProcess{Addr: d.nimbusAddr, PID: d.nimbuses[0].pid(), Dir: d.nimbuses[0].dir},
+		Nimbuses:    []devProcess{},
 		Supervisors: []devSupervisor{},
+	}
+	for i, c := range d.nimbuses {
+		r.Nimbuses = append(r.Nimbuses, devProcess{Addr: d.nimbusAddrs[i], PID: c.pid(), Dir: c.dir})
 	}
 	if d.ui != nil {
 		r.UI = "http://" + d.ui.addr
@@ -545,7 +582,13 @@ func (d *devCluster) print(w io.Writer, asJSON, hint bool) error {
 	fmt.Fprintf(w, "%s dev: a cluster on 127.0.0.1, state in %s (%s)\n", d.name, r.Dir, kept)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "  etcd\t%s\tpid %d\n", r.Etcd.Addr, r.Etcd.PID)
-	fmt.Fprintf(tw, "  nimbus\t%s\tpid %d\n", r.Nimbus.Addr, r.Nimbus.PID)
+	for i, n := range r.Nimbuses {
+		role := "nimbus"
+		if len(r.Nimbuses) > 1 {
+			role += "-" + strconv.Itoa(i)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\tpid %d\n", role, n.Addr, n.PID)
+	}
 	for _, s := range r.Supervisors {
 		fmt.Fprintf(tw, "  %s\tslots %s\tpid %d\n", s.Name, joinInts(s.Ports, ","), s.PID)
 	}
@@ -598,9 +641,7 @@ func (d *devCluster) stop() error {
 	}
 	d.terminate(d.supervisors, stopGrace)
 	errs = append(errs, d.stopWorkers())
-	if d.nimbus != nil {
-		d.terminate([]*child{d.nimbus}, stopGrace)
-	}
+	d.terminate(d.nimbuses, stopGrace)
 	if d.etcd != nil {
 		d.terminate([]*child{d.etcd}, stopGrace)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/proclist"
 	"github.com/gale-stream/gale/internal/proctest"
 )
@@ -237,5 +238,63 @@ func TestDevSupervisorDies(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Errorf("processes left under %s: %v", dir, left)
+	}
+}
+
+// TestDevNimbuses: --nimbuses 2 starts two nimbuses on --nimbus-port and
+// the next port, one after the other, reports both, and stops both.
+func TestDevNimbuses(t *testing.T) {
+	t.Parallel()
+	port, err := freeport.Consecutive(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "dev")
+	cmd := exec.Command(os.Args[0], "dev", "--json", "--dir", dir, "--etcd-port", "0", "--nimbuses", "2",
+		"--nimbus-port", strconv.Itoa(port), "--supervisors", "1", "--slots-per", "1", "--slot-base", strconv.Itoa(closedPort(t)), "--ui-port", "0")
+	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1")
+	p := proctest.Start(t, cmd)
+	p.WaitLineContaining(t, "the cluster is ready")
+	running, err := proclist.Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nimbuses := 0
+	for _, r := range running {
+		if len(r.Args) > 1 && r.Args[1] == "nimbus" {
+			nimbuses++
+		}
+	}
+	if nimbuses != 2 {
+		t.Errorf("%d nimbus processes under %s, want 2: %v", nimbuses, dir, running)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Wait(t); st.ExitCode() != exitOK {
+		t.Errorf("exit: %v, want code 0", st)
+	}
+	var r devReport
+	decodeOne(t, p.Stdout.String(), &r)
+	want := []string{"127.0.0.1:" + strconv.Itoa(port), "127.0.0.1:" + strconv.Itoa(port+1)}
+	if len(r.Nimbuses) != 2 || r.Nimbuses[0].Addr != want[0] || r.Nimbuses[1].Addr != want[1] || r.Nimbus != r.Nimbuses[0] ||
+		r.Nimbuses[0].Dir == r.Nimbuses[1].Dir || r.Nimbuses[1].PID == 0 {
+		t.Errorf("report's nimbuses %+v (nimbus %+v): want two at %v, the first as nimbus, each its own directory", r.Nimbuses, r.Nimbus, want)
+	}
+	for _, w := range []string{"[nimbus-0] gale nimbus: serving on", "[nimbus-1] gale nimbus: serving on"} {
+		if !strings.Contains(p.Stderr(), w) {
+			t.Errorf("stderr lacks %q", w)
+		}
+	}
+	left, err := proclist.Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("processes left under %s: %v", dir, left)
+	}
+	code, _, stderr := runGale(t, "dev", "--nimbuses", "0")
+	if code != exitUsage || !strings.Contains(stderr, "--nimbuses") {
+		t.Errorf("--nimbuses 0: exit %d, stderr %q: want %d naming it", code, stderr, exitUsage)
 	}
 }
