@@ -154,9 +154,10 @@ const (
 	// NimbusMonitorFreqSecs is how often nimbus checks heartbeats and
 	// reassigns work (int, default 10, ≥ 1).
 	NimbusMonitorFreqSecs = "nimbus.monitor.freq.secs"
-	// NimbusAuthToken is Gale-specific: the bearer token every mutating
-	// nimbus call must carry when nimbus binds beyond loopback; the
-	// command line sends it as "authorization: Bearer TOKEN" (string,
+	// NimbusAuthToken is Gale-specific: the bearer token every nimbus
+	// call but the public reads (List, Get, ClusterInfo) must carry when
+	// nimbus binds beyond loopback; the command line, the supervisors and
+	// the other nimbuses send it as "authorization: Bearer TOKEN" (string,
 	// unset by default).
 	NimbusAuthToken = "nimbus.auth.token"
 	// NimbusAuthTokenFile is Gale-specific: a file holding the bearer token
@@ -431,9 +432,9 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 	{NimbusMonitorFreqSecs, configInt, 10, ScopeCluster,
 		"seconds between nimbus's heartbeat checks", intAtLeast(1)},
 	{NimbusAuthToken, configString, nil, ScopeCluster,
-		"bearer token of mutating nimbus calls (unset = none)", nonEmptyString},
+		"bearer token of every nimbus call but the public reads List, Get, ClusterInfo (unset = none)", nonEmptyString},
 	{NimbusAuthTokenFile, configString, nil, ScopeCluster,
-		"file holding the bearer token of mutating nimbus calls", nonEmptyString},
+		"file holding nimbus.auth.token", nonEmptyString},
 	{NimbusTLSCert, configString, nil, ScopeCluster,
 		"PEM certificate nimbus serves TLS with, and clients trust (unset = no TLS)", nonEmptyString},
 	{NimbusTLSKey, configString, nil, ScopeCluster,
