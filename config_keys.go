@@ -182,6 +182,32 @@ const (
 	// GaleEtcdEndpoints is Gale-specific: the etcd client endpoints of the
 	// coordination store (list of strings, default ["127.0.0.1:2379"]).
 	GaleEtcdEndpoints = "gale.etcd.endpoints"
+	// GaleEtcdTLSCA is Gale-specific: the PEM file of the CA that signed
+	// etcd's server certificates, which every Gale process that dials etcd
+	// (nimbus, supervisor, the CLI) trusts. Setting it, or
+	// GaleEtcdTLSCert, turns on TLS to etcd; the endpoints must then be
+	// https:// or name no scheme (string, unset by default: plain gRPC).
+	GaleEtcdTLSCA = "gale.etcd.tls.ca"
+	// GaleEtcdTLSCert is Gale-specific: the PEM client certificate Gale's
+	// processes present to etcd, for an etcd run with --client-cert-auth
+	// (string, unset by default). It needs GaleEtcdTLSKey.
+	GaleEtcdTLSCert = "gale.etcd.tls.cert"
+	// GaleEtcdTLSKey is Gale-specific: the PEM private key of
+	// GaleEtcdTLSCert (string, unset by default).
+	GaleEtcdTLSKey = "gale.etcd.tls.key"
+	// GaleEtcdUsername is Gale-specific: the etcd user Gale's processes
+	// authenticate as, for an etcd with auth enabled (etcdctl auth
+	// enable); it needs GaleEtcdPassword or GaleEtcdPasswordFile (string,
+	// unset by default).
+	GaleEtcdUsername = "gale.etcd.username"
+	// GaleEtcdPassword is Gale-specific: the password of GaleEtcdUsername
+	// (string, unset by default).
+	GaleEtcdPassword = "gale.etcd.password"
+	// GaleEtcdPasswordFile is Gale-specific: a file holding the password
+	// of GaleEtcdUsername (surrounding white space ignored), for a
+	// password kept out of gale.yaml (string, unset by default).
+	// GaleEtcdPassword wins when both are set.
+	GaleEtcdPasswordFile = "gale.etcd.password.file"
 
 	// NimbusArtifactMaxMB is Gale-specific: the largest topology artifact
 	// nimbus accepts, in MiB (int, default 512, ≥ 1). A larger submission
@@ -448,6 +474,18 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 
 	{GaleEtcdEndpoints, configStrings, []string{"127.0.0.1:2379"}, ScopeCluster,
 		"etcd client endpoints of the coordination store", nonEmptyStrings},
+	{GaleEtcdTLSCA, configString, nil, ScopeCluster,
+		"PEM CA file Gale's processes trust etcd's certificate with (unset = no TLS to etcd)", nonEmptyString},
+	{GaleEtcdTLSCert, configString, nil, ScopeCluster,
+		"PEM client certificate Gale's processes present to etcd (etcd's --client-cert-auth)", nonEmptyString},
+	{GaleEtcdTLSKey, configString, nil, ScopeCluster,
+		"PEM private key of gale.etcd.tls.cert", nonEmptyString},
+	{GaleEtcdUsername, configString, nil, ScopeCluster,
+		"etcd user Gale's processes authenticate as (unset = none)", nonEmptyString},
+	{GaleEtcdPassword, configString, nil, ScopeCluster,
+		"password of gale.etcd.username", nonEmptyString},
+	{GaleEtcdPasswordFile, configString, nil, ScopeCluster,
+		"file holding the password of gale.etcd.username", nonEmptyString},
 	{NimbusArtifactMaxMB, configInt, 512, ScopeCluster,
 		"largest topology artifact nimbus accepts, in MiB", intAtLeast(1)},
 

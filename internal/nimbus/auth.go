@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bearer"
+	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -104,4 +106,14 @@ func (n *Nimbus) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return err
 	}
 	return h(srv, ss)
+}
+
+// dialEtcd connects to etcd with the cluster config's gale.etcd.tls.* and
+// gale.etcd.username settings.
+func (n *Nimbus) dialEtcd() (*clientv3.Client, error) {
+	sec, err := coord.SecurityFromConfig(n.cluster)
+	if err != nil {
+		return nil, err
+	}
+	return coord.DialSecure(n.cfg.Endpoints, sec)
 }
