@@ -35,9 +35,9 @@ type env struct {
 	t    *testing.T
 	api  nimbuspb.NimbusClient
 	sup  nimbuspb.NimbusClient // a supervisor's client: it sends the cluster's token
-	id   string // the topology's id
-	url  string // the UI's base URL
-	sups string // the supervisor's id
+	id   string                // the topology's id
+	url  string                // the UI's base URL
+	sups string                // the supervisor's id
 }
 
 func ctxT(t *testing.T) context.Context {
