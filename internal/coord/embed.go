@@ -81,6 +81,10 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("coord: etcd client URL %s: https:// and client certificates need a server certificate and key", c.ClientURL)
 	}
 	cfg.LogLevel = "error"
+	// bcrypt's least cost (4) for the passwords of etcd's auth: an
+	// embedded etcd is a dev cluster's or a test's, where the default
+	// (10) only makes each authentication slow.
+	cfg.BcryptCost = 4
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
