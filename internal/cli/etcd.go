@@ -65,7 +65,7 @@ func newEtcdStatusCmd() *cobra.Command {
 	var endpoints, file string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status [--etcd URL] [--json]",
+		Use:   "status [--etcd URL] [--file gale.yaml] [--json]",
 		Short: "Print etcd's raft index and revision",
 		Long: `Print the raft index and the store revision of the etcd member at --etcd.
 The raft index moves on every write through raft (puts, deletes, lease
@@ -74,11 +74,15 @@ revision moves on every change of a key. Run it twice: a cluster in its
 steady state moves neither.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sec, err := etcdSecurity(file)
+			sec, fileEndpoints, err := etcdSecurity(file)
 			if err != nil {
 				return err
 			}
-			c, err := coord.DialSecure(strings.Split(endpoints, ","), sec)
+			eps := strings.Split(endpoints, ",")
+			if file != "" && !cmd.Flags().Changed("etcd") {
+				eps = fileEndpoints
+			}
+			c, err := coord.DialSecure(eps, sec)
 			if err != nil {
 				return err
 			}
@@ -96,7 +100,7 @@ steady state moves neither.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&endpoints, "etcd", "http://127.0.0.1:2379", "etcd's client `URLs`, comma-separated")
+	cmd.Flags().StringVar(&endpoints, "etcd", "http://127.0.0.1:2379", "etcd's client `URLs`, comma-separated (default with --file: its gale.etcd.endpoints)")
 	cmd.Flags().StringVar(&file, "file", "", "a gale.yaml whose gale.etcd.tls.* and gale.etcd.username settings reach a secured etcd")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document")
 	return cmd
@@ -104,18 +108,19 @@ steady state moves neither.`,
 
 // etcdSecurity is how the commands that dial etcd themselves reach a
 // secured one: the gale.etcd.* settings of the gale.yaml at file ("" for
-// none: an open etcd).
-func etcdSecurity(file string) (coord.Security, error) {
+// none: an open etcd), and its gale.etcd.endpoints.
+func etcdSecurity(file string) (coord.Security, []string, error) {
 	var c gale.Config
 	if file != "" {
 		var err error
 		if c, err = gale.LoadConfigFile(file); err != nil {
-			return coord.Security{}, err
+			return coord.Security{}, nil, err
 		}
 	}
 	eff, err := gale.ResolveConfig(c, nil)
 	if err != nil {
-		return coord.Security{}, err
+		return coord.Security{}, nil, err
 	}
-	return coord.SecurityFromConfig(eff)
+	sec, err := coord.SecurityFromConfig(eff)
+	return sec, eff.Strings(gale.GaleEtcdEndpoints), err
 }
