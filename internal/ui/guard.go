@@ -75,8 +75,12 @@ func reachedOnLoopback(r *http.Request) bool {
 
 // loopbackHost reports whether the Host header hostPort names this
 // machine: a loopback address, localhost (or a name under .localhost),
-// or the machine's own name.
+// or the machine's own name; or is empty (HTTP/1.0), which no browser
+// sends.
 func loopbackHost(hostPort string) bool {
+	if hostPort == "" {
+		return true
+	}
 	host := hostPort
 	if h, _, err := net.SplitHostPort(hostPort); err == nil {
 		host = h
