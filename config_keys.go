@@ -154,9 +154,10 @@ const (
 	// NimbusMonitorFreqSecs is how often nimbus checks heartbeats and
 	// reassigns work (int, default 10, ≥ 1).
 	NimbusMonitorFreqSecs = "nimbus.monitor.freq.secs"
-	// NimbusAuthToken is Gale-specific: the bearer token every mutating
-	// nimbus call must carry when nimbus binds beyond loopback; the
-	// command line sends it as "authorization: Bearer TOKEN" (string,
+	// NimbusAuthToken is Gale-specific: the bearer token every nimbus
+	// call but the public reads (List, Get, ClusterInfo) must carry when
+	// nimbus binds beyond loopback; the command line, the supervisors and
+	// the other nimbuses send it as "authorization: Bearer TOKEN" (string,
 	// unset by default).
 	NimbusAuthToken = "nimbus.auth.token"
 	// NimbusAuthTokenFile is Gale-specific: a file holding the bearer token
@@ -181,6 +182,32 @@ const (
 	// GaleEtcdEndpoints is Gale-specific: the etcd client endpoints of the
 	// coordination store (list of strings, default ["127.0.0.1:2379"]).
 	GaleEtcdEndpoints = "gale.etcd.endpoints"
+	// GaleEtcdTLSCA is Gale-specific: the PEM file of the CA that signed
+	// etcd's server certificates, which every Gale process that dials etcd
+	// (nimbus, supervisor, the CLI) trusts. Setting it, or
+	// GaleEtcdTLSCert, turns on TLS to etcd; the endpoints must then be
+	// https:// or name no scheme (string, unset by default: plain gRPC).
+	GaleEtcdTLSCA = "gale.etcd.tls.ca"
+	// GaleEtcdTLSCert is Gale-specific: the PEM client certificate Gale's
+	// processes present to etcd, for an etcd run with --client-cert-auth
+	// (string, unset by default). It needs GaleEtcdTLSKey.
+	GaleEtcdTLSCert = "gale.etcd.tls.cert"
+	// GaleEtcdTLSKey is Gale-specific: the PEM private key of
+	// GaleEtcdTLSCert (string, unset by default).
+	GaleEtcdTLSKey = "gale.etcd.tls.key"
+	// GaleEtcdUsername is Gale-specific: the etcd user Gale's processes
+	// authenticate as, for an etcd with auth enabled (etcdctl auth
+	// enable); it needs GaleEtcdPassword or GaleEtcdPasswordFile (string,
+	// unset by default).
+	GaleEtcdUsername = "gale.etcd.username"
+	// GaleEtcdPassword is Gale-specific: the password of GaleEtcdUsername
+	// (string, unset by default).
+	GaleEtcdPassword = "gale.etcd.password"
+	// GaleEtcdPasswordFile is Gale-specific: a file holding the password
+	// of GaleEtcdUsername (surrounding white space ignored), for a
+	// password kept out of gale.yaml (string, unset by default).
+	// GaleEtcdPassword wins when both are set.
+	GaleEtcdPasswordFile = "gale.etcd.password.file"
 
 	// NimbusArtifactMaxMB is Gale-specific: the largest topology artifact
 	// nimbus accepts, in MiB (int, default 512, ≥ 1). A larger submission
@@ -441,9 +468,9 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 	{NimbusMonitorFreqSecs, configInt, 10, ScopeCluster,
 		"seconds between nimbus's heartbeat checks", intAtLeast(1)},
 	{NimbusAuthToken, configString, nil, ScopeCluster,
-		"bearer token of mutating nimbus calls (unset = none)", nonEmptyString},
+		"bearer token of every nimbus call but the public reads List, Get, ClusterInfo (unset = none)", nonEmptyString},
 	{NimbusAuthTokenFile, configString, nil, ScopeCluster,
-		"file holding the bearer token of mutating nimbus calls", nonEmptyString},
+		"file holding nimbus.auth.token", nonEmptyString},
 	{NimbusTLSCert, configString, nil, ScopeCluster,
 		"PEM certificate nimbus serves TLS with, and clients trust (unset = no TLS)", nonEmptyString},
 	{NimbusTLSKey, configString, nil, ScopeCluster,
@@ -457,6 +484,18 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 
 	{GaleEtcdEndpoints, configStrings, []string{"127.0.0.1:2379"}, ScopeCluster,
 		"etcd client endpoints of the coordination store", nonEmptyStrings},
+	{GaleEtcdTLSCA, configString, nil, ScopeCluster,
+		"PEM CA file Gale's processes trust etcd's certificate with (unset = no TLS to etcd)", nonEmptyString},
+	{GaleEtcdTLSCert, configString, nil, ScopeCluster,
+		"PEM client certificate Gale's processes present to etcd (etcd's --client-cert-auth)", nonEmptyString},
+	{GaleEtcdTLSKey, configString, nil, ScopeCluster,
+		"PEM private key of gale.etcd.tls.cert", nonEmptyString},
+	{GaleEtcdUsername, configString, nil, ScopeCluster,
+		"etcd user Gale's processes authenticate as (unset = none)", nonEmptyString},
+	{GaleEtcdPassword, configString, nil, ScopeCluster,
+		"password of gale.etcd.username", nonEmptyString},
+	{GaleEtcdPasswordFile, configString, nil, ScopeCluster,
+		"file holding the password of gale.etcd.username", nonEmptyString},
 	{NimbusArtifactMaxMB, configInt, 512, ScopeCluster,
 		"largest topology artifact nimbus accepts, in MiB", intAtLeast(1)},
 	{NimbusExecutorsPerTopology, configInt, 10000, ScopeCluster,

@@ -70,6 +70,12 @@ func TestConfigDefaults(t *testing.T) {
 		{WorkerHeartbeatFrequencySecs, 1},
 		{UIPort, 8080},
 		{GaleEtcdEndpoints, []string{"127.0.0.1:2379"}},
+		{GaleEtcdTLSCA, nil},
+		{GaleEtcdTLSCert, nil},
+		{GaleEtcdTLSKey, nil},
+		{GaleEtcdUsername, nil},
+		{GaleEtcdPassword, nil},
+		{GaleEtcdPasswordFile, nil},
 		{IsolationSchedulerMachines, map[string]int{}},
 	}
 	if len(tests) != len(configKeySpecs) {

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/proclist"
 )
 
@@ -115,7 +116,12 @@ says which, stops the rest and exits 1.
 
 The cluster's state is kept under --dir (default: a temporary directory,
 removed on exit). Topologies are submitted to it with "submit" (nimbus.seeds'
-default, 127.0.0.1, with the default --nimbus-port, names this nimbus).`,
+default, 127.0.0.1, with the default --nimbus-port, names this nimbus).
+
+With a --file whose gale.yaml sets gale.etcd.tls.ca, .cert and .key, etcd
+serves TLS with that certificate (it must serve 127.0.0.1 too) and accepts
+only clients of that CA; with gale.etcd.username and a password, dev turns
+etcd's auth on for that user. Nimbus and the supervisors read the same keys.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
@@ -238,12 +244,17 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 		return nil, fmt.Errorf("find this program's binary to run the cluster's processes: %w", err)
 	}
 	var file gale.Config
+	var sec coord.Security // how the children reach dev's etcd
 	if f.file != "" {
 		// Checked here, once, rather than by each child as it starts.
 		if file, err = gale.LoadConfigFile(f.file); err != nil {
 			return nil, err
 		}
-		if _, err := gale.ResolveConfig(file, nil); err != nil {
+		eff, err := gale.ResolveConfig(file, nil)
+		if err != nil {
+			return nil, err
+		}
+		if sec, err = devEtcdSecurity(eff); err != nil {
 			return nil, err
 		}
 		if f.file, err = filepath.Abs(f.file); err != nil {
@@ -281,13 +292,25 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 	}
 
 	etcdDir := filepath.Join(d.dir, "etcd")
-	d.etcd, err = d.start(ctx, "etcd", etcdDir, nil, readyAfter(" etcd: serving on "),
-		"etcd", "--dir", etcdDir, "--listen", "http://127.0.0.1:"+strconv.Itoa(f.etcdPort))
+	etcdArgs := []string{"etcd", "--dir", etcdDir, "--listen", "http://127.0.0.1:" + strconv.Itoa(f.etcdPort)}
+	if sec.TLS() {
+		etcdArgs = []string{"etcd", "--dir", etcdDir, "--listen", "https://127.0.0.1:" + strconv.Itoa(f.etcdPort),
+			"--cert-file", sec.CertFile, "--key-file", sec.KeyFile, "--trusted-ca-file", sec.CAFile, "--client-cert-auth"}
+	}
+	d.etcd, err = d.start(ctx, "etcd", etcdDir, nil, readyAfter(" etcd: serving on "), etcdArgs...)
 	if err != nil {
 		return nil, err
 	}
 	if d.etcdURL, err = d.await(ctx, d.etcd); err != nil {
 		return nil, err
+	}
+	if sec.Username != "" {
+		actx, cancel := context.WithTimeout(ctx, childReadyTimeout)
+		err := coord.EnableAuth(actx, []string{d.etcdURL}, sec)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	var fileArgs []string
@@ -811,4 +834,22 @@ func (d *devCluster) workersUnder(dir string) ([]proclist.Proc, error) {
 		}
 	}
 	return out, nil
+}
+
+// devEtcdSecurity is how dev secures its own etcd from the gale.etcd.*
+// settings of the cluster's gale.yaml, which its nimbus and supervisors
+// read to reach it: with gale.etcd.tls.*, etcd serves TLS with
+// gale.etcd.tls.cert and .key (a certificate that serves 127.0.0.1 and
+// is a client's too) and accepts only the clients of gale.etcd.tls.ca;
+// with gale.etcd.username, dev turns etcd's auth on for that user.
+func devEtcdSecurity(eff *gale.Effective) (coord.Security, error) {
+	sec, err := coord.SecurityFromConfig(eff)
+	if err != nil {
+		return sec, err
+	}
+	if sec.TLS() && (sec.CAFile == "" || sec.CertFile == "") {
+		return sec, fmt.Errorf("dev serves its etcd with TLS when the gale.yaml sets %s: it needs %s (the CA of its clients) and %s with %s (its certificate, for 127.0.0.1, and every process's)",
+			gale.GaleEtcdTLSCA, gale.GaleEtcdTLSCA, gale.GaleEtcdTLSCert, gale.GaleEtcdTLSKey)
+	}
+	return sec, nil
 }

@@ -30,8 +30,9 @@ one leads (elected through etcd) and the others stand by, each holding a
 copy of every artifact.
 
 It binds 127.0.0.1 unless --host says otherwise; bound beyond loopback,
-every mutating call needs nimbus.auth.token (or nimbus.auth.token.file)
-from --file's gale.yaml as a bearer token. nimbus.tls.cert and
+every call but the public reads (list, get, cluster info) needs
+nimbus.auth.token (or nimbus.auth.token.file) from --file's gale.yaml as a
+bearer token: supervisors and the other nimbuses send it too. nimbus.tls.cert and
 nimbus.tls.key turn on TLS. It prints one line on stderr once it serves,
 and on SIGTERM or SIGINT it stops taking calls, resigns its leadership and
 leaves the cluster.`,

@@ -93,7 +93,11 @@ its workers, from the supervisor itself.`,
 				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)}
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			client, err := coord.Dial(endpoints)
+			sec, err := coord.SecurityFromConfig(eff)
+			if err != nil {
+				return err
+			}
+			client, err := coord.DialSecure(endpoints, sec)
 			if err != nil {
 				return err
 			}

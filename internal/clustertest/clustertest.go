@@ -124,6 +124,11 @@ type Options struct {
 	// Host is where Launch starts the processes (default: 127.0.0.1,
 	// with exec.CommandContext); Start ignores it.
 	Host Host
+	// EtcdTLS runs a fleet's etcd secured as the README's deployment
+	// does: TLS, and no client without a certificate of the fleet's CA
+	// (etcd's --client-cert-auth). Config gets gale.etcd.tls.ca, .cert
+	// and .key, naming the CA and a client certificate; Start ignores it.
+	EtcdTLS bool
 }
 
 // Command makes the command that runs prog with args: the shape of

@@ -23,9 +23,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/testcert"
 )
 
 // Fleet is a cluster whose every process the test owns: etcd, nimbuses
@@ -64,6 +66,8 @@ type Fleet struct {
 	slotsPer int
 	t        testing.TB
 
+	tls *fleetTLS // nil unless Options.EtcdTLS
+
 	storeOnce sync.Once
 	store     *coord.Store
 	client    interface{ Close() error }
@@ -84,6 +88,10 @@ func NewFleet(t testing.TB, o Options) *Fleet {
 		t.Fatal(err)
 	}
 	f := &Fleet{Dir: dir, slotsPer: o.SlotsPer, t: t}
+	if o.EtcdTLS {
+		f.tls = newFleetTLS(t, filepath.Join(dir, "tls"))
+		o.Config += f.tls.config()
+	}
 	if o.Config != "" {
 		f.config = filepath.Join(dir, "gale.yaml")
 		if err := os.WriteFile(f.config, []byte(o.Config), 0o644); err != nil {
@@ -141,8 +149,13 @@ func (f *Fleet) StartEtcd(t testing.TB, h Host) *Proc {
 	t.Helper()
 	h = h.withDefaults()
 	dir := filepath.Join(f.Dir, "etcd")
+	var secure []string
+	scheme := "http://"
+	if f.tls != nil {
+		secure, scheme = f.tls.serverArgs(t, h.Addr), "https://"
+	}
 	p := f.startRetrying(t, "etcd", dir, h, 1, func(ports []int) []string {
-		return []string{"etcd", "--dir", dir, "--listen", "http://" + joinHostPort(h.Addr, ports[0])}
+		return append([]string{"etcd", "--dir", dir, "--listen", scheme + joinHostPort(h.Addr, ports[0])}, secure...)
 	}, readyAfter(" etcd: serving on "))
 	p.Addr = p.ready
 	f.Etcd = p
@@ -407,7 +420,7 @@ func (f *Fleet) TryList(t testing.TB) ([]Topology, error) {
 func (f *Fleet) Store(t testing.TB) *coord.Store {
 	t.Helper()
 	f.storeOnce.Do(func() {
-		c, err := coord.Dial([]string{f.EtcdURL()})
+		c, err := coord.DialSecure([]string{f.EtcdURL()}, f.EtcdSecurity())
 		if err != nil {
 			f.storeErr = err
 			return
@@ -418,6 +431,52 @@ func (f *Fleet) Store(t testing.TB) *coord.Store {
 		t.Fatal(f.storeErr)
 	}
 	return f.store
+}
+
+// EtcdSecurity is how a client reaches the fleet's etcd: the zero
+// Security, or the fleet's CA and client certificate with
+// Options.EtcdTLS.
+func (f *Fleet) EtcdSecurity() coord.Security {
+	if f.tls == nil {
+		return coord.Security{}
+	}
+	return f.tls.client
+}
+
+// fleetTLS is the CA and the certificates of a fleet whose etcd is
+// secured.
+type fleetTLS struct {
+	dir    string
+	ca     *testcert.CA
+	caFile string
+	client coord.Security // the CA and the client certificate
+}
+
+func newFleetTLS(t testing.TB, dir string) *fleetTLS {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ft := &fleetTLS{dir: dir, ca: testcert.NewCA(t)}
+	ft.caFile = ft.ca.WriteCA(t, dir)
+	cert, key := ft.ca.Issue(t, "gale").Write(t, dir, "gale")
+	ft.client = coord.Security{CAFile: ft.caFile, CertFile: cert, KeyFile: key}
+	return ft
+}
+
+// config is the gale.yaml lines that point Gale's processes at the CA
+// and the client certificate.
+func (ft *fleetTLS) config() string {
+	return fmt.Sprintf("\n%s: %s\n%s: %s\n%s: %s\n", gale.GaleEtcdTLSCA, ft.caFile,
+		gale.GaleEtcdTLSCert, ft.client.CertFile, gale.GaleEtcdTLSKey, ft.client.KeyFile)
+}
+
+// serverArgs are gale etcd's flags to serve TLS on addr and accept only
+// clients with a certificate of the CA.
+func (ft *fleetTLS) serverArgs(t testing.TB, addr string) []string {
+	t.Helper()
+	cert, key := ft.ca.Issue(t, "etcd", addr, "127.0.0.1", "localhost").Write(t, ft.dir, "etcd")
+	return []string{"--cert-file", cert, "--key-file", key, "--trusted-ca-file", ft.caFile, "--client-cert-auth"}
 }
 
 // Assignment reads topology name's assignment from etcd.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -27,6 +28,14 @@ type EmbeddedConfig struct {
 	ClientURL string
 	// PeerURL is its raft peer URL; empty means http://127.0.0.1:0.
 	PeerURL string
+	// CertFile and KeyFile, when set, serve ClientURL (then https://)
+	// with TLS: etcd's --cert-file and --key-file.
+	CertFile, KeyFile string
+	// TrustedCAFile with ClientCertAuth refuses every client that does
+	// not present a certificate signed by it: etcd's --trusted-ca-file
+	// and --client-cert-auth.
+	TrustedCAFile  string
+	ClientCertAuth bool
 }
 
 // StartEmbedded starts an embedded single-node etcd and waits until it
@@ -57,7 +66,25 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	cfg.ListenPeerUrls = []url.URL{*pu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	scheme := "http://"
+	if c.CertFile != "" || c.KeyFile != "" {
+		if c.CertFile == "" || c.KeyFile == "" {
+			return nil, fmt.Errorf("coord: etcd's TLS needs a certificate and its key, got %q and %q", c.CertFile, c.KeyFile)
+		}
+		if cu.Scheme != "https" {
+			return nil, fmt.Errorf("coord: etcd client URL %s: write https:// to serve it with TLS", c.ClientURL)
+		}
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile,
+			TrustedCAFile: c.TrustedCAFile, ClientCertAuth: c.ClientCertAuth}
+		scheme = "https://"
+	} else if c.ClientCertAuth || cu.Scheme == "https" {
+		return nil, fmt.Errorf("coord: etcd client URL %s: https:// and client certificates need a server certificate and key", c.ClientURL)
+	}
 	cfg.LogLevel = "error"
+	// bcrypt's least cost (4) for the passwords of etcd's auth: an
+	// embedded etcd is a dev cluster's or a test's, where the default
+	// (10) only makes each authentication slow.
+	cfg.BcryptCost = 4
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -74,7 +101,7 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	}
 	em := &Embedded{etcd: e}
 	for _, l := range e.Clients {
-		em.Endpoints = append(em.Endpoints, "http://"+l.Addr().String())
+		em.Endpoints = append(em.Endpoints, scheme+l.Addr().String())
 	}
 	return em, nil
 }

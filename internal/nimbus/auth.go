@@ -2,51 +2,40 @@ package nimbus
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"os"
-	"strings"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bearer"
+	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
-// mutating lists the full method names of the calls that change the
-// cluster: those that need the bearer token and the leader.
-var mutating = map[string]bool{
-	nimbuspb.Nimbus_Submit_FullMethodName:     true,
-	nimbuspb.Nimbus_Kill_FullMethodName:       true,
-	nimbuspb.Nimbus_Activate_FullMethodName:   true,
-	nimbuspb.Nimbus_Deactivate_FullMethodName: true,
-	nimbuspb.Nimbus_Rebalance_FullMethodName:  true,
+// public lists the full method names of the documented public reads:
+// List, Get and ClusterInfo answer without the bearer token, as Storm's
+// UI and getClusterInfo are open by default; they show names, states and
+// counters, never an artifact or a secret. Every other call, including
+// any added to the service later, needs the token when one is set:
+// Submit, Kill, Activate, Deactivate, Rebalance, and Report and Download,
+// which supervisors and standby nimbuses call with the cluster's token.
+var public = map[string]bool{
+	nimbuspb.Nimbus_List_FullMethodName:        true,
+	nimbuspb.Nimbus_Get_FullMethodName:         true,
+	nimbuspb.Nimbus_ClusterInfo_FullMethodName: true,
 }
 
-// loadToken returns the bearer token of the cluster config:
-// nimbus.auth.token, else the contents of nimbus.auth.token.file with
-// surrounding white space removed; "" when neither is set.
+// loadToken returns the bearer token of the cluster config (see
+// bearer.Load); "" when none is set.
 func loadToken(e *gale.Effective) (string, error) {
-	if tok := e.String(gale.NimbusAuthToken); tok != "" {
-		return tok, nil
-	}
-	path := e.String(gale.NimbusAuthTokenFile)
-	if path == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(path)
+	tok, err := bearer.Load(e)
 	if err != nil {
-		return "", fmt.Errorf("nimbus: nimbus.auth.token.file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("nimbus: nimbus.auth.token.file %s is empty: write the token in it", path)
+		return "", fmt.Errorf("nimbus: %w", err)
 	}
 	return tok, nil
 }
@@ -86,22 +75,23 @@ func (n *Nimbus) clientCreds() (credentials.TransportCredentials, error) {
 	return credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}), nil
 }
 
-// authorize checks the bearer token of a mutating call.
+// authorize checks the bearer token of every call but the public reads.
 func (n *Nimbus) authorize(ctx context.Context, method string) error {
-	if n.token == "" || !mutating[method] {
+	if n.token == "" || public[method] {
 		return nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
-		got, ok := strings.CutPrefix(v, "Bearer ")
-		if ok && subtle.ConstantTimeCompare([]byte(got), []byte(n.token)) == 1 {
-			return nil
-		}
+	return bearer.Check(ctx, n.token)
+}
+
+// peerCredentials is the token this nimbus sends to the other nimbuses
+// it downloads artifacts from: the cluster's token, even where this
+// nimbus, bound to loopback, checks none itself.
+func (n *Nimbus) peerCredentials() (credentials.PerRPCCredentials, error) {
+	tok, err := loadToken(n.cluster)
+	if err != nil {
+		return nil, err
 	}
-	if len(md.Get("authorization")) == 0 {
-		return status.Error(codes.Unauthenticated, "nimbus: this call needs the cluster's bearer token (authorization: Bearer TOKEN); set nimbus.auth.token or nimbus.auth.token.file where you run the command")
-	}
-	return status.Error(codes.Unauthenticated, "nimbus: the bearer token does not match the cluster's nimbus.auth.token")
+	return bearer.Credentials(tok), nil
 }
 
 func (n *Nimbus) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -116,4 +106,14 @@ func (n *Nimbus) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return err
 	}
 	return h(srv, ss)
+}
+
+// dialEtcd connects to etcd with the cluster config's gale.etcd.tls.* and
+// gale.etcd.username settings.
+func (n *Nimbus) dialEtcd() (*clientv3.Client, error) {
+	sec, err := coord.SecurityFromConfig(n.cluster)
+	if err != nil {
+		return nil, err
+	}
+	return coord.DialSecure(n.cfg.Endpoints, sec)
 }

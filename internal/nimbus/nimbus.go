@@ -291,7 +291,7 @@ func (n *Nimbus) Run(ctx context.Context) (err error) {
 	}
 	defer ln.Close()
 	n.addr = advertised(n.cfg.Advertise, ln.Addr())
-	cli, err := coord.Dial(n.cfg.Endpoints)
+	cli, err := n.dialEtcd() // auth.go
 	if err != nil {
 		return fmt.Errorf("nimbus: %w", err)
 	}

@@ -177,7 +177,11 @@ func (n *Nimbus) download(ctx context.Context, addr, sha string, size int64) err
 	if creds != nil {
 		opt = grpc.WithTransportCredentials(creds)
 	}
-	conn, err := grpc.NewClient(addr, opt)
+	tok, err := n.peerCredentials()
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(addr, opt, grpc.WithPerRPCCredentials(tok))
 	if err != nil {
 		return err
 	}

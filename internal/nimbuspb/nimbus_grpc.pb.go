@@ -40,6 +40,15 @@ const (
 // NimbusClient is the client API for Nimbus service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Authentication: where nimbus.auth.token is set, every call needs the
+// metadata "authorization: Bearer TOKEN" except the public reads List, Get
+// and ClusterInfo, which answer anyone who reaches the port (as Storm's UI
+// does by default): they show names, states and counters, never an
+// artifact or a secret. Report and Download need the token too: the
+// supervisors and the standby nimbuses send the cluster's. A call without
+// it, or with another, fails with UNAUTHENTICATED; a method added to the
+// service needs the token unless it is added to the public reads.
 type NimbusClient interface {
 	// Submit uploads a topology: the first message carries the header
 	// (name, definition, config, artifact metadata), the following ones the
@@ -190,6 +199,15 @@ func (c *nimbusClient) Report(ctx context.Context, in *ReportRequest, opts ...gr
 // NimbusServer is the server API for Nimbus service.
 // All implementations must embed UnimplementedNimbusServer
 // for forward compatibility.
+//
+// Authentication: where nimbus.auth.token is set, every call needs the
+// metadata "authorization: Bearer TOKEN" except the public reads List, Get
+// and ClusterInfo, which answer anyone who reaches the port (as Storm's UI
+// does by default): they show names, states and counters, never an
+// artifact or a secret. Report and Download need the token too: the
+// supervisors and the standby nimbuses send the cluster's. A call without
+// it, or with another, fails with UNAUTHENTICATED; a method added to the
+// service needs the token unless it is added to the public reads.
 type NimbusServer interface {
 	// Submit uploads a topology: the first message carries the header
 	// (name, definition, config, artifact metadata), the following ones the

@@ -3,12 +3,15 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bearer"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -19,6 +22,9 @@ import (
 type nimbusConn struct {
 	store *coord.Store
 	opts  []grpc.DialOption
+	// token is the cluster's bearer token, sent on every call ("" for
+	// none).
+	token string
 
 	mu struct {
 		sync.Mutex
@@ -41,11 +47,11 @@ func (n *nimbusConn) client(ctx context.Context) (nimbuspb.NimbusClient, string,
 	if err != nil {
 		return nil, "", fmt.Errorf("find the nimbus leader: %w", err)
 	}
-	opts := n.opts
+	opts := slices.Clip(n.opts)
 	if opts == nil {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	conn, err = grpc.NewClient(leader.Addr, opts...)
+	conn, err = grpc.NewClient(leader.Addr, append(opts, grpc.WithPerRPCCredentials(bearer.Credentials(n.token)))...)
 	if err != nil {
 		return nil, "", fmt.Errorf("nimbus %s at %s: %w", leader.ID, leader.Addr, err)
 	}
@@ -85,4 +91,19 @@ func (n *nimbusConn) close() {
 	if conn != nil {
 		conn.Close()
 	}
+}
+
+// clusterToken is the bearer token of the cluster layer, which the
+// supervisor sends to nimbus: Report and Download need it where nimbus
+// checks one.
+func clusterToken(cluster gale.Config) (string, error) {
+	eff, err := gale.ResolveConfig(cluster, nil)
+	if err != nil {
+		return "", fmt.Errorf("supervisor: %w", err)
+	}
+	tok, err := bearer.Load(eff)
+	if err != nil {
+		return "", fmt.Errorf("supervisor: %w", err)
+	}
+	return tok, nil
 }

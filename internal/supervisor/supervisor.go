@@ -211,9 +211,13 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	token, err := clusterToken(cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
 	s := &Supervisor{cfg: cfg, log: cfg.Logger.With("component", "supervisor", "supervisor", cfg.ID),
 		sock:   filepath.Join(cfg.Dir, "supervisor.sock"),
-		nimbus: &nimbusConn{store: cfg.Store, opts: cfg.DialOptions}, ready: make(chan struct{}),
+		nimbus: &nimbusConn{store: cfg.Store, opts: cfg.DialOptions, token: token}, ready: make(chan struct{}),
 		conns: map[*ctlConn]struct{}{}, procs: map[int]*proc{}, logged: map[string]bool{}, launchErr: map[int]string{}, crashes: map[int]int{},
 		restarts: map[int]*slotRestarts{}}
 	// A unix socket's path has a limit of about 104 bytes (108 on Linux).

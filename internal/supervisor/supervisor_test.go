@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
@@ -93,9 +94,22 @@ type fakeNimbus struct {
 	downloads int
 	reports   []*nimbuspb.ReportRequest
 	changed   chan struct{}
+	auth      map[string][]string // the authorization metadata of each call, by method
+}
+
+// called records the authorization metadata of a call to method.
+func (n *fakeNimbus) called(ctx context.Context, method string) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.auth == nil {
+		n.auth = make(map[string][]string)
+	}
+	n.auth[method] = append(n.auth[method], strings.Join(md.Get("authorization"), ","))
 }
 
 func (n *fakeNimbus) Download(r *nimbuspb.DownloadRequest, stream grpc.ServerStreamingServer[nimbuspb.Chunk]) error {
+	n.called(stream.Context(), "Download")
 	n.mu.Lock()
 	n.downloads++
 	n.mu.Unlock()
@@ -112,7 +126,8 @@ func (n *fakeNimbus) Download(r *nimbuspb.DownloadRequest, stream grpc.ServerStr
 	return nil
 }
 
-func (n *fakeNimbus) Report(_ context.Context, r *nimbuspb.ReportRequest) (*nimbuspb.ReportResponse, error) {
+func (n *fakeNimbus) Report(ctx context.Context, r *nimbuspb.ReportRequest) (*nimbuspb.ReportResponse, error) {
+	n.called(ctx, "Report")
 	n.mu.Lock()
 	n.reports = append(n.reports, r)
 	n.mu.Unlock()

@@ -160,7 +160,7 @@ func TestWebUIStates(t *testing.T) {
 				return
 			case <-tk.C:
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := ev.api.Report(ctx, report)
+				_, err := ev.sup.Report(ctx, report)
 				cancel()
 				if err != nil {
 					t.Logf("Report: %v", err)

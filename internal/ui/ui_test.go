@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bearer"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbus"
 	"github.com/gale-stream/gale/internal/nimbuspb"
@@ -33,9 +34,10 @@ const token = "s3cret"
 type env struct {
 	t    *testing.T
 	api  nimbuspb.NimbusClient
-	id   string // the topology's id
-	url  string // the UI's base URL
-	sups string // the supervisor's id
+	sup  nimbuspb.NimbusClient // a supervisor's client: it sends the cluster's token
+	id   string                // the topology's id
+	url  string                // the UI's base URL
+	sups string                // the supervisor's id
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -104,6 +106,11 @@ func newEnvWith(t *testing.T, mod func(*nimbus.Config)) *env {
 	}
 	t.Cleanup(func() { conn.Close() })
 	api := nimbuspb.NewNimbusClient(conn)
+	supConn, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer.Credentials(token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { supConn.Close() })
 
 	h, err := New(Config{Nimbus: api})
 	if err != nil {
@@ -111,7 +118,7 @@ func newEnvWith(t *testing.T, mod func(*nimbus.Config)) *env {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	ev := &env{t: t, api: api, url: srv.URL, sups: "s1"}
+	ev := &env{t: t, api: api, sup: nimbuspb.NewNimbusClient(supConn), url: srv.URL, sups: "s1"}
 	ev.id = ev.submit("wordcount")
 	return ev
 }
@@ -173,7 +180,7 @@ func (ev *env) report() {
 			},
 		})
 	}
-	if _, err := ev.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
+	if _, err := ev.sup.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
 		t.Fatalf("Report: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ func TestTopologyWindows(t *testing.T) {
 				{Component: "split", Kind: "bolt", Tasks: 4, Executed: 3 * n, Acked: 3 * n},
 			},
 		}}
-		if _, err := ev.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
+		if _, err := ev.sup.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
 			t.Fatalf("Report: %v", err)
 		}
 	}
