@@ -9,7 +9,7 @@
 //
 //  1. the shape: workers asked for against workers running and the slots
 //     free to it (a topology short of workers is queueing, not slow);
-//     1b. workers under GC pressure (their heap at worker.heap.memory.mb:
+//     then workers under GC pressure (their heap at worker.heap.memory.mb:
 //     every Execute in them is slowed, so capacities are not judged), and
 //     bolts that execute their input but never ack it (their trees fill
 //     the spouts' caps and time out);
