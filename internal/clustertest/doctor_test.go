@@ -119,7 +119,7 @@ func TestDoctorStagedFaults(t *testing.T) {
 		// 5 workers asked of 4 slots, one of which another topology holds.
 		{fault: "more workers asked than are free", params: []string{"rate=10"}, workers: 5, pending: true,
 			other: []string{"bench-wordcount", "--workers", "1", "-p", "rate=10"},
-			kind: doctor.KindShape, fix: "gale rebalance " + name + " -n 3"},
+			kind:  doctor.KindShape, fix: "gale rebalance " + name + " -n 3"},
 	} {
 		t.Run(strings.ReplaceAll(tc.fault, " ", "_"), func(t *testing.T) {
 			if tc.other != nil {
@@ -377,7 +377,7 @@ func waitReassigned(t *testing.T, c *Cluster, name string) {
 var (
 	rebalanceFix        = regexp.MustCompile(`gale rebalance (\S+) -e (\S+=[0-9]+)`)
 	rebalanceWorkersFix = regexp.MustCompile(`gale rebalance (\S+) -n ([0-9]+)`)
-	resubmitFix  = regexp.MustCompile(`gale kill (\S+); gale submit ([^)]*)\)`)
+	resubmitFix         = regexp.MustCompile(`gale kill (\S+); gale submit ([^)]*)\)`)
 )
 
 // applyFix runs the command a finding's fix names: its rebalance, or its
