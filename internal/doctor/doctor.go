@@ -219,10 +219,14 @@ func (d *diagnosis) add(f Finding) { d.report.Findings = append(d.report.Finding
 
 func (d *diagnosis) last() Sample { return d.samples[len(d.samples)-1] }
 
-// messageTimeout is the topology's topology.message.timeout.secs: its
-// config's, else Gale's default (a cluster's gale.yaml may set another,
-// which nimbus's Get does not show).
+// messageTimeout is the topology's topology.message.timeout.secs: the
+// effective one nimbus's Get reports, else its config's, else Gale's
+// default (a nimbus that does not report it may have another in its
+// gale.yaml).
 func messageTimeout(info *nimbuspb.TopologyInfo) int {
+	if n := info.GetMessageTimeoutSecs(); n > 0 {
+		return int(n)
+	}
 	var conf gale.Config
 	if len(info.GetConfigJson()) > 0 && json.Unmarshal(info.GetConfigJson(), &conf) == nil {
 		if f, ok := conf[gale.TopologyMessageTimeoutSecs].(float64); ok && f >= 1 {
