@@ -312,6 +312,7 @@
       failures: new gale.Chart(document.getElementById("chart-failures"), [{ label: "timed out/s", color: "#d99a1e" }, { label: "failed by a bolt/s", color: "#d14334" }], gale.fmtShort),
     };
     document.getElementById("window").addEventListener("change", () => refresh());
+    gale.charts = charts; // for the tests: the points drawn, one a poll
     window.addEventListener("resize", () => Object.values(charts).forEach((c) => c.draw()));
     setupActions();
     gale.poll(refresh);
