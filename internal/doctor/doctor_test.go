@@ -714,6 +714,15 @@ func TestGCPressure(t *testing.T) {
 	if f := find(t, r, KindGCPressure); !strings.Contains(metric(f, "worker 127.0.0.1:6700"), "8280 GCs in 60 s") {
 		t.Errorf("one sample: %v", f.Evidence)
 	}
+	// A busy worker collecting 15 times a second with short pauses is
+	// not under pressure.
+	s.worker = func(i int, ws []*nimbuspb.WorkerReport) {
+		t := 60 + 5*float64(i)
+		for _, w := range ws {
+			w.GcCount, w.GcPauseNanos = int64(15*t), int64(0.002*t*1e9)
+		}
+	}
+	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)))
 	// The healthy scenario's workers collect now and then.
 	s.worker = func(i int, ws []*nimbuspb.WorkerReport) {
 		for _, w := range ws {

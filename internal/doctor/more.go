@@ -21,12 +21,15 @@ const (
 	// their median is at most this share of its capacity (or of its
 	// executed count, where capacities are not reported).
 	skewRatio = 0.5
-	// gcPerSec and gcPauseShare: a worker collecting this often, or
-	// paused for this share of its time, is under GC pressure (a healthy
-	// worker, with its 64 MiB GC floor, collects a few times a second at
-	// most).
-	gcPerSec     = 10.0
-	gcPauseShare = 0.05
+	// A worker is under GC pressure when it collects gcThrashPerSec
+	// times a second, or gcPerSec times while paused gcPauseLeast of its
+	// time, or is paused gcPauseShare of its time however often: a
+	// healthy worker, with its 64 MiB GC floor and GOGC 400, collects a
+	// few times a second at most, pausing well under 1% of its time.
+	gcThrashPerSec = 50.0
+	gcPerSec       = 10.0
+	gcPauseLeast   = 0.01
+	gcPauseShare   = 0.05
 	// unackedShare: a bolt that acked or failed less than this share of
 	// the inputs it executed does not ack them.
 	unackedShare = 0.1
@@ -277,7 +280,7 @@ func (d *diagnosis) gcPressure() bool {
 	var ev []Metric
 	var heap float64
 	for _, g := range d.gcOf() {
-		if g.perSec < gcPerSec && g.pauseShare < gcPauseShare {
+		if g.perSec < gcThrashPerSec && (g.perSec < gcPerSec || g.pauseShare < gcPauseLeast) && g.pauseShare < gcPauseShare {
 			continue
 		}
 		heap = max(heap, g.heapMiB)
@@ -292,8 +295,8 @@ func (d *diagnosis) gcPressure() bool {
 	want := int(math.Ceil(2*heap/64)) * 64
 	want = max(want, 256)
 	d.add(Finding{Kind: KindGCPressure, Severity: Warning,
-		Cause: fmt.Sprintf("%d worker(s) under GC pressure: the collector runs more than %.0f times a second or pauses them more than %.0f%% of the time, so their heap is at its limit (%s, the Go memory limit) and the collector keeps running to stay under it; every bolt in them slows down",
-			len(ev), gcPerSec, 100*gcPauseShare, workerHeapKey),
+		Cause: fmt.Sprintf("%d worker(s) under GC pressure: the collector runs again and again (more than %.0f times a second, or pausing them more than %.0f%% of the time), so their heap is at its limit (%s, the Go memory limit) and the collector keeps running to stay under it; every bolt in them slows down",
+			len(ev), gcPerSec, 100*gcPauseLeast, workerHeapKey),
 		Evidence: ev,
 		Fix: fmt.Sprintf("raise %s in the cluster's gale.yaml (a cluster key: the supervisors start workers with it, a topology cannot set it) to about %d, above twice the heap in use, and restart the supervisors; or keep less live state in the bolts (bound their caches and windows)",
 			workerHeapKey, want)})
