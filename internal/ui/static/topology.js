@@ -42,7 +42,7 @@
     }
     gale.replace(
       "topology-stats",
-      stat("Acked", gale.fmtInt(w.acked), rates ? gale.fmtRate(rates.acked) : "", "stat-acked"),
+      stat("Acked", gale.fmtInt(w.acked), rates ? gale.fmtRate(rates.acked) + (rates.measured < rates.running ? " (" + rates.measured + " of " + rates.running + " workers)" : "") : "", "stat-acked"),
       stat("Failed", gale.fmtInt(w.failed), "timed out " + gale.fmtInt(timedOut) + " · by a bolt " + gale.fmtInt(byBolt), "stat-failed"),
       stat("Emitted", gale.fmtInt(w.emitted), "transferred " + gale.fmtInt(w.transferred), "stat-emitted"),
       stat("Complete latency", gale.fmtMs(w.completeLatency), "mean, " + (w.windowPretty || "all time").toLowerCase(), "stat-latency"),
@@ -152,6 +152,8 @@
       byBolt: Number(lr.failedByBolt) || 0,
       latency: lr.completeLatency === null || lr.completeLatency === undefined ? null : Number(lr.completeLatency),
       asOf: Number(lr.asOfUnixMs) || Date.now(),
+      measured: Number(lr.workersMeasured) || 0,
+      running: Number(lr.workersRunning) || 0,
     };
     for (const [cid, v] of Object.entries(lr.components || {})) r.nodes[cid] = Number(v) || 0;
     for (const e of lr.inputs || []) r.edges[gale.edgeKey({ src: e.source, dst: e.component, input: { ":stream": e.stream } })] = Number(e.rate) || 0;
