@@ -82,8 +82,17 @@ func (c *BoltCollector) EmitDirect(task int, stream string, anchors []*Tuple, va
 func (c *BoltCollector) Ack(t *Tuple) { c.task.em.ack(t) }
 
 // Fail fails the trees of an input tuple; the spout's Fail gets a
-// *FailedError naming this bolt and err.
-func (c *BoltCollector) Fail(t *Tuple, err error) { c.task.em.fail(t, err) }
+// *FailedError naming this bolt and err. A non-nil err is also kept among
+// the component's recent errors, as ReportError keeps one, and logged;
+// both are rate-limited per task (failErrorBurst per failErrorInterval
+// kept, ratelog's default for the log line), since a bolt may fail every
+// input.
+func (c *BoltCollector) Fail(t *Tuple, err error) {
+	if err != nil && !t.isDone() {
+		c.task.failed(err)
+	}
+	c.task.em.fail(t, err)
+}
 
 // Wakeup registers fn to run on the task's own goroutine, where the
 // collector may be used, each time the returned wake is called. It is for

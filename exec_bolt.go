@@ -1,10 +1,13 @@
 package gale
 
 import (
+	"log/slog"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gale-stream/gale/internal/ratelog"
 )
 
 // boltTask is one bolt instance with its collector.
@@ -18,6 +21,28 @@ type boltTask struct {
 	wakeFns []func()      // registered by Wakeup, run on the executor's goroutine
 	woken   atomic.Bool   // a wake since the fns last ran
 	retry   RetryReporter // the bolt, if it reports its retries; nil otherwise
+
+	// keepFail and logFail rate-limit the errors of BoltCollector.Fail
+	// kept among the component's errors and logged.
+	keepFail, logFail *ratelog.Limiter
+}
+
+// The errors of BoltCollector.Fail a task keeps among its component's
+// recent errors: the first failErrorBurst of every failErrorInterval, so
+// that a bolt failing every input keeps recent ones without taking the
+// errors' lock for each.
+const (
+	failErrorBurst    = maxComponentErrors
+	failErrorInterval = 10 * time.Second
+)
+
+// failed keeps and logs err, an input's failure (BoltCollector.Fail),
+// within the task's rate limits.
+func (t *boltTask) failed(err error) {
+	if ok, _ := t.keepFail.Allow(); ok {
+		t.rt.reportError(t.em.comp.id, int(t.em.task), err)
+	}
+	t.logFail.Log(t.em.log, slog.LevelWarn, "input failed", "err", err)
 }
 
 // boltExec runs a bolt's tasks in one goroutine.
@@ -125,7 +150,8 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	}
 	for i := 0; i < n; i++ {
 		task := first + i
-		t := &boltTask{rt: rt, bolt: rt.topo.bolts[c.id]()}
+		t := &boltTask{rt: rt, bolt: rt.topo.bolts[c.id](),
+			keepFail: ratelog.New(failErrorBurst, failErrorInterval, rt.clock.Now), logFail: ratelog.New(0, 0, rt.clock.Now)}
 		t.retry, _ = t.bolt.(RetryReporter)
 		if a, ok := t.bolt.(*basicBoltAdapter); ok {
 			t.retry, _ = a.b.(RetryReporter)

@@ -1,9 +1,11 @@
 package gale_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/runstats"
 )
 
@@ -370,4 +373,71 @@ func TestSpoutPanicError(t *testing.T) {
 		errs := bridge.SpoutStats(lt)[0].Errors
 		return len(errs) == 1 && strings.Contains(errs[0].Error, "no more") && errs[0].Task == bridge.LocalOf(lt).TaskIDs("boom")[0]
 	})
+}
+
+// lockedBuffer is a bytes.Buffer for a logger written from several
+// goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestFailErrorsKept: the errors a bolt passes to Fail(t, err) are kept
+// among the component's recent errors (what nimbus, the UI and gale
+// doctor read) and logged, both rate-limited: a bolt failing each of 30
+// inputs at one instant keeps runstats.MaxErrors of them and logs at
+// most ratelog's burst, with a count of those held back once the
+// window has passed.
+func TestFailErrorsKept(t *testing.T) {
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("nums", seqSpout(30), 1)
+	b.SetBolt("bad", func() gale.Bolt {
+		return &funcBolt{execute: func(b *funcBolt, tu *gale.Tuple) {
+			b.Collector.Fail(tu, fmt.Errorf("bad input %d", tu.GetInt(0)))
+		}}
+	}, 1).ShuffleGrouping("nums")
+	var logs lockedBuffer
+	clock := galetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	lt, err := gale.StartLocal("fails", nil, build(t, b), gale.RunOptions{
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lt.Stop)
+	settle(t, lt, clock, 0)
+	bad := bridge.BoltStats(lt)[0]
+	if bad.Failed != 30 {
+		t.Fatalf("bad failed %d inputs, want 30", bad.Failed)
+	}
+	if len(bad.Errors) != runstats.MaxErrors {
+		t.Fatalf("%d of the Fail errors kept, want %d: %+v", len(bad.Errors), runstats.MaxErrors, bad.Errors)
+	}
+	task := bridge.LocalOf(lt).TaskIDs("bad")[0]
+	for _, e := range bad.Errors {
+		if !strings.HasPrefix(e.Error, "bad input ") || e.Task != task || e.TimeUnixMs != clock.Now().UnixMilli() {
+			t.Errorf("kept error %+v, want a \"bad input N\" of task %d at %d", e, task, clock.Now().UnixMilli())
+		}
+	}
+	if errs, n := lt.Errors(); n != int64(runstats.MaxErrors) || len(errs) != runstats.MaxErrors || errs[0].Component != "bad" {
+		t.Errorf("LocalTopology.Errors: %d errors (%d in all), want %d of bad's", len(errs), n, runstats.MaxErrors)
+	}
+	lines := strings.Count(logs.String(), "input failed")
+	if lines == 0 || lines > ratelog.DefaultBurst {
+		t.Errorf("%d \"input failed\" lines for 30 failures at one instant, want 1 to %d:\n%s", lines, ratelog.DefaultBurst, logs.String())
+	}
+	if !strings.Contains(logs.String(), "bad input 0") {
+		t.Errorf("the log does not carry the error:\n%s", logs.String())
+	}
 }

@@ -38,10 +38,13 @@ func newDoctorCmd() *cobra.Command {
 every --interval for --duration, reads rates from the differences, and
 applies the Storm@Twitter troubleshooting order, from symptom to cause:
 
-  1. shape: the workers asked for against those running and the free slots
-     (a topology short of workers is queueing, not slow: doctor stops there);
+  1. shape: the workers asked for against those running and the slots free
+     to it (a topology short of workers is queueing, not slow: doctor stops
+     there); workers under GC pressure (their heap at worker.heap.memory.mb);
+     a bolt that executes its input but never acks it;
   2. a spout throttled by topology.max.spout.pending (trees in flight pinned
-     at the cap while the bolts idle), or a bolt saturated (capacity near 1);
+     at the cap while the bolts idle), or a bolt saturated (capacity near 1),
+     on all its executors or on one only (skew: a hot key);
   3. trees timing out: processing longer than topology.message.timeout.secs,
      trees queueing close to it, or trees lost (while they time out, doctor
      does not judge saturation: replays load the bolts);

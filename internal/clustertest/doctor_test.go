@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,11 +62,14 @@ func galeAsync(args ...string) <-chan galeResult {
 	return ch
 }
 
-// TestDoctorStagedFaults: gale doctor names the cause of each of three
+// TestDoctorStagedFaults: gale doctor names the cause of each of the
 // faults staged on a real dev cluster, and no other: a bolt too slow, max
-// spout pending far too low, and a message timeout shorter than the
-// processing; and finds no problem in the same topology without a fault.
-// Then the fix it prints (its own rebalance or resubmission command) is
+// spout pending far too low, a message timeout shorter than the
+// processing, a hot key, a bolt that never acks, and more workers asked
+// than are free with another topology on the cluster; and finds no
+// problem in the same topology without a fault. Then the fix it prints
+// (its own rebalance or resubmission command; for the faults in the
+// code, the topology resubmitted without them, as its fix says) is
 // applied, and doctor no longer finds the fault. The slow bolt is also
 // watched with gale monitor.
 func TestDoctorStagedFaults(t *testing.T) {
@@ -80,6 +84,15 @@ func TestDoctorStagedFaults(t *testing.T) {
 		component string
 		fix       string // in the finding's fix
 		monitor   bool
+		// workers is the submission's --workers (0: the topology's).
+		workers int
+		// other is a topology submitted first, to hold slots.
+		other []string
+		// pending: the topology does not run until the fix.
+		pending bool
+		// fixed, for a fault in the code, is the parameters the topology
+		// is resubmitted with once its code follows the fix.
+		fixed []string
 	}{
 		// No fault: paced well within its means, with room under its cap.
 		{fault: "none", params: []string{"rate=100", "delay=1ms", "max-spout-pending=1000"}},
@@ -93,17 +106,43 @@ func TestDoctorStagedFaults(t *testing.T) {
 		// every tree outlives the 1 s timeout.
 		{fault: "message timeout shorter than the processing", params: []string{"delay=1500ms", "timeout=1", "rate=1", "work-executors=4"},
 			kind: doctor.KindTimeoutTooShort, component: "work", fix: "-c topology.message.timeout.secs="},
+		// 90% of the tuples carry one key into work's 8 executors, fields
+		// grouped: one executor saturated, the others idle. More
+		// executors would not help; a better key does.
+		{fault: "a hot key", params: []string{"hot-key=0.9", "rate=100", "delay=12ms", "work-executors=8", "max-spout-pending=50"},
+			kind: doctor.KindBoltSkewed, component: "work", fix: "partialKeyGrouping",
+			fixed: []string{"hot-key=0", "rate=100", "delay=12ms", "work-executors=8", "max-spout-pending=50"}},
+		// work executes its input and never acks it.
+		{fault: "a bolt that never acks", params: []string{"no-ack=true", "rate=50", "max-spout-pending=1000"},
+			kind: doctor.KindNotAcking, component: "work", fix: "make work ack each input",
+			fixed: []string{"rate=50", "max-spout-pending=1000"}},
+		// 5 workers asked of 4 slots, one of which another topology holds.
+		{fault: "more workers asked than are free", params: []string{"rate=10"}, workers: 5, pending: true,
+			other: []string{"bench-wordcount", "--workers", "1", "-p", "rate=10"},
+			kind:  doctor.KindShape, fix: "gale rebalance " + name + " -n 3"},
 	} {
 		t.Run(strings.ReplaceAll(tc.fault, " ", "_"), func(t *testing.T) {
+			if tc.other != nil {
+				if code, _, _ := c.Gale(t, append(append([]string{"submit"}, tc.other...), "--nimbus", c.Nimbus)...); code != 0 {
+					t.Fatalf("gale submit %v: exit %d", tc.other, code)
+				}
+				defer killAndWait(t, c, tc.other[0])
+				waitFlowing(t, c, tc.other[0])
+			}
 			args := []string{"submit", name, "--nimbus", c.Nimbus}
 			for _, p := range tc.params {
 				args = append(args, "-p", p)
+			}
+			if tc.workers > 0 {
+				args = append(args, "--workers", strconv.Itoa(tc.workers))
 			}
 			if code, _, _ := c.Gale(t, args...); code != 0 {
 				t.Fatalf("gale submit: exit %d", code)
 			}
 			defer killAndWait(t, c, name)
-			waitFlowing(t, c, name)
+			if !tc.pending {
+				waitFlowing(t, c, name)
+			}
 			var mon <-chan galeResult
 			if tc.monitor {
 				mon = galeAsync("monitor", name, "--nimbus", c.Nimbus, "--count", "3", "--interval", "2s")
@@ -135,24 +174,94 @@ func TestDoctorStagedFaults(t *testing.T) {
 				t.Errorf("finding: got component %q, fix %q, %d metrics; want %q, a fix with %q, the metrics behind it",
 					found.Component, found.Fix, len(found.Evidence), tc.component, tc.fix)
 			}
-			if !strings.Contains(tr.stdout, tc.kind+" ("+tc.component+")") {
-				t.Errorf("the text report does not name %s (%s)", tc.kind, tc.component)
+			named := tc.kind
+			if tc.component != "" {
+				named += " (" + tc.component + ")"
+			}
+			if !strings.Contains(tr.stdout, named) {
+				t.Errorf("the text report does not name %s", named)
 			}
 			if mon != nil {
 				checkMonitor(t, <-mon, name)
 			}
 
-			applyFix(t, c, name, found.Fix)
+			if tc.fixed != nil {
+				killAndWait(t, c, name)
+				args := []string{"submit", name, "--nimbus", c.Nimbus}
+				for _, p := range tc.fixed {
+					args = append(args, "-p", p)
+				}
+				if code, _, _ := c.Gale(t, args...); code != 0 {
+					t.Fatalf("gale submit: exit %d", code)
+				}
+				waitFlowing(t, c, name)
+			} else {
+				applyFix(t, c, name, found.Fix)
+			}
 			_, _, after := runDoctor(t, c, name, tc.fault+", fixed")
 			for _, f := range after.Findings {
 				if f.Kind == tc.kind || f.Severity == doctor.Critical {
 					t.Errorf("after the fix (%s): doctor still finds %s (%s): %s", found.Fix, f.Kind, f.Severity, f.Cause)
 				}
 			}
+			if tc.kind == doctor.KindShape && (after.Numbers.WorkersRunning != 3 || after.Numbers.Workers != 3) {
+				t.Errorf("after the rebalance: workers %d/%d, want 3/3", after.Numbers.WorkersRunning, after.Numbers.Workers)
+			}
+			if after.Numbers.AckedPerSec <= 0 {
+				t.Errorf("after the fix: %.1f trees acked/s, want some", after.Numbers.AckedPerSec)
+			}
 			if tc.kind == doctor.KindSpoutThrottled && after.Numbers.AckedPerSec < 2*r.Numbers.AckedPerSec {
 				t.Errorf("after raising max spout pending: %.1f trees acked/s, want at least twice the %.1f before", after.Numbers.AckedPerSec, r.Numbers.AckedPerSec)
 			}
 		})
+	}
+}
+
+// TestDoctorGCPressure: on a cluster whose workers have a 100 MiB heap
+// budget (worker.heap.memory.mb), a bolt keeping 120 MiB live puts its
+// worker under GC pressure, which doctor finds and nothing else; its fix
+// names the key and a value, and on a cluster with that value the same
+// topology has no problem.
+func TestDoctorGCPressure(t *testing.T) {
+	needCluster(t)
+	name := doctortopo.TopologyName
+	params := []string{"-p", "live-mb=120", "-p", "rate=100"}
+	const conf = "supervisor.heartbeat.frequency.secs: 1\n"
+	c := Start(t, Options{Supervisors: 1, SlotsPer: 1, Config: conf + "worker.heap.memory.mb: 100\n"})
+	if code, _, _ := c.Gale(t, append([]string{"submit", name, "--nimbus", c.Nimbus}, params...)...); code != 0 {
+		t.Fatalf("gale submit: exit %d", code)
+	}
+	waitFlowing(t, c, name)
+	tr, _, r := runDoctor(t, c, name, "GC pressure")
+	var problems []string
+	for _, f := range r.Findings {
+		if f.Problem() {
+			problems = append(problems, f.Kind)
+		}
+	}
+	if tr.code != 1 || !slices.Equal(problems, []string{doctor.KindGCPressure}) {
+		t.Fatalf("doctor: exit %d, problems %v; want 1, only %s", tr.code, problems, doctor.KindGCPressure)
+	}
+	f := r.Findings[0]
+	m := regexp.MustCompile(`raise worker\.heap\.memory\.mb .* to about ([0-9]+)`).FindStringSubmatch(f.Fix)
+	if m == nil || len(f.Evidence) != 1 {
+		t.Fatalf("the finding: fix %q, evidence %v; want worker.heap.memory.mb raised to a value, one worker", f.Fix, f.Evidence)
+	}
+	killAndWait(t, c, name)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The fix: the cluster's workers get the heap budget doctor named.
+	c = Start(t, Options{Supervisors: 1, SlotsPer: 1, Config: conf + "worker.heap.memory.mb: " + m[1] + "\n"})
+	if code, _, _ := c.Gale(t, append([]string{"submit", name, "--nimbus", c.Nimbus}, params...)...); code != 0 {
+		t.Fatalf("gale submit: exit %d", code)
+	}
+	defer killAndWait(t, c, name)
+	waitFlowing(t, c, name)
+	tr, _, r = runDoctor(t, c, name, "GC pressure, worker.heap.memory.mb: "+m[1])
+	if tr.code != 0 || r.Problems != 0 {
+		t.Errorf("with worker.heap.memory.mb: %s: exit %d, %d problems; want none\n%s", m[1], tr.code, r.Problems, tr.stdout)
 	}
 }
 
@@ -266,14 +375,23 @@ func waitReassigned(t *testing.T, c *Cluster, name string) {
 }
 
 var (
-	rebalanceFix = regexp.MustCompile(`gale rebalance (\S+) -e (\S+=[0-9]+)`)
-	resubmitFix  = regexp.MustCompile(`gale kill (\S+); gale submit ([^)]*)\)`)
+	rebalanceFix        = regexp.MustCompile(`gale rebalance (\S+) -e (\S+=[0-9]+)`)
+	rebalanceWorkersFix = regexp.MustCompile(`gale rebalance (\S+) -n ([0-9]+)`)
+	resubmitFix         = regexp.MustCompile(`gale kill (\S+); gale submit ([^)]*)\)`)
 )
 
 // applyFix runs the command a finding's fix names: its rebalance, or its
 // kill and resubmission; then waits for the topology to flow again.
 func applyFix(t *testing.T, c *Cluster, name, fix string) {
 	t.Helper()
+	if m := rebalanceWorkersFix.FindStringSubmatch(fix); m != nil {
+		if code, _, _ := c.Gale(t, "rebalance", m[1], "-n", m[2], "-w", "0", "--nimbus", c.Nimbus); code != 0 {
+			t.Fatalf("gale rebalance: exit %d", code)
+		}
+		waitReassigned(t, c, name)
+		waitFlowing(t, c, name)
+		return
+	}
 	if m := rebalanceFix.FindStringSubmatch(fix); m != nil {
 		if code, _, _ := c.Gale(t, "rebalance", m[1], "-e", m[2], "-w", "0", "--nimbus", c.Nimbus); code != 0 {
 			t.Fatalf("gale rebalance: exit %d", code)

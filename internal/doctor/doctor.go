@@ -7,12 +7,17 @@
 // symptom to cause, and does not go on where an earlier step makes the
 // later numbers unreadable:
 //
-//  1. the shape: workers asked for against workers running and free slots
-//     (a topology short of workers is queueing, not slow);
+//  1. the shape: workers asked for against workers running and the slots
+//     free to it (a topology short of workers is queueing, not slow);
+//     then workers under GC pressure (their heap at worker.heap.memory.mb:
+//     every Execute in them is slowed, so capacities are not judged), and
+//     bolts that execute their input but never ack it (their trees fill
+//     the spouts' caps and time out);
 //  2. a spout throttled by topology.max.spout.pending (its trees in
 //     flight pinned at the cap while the bolts idle), told apart from a
 //     bolt at its limit (capacity near 1: the cap then only passes on
-//     the bolt's backpressure);
+//     the bolt's backpressure), and a bolt at its limit on one executor
+//     only (skew: a hot key, which more executors do not spread);
 //  3. replays: trees timing out, and why (processing longer than
 //     topology.message.timeout.secs, or trees lost); while trees time
 //     out, saturation and throttling are not judged, since replays load
@@ -54,17 +59,20 @@ const (
 // The kinds of finding, in the order Diagnose reports them.
 const (
 	KindShape             = "shape"
+	KindGCPressure        = "gc-pressure"
 	KindSpoutThrottled    = "spout-throttled"
 	KindBoltSaturated     = "bolt-saturated"
+	KindBoltSkewed        = "bolt-skewed"
 	KindTimeoutTooShort   = "timeout-too-short"
+	KindNotAcking         = "bolt-not-acking"
 	KindReplayStorm       = "replay-storm"
 	KindWorkersRestarting = "workers-restarting"
 	KindFailedByBolt      = "failed-by-bolt"
 	KindNoTraffic         = "no-traffic"
 )
 
-var kindOrder = []string{KindShape, KindSpoutThrottled, KindBoltSaturated, KindTimeoutTooShort, KindReplayStorm,
-	KindWorkersRestarting, KindFailedByBolt, KindNoTraffic}
+var kindOrder = []string{KindShape, KindGCPressure, KindSpoutThrottled, KindBoltSaturated, KindBoltSkewed,
+	KindTimeoutTooShort, KindNotAcking, KindReplayStorm, KindWorkersRestarting, KindFailedByBolt, KindNoTraffic}
 
 // Metric is one value behind a finding, as printed.
 type Metric struct {
@@ -177,8 +185,10 @@ func Diagnose(samples []Sample) Report {
 	d.numbers()
 	blocked := d.shape()
 	if !blocked && span.Seconds > 0 {
+		gc := d.gcPressure()
+		d.unacked = d.notAcking()
 		storm := d.timeouts()
-		if !storm {
+		if !storm && !gc && !d.unacked {
 			d.throttledOrSaturated()
 		}
 		d.failedByBolt(storm)
@@ -199,17 +209,24 @@ type diagnosis struct {
 	restarted bool
 	span      Span
 	timeout   int // topology.message.timeout.secs
-	report    *Report
+	// unacked: a bolt that does not ack its input was found (notAcking),
+	// which explains trees that time out.
+	unacked bool
+	report  *Report
 }
 
 func (d *diagnosis) add(f Finding) { d.report.Findings = append(d.report.Findings, f) }
 
 func (d *diagnosis) last() Sample { return d.samples[len(d.samples)-1] }
 
-// messageTimeout is the topology's topology.message.timeout.secs: its
-// config's, else Gale's default (a cluster's gale.yaml may set another,
-// which nimbus's Get does not show).
+// messageTimeout is the topology's topology.message.timeout.secs: the
+// effective one nimbus's Get reports, else its config's, else Gale's
+// default (a nimbus that does not report it may have another in its
+// gale.yaml).
 func messageTimeout(info *nimbuspb.TopologyInfo) int {
+	if n := info.GetMessageTimeoutSecs(); n > 0 {
+		return int(n)
+	}
 	var conf gale.Config
 	if len(info.GetConfigJson()) > 0 && json.Unmarshal(info.GetConfigJson(), &conf) == nil {
 		if f, ok := conf[gale.TopologyMessageTimeoutSecs].(float64); ok && f >= 1 {
@@ -321,9 +338,15 @@ func (d *diagnosis) shape() (blocked bool) {
 	}
 	switch st := sum.GetStatus(); {
 	case sum.GetPendingReason() != "":
-		fix := fmt.Sprintf("add supervisors or slots (supervisor.slots.ports), or ask for fewer workers: gale rebalance %s -n %d", name, max(running, min(asked, running+int32(free)), 1))
-		if last.Cluster != nil && int(asked) > total {
-			fix = fmt.Sprintf("the cluster has %d slots in all: add supervisors (supervisor.slots.ports), or gale rebalance %s -n %d", total, name, max(total, 1))
+		// The slots it may have: those free and those it holds (other
+		// topologies hold the rest).
+		avail := int32(free) + held(last.Info)
+		fix := fmt.Sprintf("add supervisors or slots (supervisor.slots.ports), or ask for fewer workers: gale rebalance %s -n %d", name, max(min(asked, avail), 1))
+		switch {
+		case last.Cluster != nil && avail == 0:
+			fix = fmt.Sprintf("no slot is free (other topologies hold all %d): add supervisors or slots (supervisor.slots.ports), or kill or shrink another topology", total)
+		case last.Cluster != nil && int(asked) > total:
+			fix = fmt.Sprintf("the cluster has %d slots in all, %d of them free to it: add supervisors (supervisor.slots.ports), or gale rebalance %s -n %d", total, avail, name, avail)
 		}
 		d.add(Finding{Kind: KindShape, Severity: Critical,
 			Cause:    fmt.Sprintf("the topology waits for slots: %s; a topology short of workers is queueing, not slow, and its numbers say nothing until it runs whole", sum.GetPendingReason()),
@@ -358,6 +381,15 @@ func (d *diagnosis) shape() (blocked bool) {
 		return true
 	}
 	return false
+}
+
+// held is how many slots the topology holds: its assignment's workers,
+// else the workers reporting.
+func held(info *nimbuspb.TopologyInfo) int32 {
+	if n := len(info.GetAssignment().GetWorkers()); n > 0 {
+		return int32(n)
+	}
+	return int32(len(info.GetWorkers()))
 }
 
 // slots is the cluster's slots in all and those free.
@@ -482,6 +514,8 @@ func (d *diagnosis) timeouts() (storm bool) {
 			Evidence: ev,
 			Fix: fmt.Sprintf("cut the feedback first: raise topology.message.timeout.secs to %d or lower topology.max.spout.pending (%s -c %s=%d); then find the slow bolt (gale doctor again, gale monitor)",
 				want, resubmit, gale.TopologyMessageTimeoutSecs, want)})
+	case d.unacked:
+		// The bolt that does not ack them is named (notAcking).
 	default:
 		d.add(Finding{Kind: KindReplayStorm, Severity: Critical, Component: spout,
 			Cause:    fmt.Sprintf("trees time out although those that complete take far less than the timeout (p99 %s of %d s): their tuples are lost or never acked (a bolt that neither acks nor fails, or a worker that died with them), and each is replayed", dur(p99), d.timeout),
@@ -534,6 +568,10 @@ func (d *diagnosis) throttledOrSaturated() {
 			return // its backpressure holds everything else
 		}
 		if b.Load() < saturated {
+			continue
+		}
+		if sk, ok := d.skewOf(b); ok {
+			d.skewed(b, sk)
 			continue
 		}
 		ev := []Metric{

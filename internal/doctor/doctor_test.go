@@ -27,6 +27,12 @@ type bolt struct {
 	process   time.Duration // 0: not reported
 	failRate  float64       // inputs failed per second
 	lastError string
+	noAck     bool     // acks none of its input
+	fields    []string // a fields grouping on these (default: shuffle)
+	// execShares, if set, is each executor's share of the input and
+	// execCaps its capacity: the workers' reports then carry one
+	// ComponentStats of the bolt with its executors, one task each.
+	execShares, execCaps []float64
 }
 
 // scenario makes samples of a word-count-like topology: one spout
@@ -51,6 +57,8 @@ type scenario struct {
 	// frozen: every sample carries the same heartbeat.
 	frozen bool
 	slots  int // per supervisor, two supervisors (default 2)
+	// otherUsed: slots another topology holds.
+	otherUsed int32
 }
 
 func (s scenario) samples(n int, every time.Duration) []Sample {
@@ -110,13 +118,20 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 		if in == "" {
 			in = "sentences"
 		}
+		input := &nimbuspb.Input{Component: in, Stream: "default", Grouping: "shuffle"}
+		if len(b.fields) > 0 {
+			input.Grouping, input.Fields = "fields", b.fields
+		}
 		def.Components = append(def.Components, &nimbuspb.Component{Id: b.name, Tasks: tasks, Parallelism: execs,
-			Inputs: []*nimbuspb.Input{{Component: in, Stream: "default", Grouping: "shuffle"}}})
+			Inputs: []*nimbuspb.Input{input}})
 		executed := int64(b.rate * t)
 		samples := executed/runstats.ExecuteSampleEvery + 1
 		c := &nimbuspb.ComponentStats{Component: b.name, Kind: "bolt", Tasks: tasks, Executed: executed,
 			Acked: executed - int64(b.failRate*t), Failed: int64(b.failRate * t), Emitted: executed,
 			ExecuteSamples: samples, ExecuteSampledNanos: samples * int64(b.execute), Capacity: b.capacity}
+		if b.noAck {
+			c.Acked = 0
+		}
 		if b.process > 0 {
 			c.ProcessSamples, c.ProcessSampledNanos = samples, samples*int64(b.process)
 		}
@@ -135,6 +150,17 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 		workers = append(workers, &nimbuspb.WorkerReport{Topology: "wc-1", Supervisor: "s" + string(rune('a'+w)), Host: "127.0.0.1",
 			Port: 6700 + w, Pid: 1000 + w, State: "valid", HeartbeatUnixMs: hb, Emitted: int64(t) * 100})
 	}
+	for _, b := range s.bolts {
+		if len(b.execShares) == 0 || len(workers) == 0 {
+			continue
+		}
+		c := &nimbuspb.ComponentStats{Component: b.name, Kind: "bolt", Tasks: int32(len(b.execShares))}
+		for x, share := range b.execShares {
+			c.Executors = append(c.Executors, &nimbuspb.ExecutorStats{FirstTask: int32(10 + x), LastTask: int32(10 + x),
+				Host: workers[0].Host, Port: workers[0].Port, Executed: int64(share * b.rate * t), Capacity: b.execCaps[x]})
+		}
+		workers[0].Components = append(workers[0].Components, c)
+	}
 	if s.worker != nil {
 		s.worker(i, workers)
 	}
@@ -147,7 +173,7 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 
 func (s scenario) cluster() *nimbuspb.ClusterInfoResponse {
 	c := &nimbuspb.ClusterInfoResponse{}
-	used := s.running
+	used := s.running + s.otherUsed
 	for i := range 2 {
 		var ports []int32
 		for p := range s.slots {
@@ -569,4 +595,164 @@ func TestNoTraffic(t *testing.T) {
 	if r.Problems() != 0 || r.Findings[0].Severity != Info {
 		t.Errorf("got %d problems, severity %s; want a note only", r.Problems(), r.Findings[0].Severity)
 	}
+}
+
+// hotKey is a bolt with 8 executors behind a fields grouping, 90% of
+// whose tuples carry one key: one executor at capacity 0.999, its
+// siblings at 0.011-0.026.
+func hotKey() scenario {
+	s := healthy()
+	s.maxPending = 1000
+	s.pending = func(int) int64 { return 1000 }
+	s.ackRate = 400
+	s.complete = 2 * time.Second
+	shares := []float64{0.9, 0.015, 0.015, 0.014, 0.014, 0.014, 0.014, 0.014}
+	caps := []float64{0.999, 0.026, 0.02, 0.018, 0.015, 0.013, 0.012, 0.011}
+	s.bolts = []bolt{
+		{name: "parse", execs: 1, tasks: 1, rate: 400, capacity: 0.02, execute: 40 * time.Microsecond},
+		{name: "work", input: "parse", execs: 8, tasks: 8, rate: 400, capacity: 0.999, execute: 2500 * time.Microsecond,
+			fields: []string{"key"}, execShares: shares, execCaps: caps},
+	}
+	return s
+}
+
+// A hot key: one executor saturated behind a fields grouping. More
+// executors do not help (the key's tuples all go to one task); doctor
+// names the skew and suggests partial key grouping or a better key.
+func TestHotKey(t *testing.T) {
+	r := Diagnose(hotKey().samples(4, 5*time.Second))
+	wantKinds(t, r, KindBoltSkewed)
+	f := r.Findings[0]
+	if f.Component != "work" || f.Severity != Warning {
+		t.Errorf("finding: component %q, severity %s; want work, warning", f.Component, f.Severity)
+	}
+	if strings.Contains(f.Fix, "rebalance") || strings.Contains(f.Fix, "more executors:") ||
+		!strings.Contains(f.Fix, "partialKeyGrouping") || !strings.Contains(f.Fix, "key") {
+		t.Errorf("fix: got %q, want partial key grouping or a better key, not more executors", f.Fix)
+	}
+	if got := metric(f, "busiest executor"); got != "task 10 on 127.0.0.1:6700 at capacity 1.00" {
+		t.Errorf("busiest executor: got %q", got)
+	}
+	if got := metric(f, "the other executors' capacity"); got != "0.011 to 0.026 (7 of them)" {
+		t.Errorf("the others' capacity: got %q", got)
+	}
+	if got := metric(f, "busiest executor's share of the input executed"); got != "90% (an even share: 12%)" {
+		t.Errorf("share: got %q", got)
+	}
+	if got := metric(f, "input grouping"); got != "fields on key" {
+		t.Errorf("grouping: got %q, want fields on key", got)
+	}
+
+	// The same bolt with its load spread evenly is saturated: more
+	// executors help.
+	s := hotKey()
+	s.bolts[1].execShares = []float64{0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125}
+	s.bolts[1].execCaps = []float64{0.999, 0.97, 0.96, 0.98, 0.95, 0.99, 0.97, 0.96}
+	s.bolts[1].tasks = 16
+	r = Diagnose(s.samples(4, 5*time.Second))
+	wantKinds(t, r, KindBoltSaturated)
+	if f := r.Findings[0]; !strings.Contains(f.Fix, "gale rebalance wc -e work=") {
+		t.Errorf("even load: fix %q, want more executors", f.Fix)
+	}
+}
+
+// Too many workers asked with another topology on the cluster: the
+// rebalance doctor suggests counts the free slots, not all of them.
+func TestShapeOtherTopology(t *testing.T) {
+	s := healthy()
+	s.workers, s.slots, s.otherUsed = 10, 4, 2
+	s.pendingReason = "needs 10 slots, 6 are free"
+	r := Diagnose(s.samples(3, 5*time.Second))
+	wantKinds(t, r, KindShape)
+	f := r.Findings[0]
+	if !strings.Contains(f.Fix, "gale rebalance wc -n 6") || metric(f, "slots free / total") != "6 / 8" {
+		t.Errorf("fix %q (slots %q), want gale rebalance wc -n 6: 6 of the 8 slots are free", f.Fix, metric(f, "slots free / total"))
+	}
+	// Asking for fewer than the cluster has, but more than is free.
+	s.workers = 7
+	f = Diagnose(s.samples(3, 5*time.Second)).Findings[0]
+	if !strings.Contains(f.Fix, "gale rebalance wc -n 6") {
+		t.Errorf("7 asked, 6 free: fix %q, want gale rebalance wc -n 6", f.Fix)
+	}
+	// Nothing free: no rebalance would start it.
+	s.workers, s.otherUsed = 3, 8
+	f = Diagnose(s.samples(3, 5*time.Second)).Findings[0]
+	if strings.Contains(f.Fix, "rebalance") || !strings.Contains(f.Fix, "no slot is free") {
+		t.Errorf("no slot free: fix %q, want no rebalance, say no slot is free", f.Fix)
+	}
+}
+
+// GC pressure: a worker whose heap sits at its limit collects 138 times
+// a second and is paused 8% of the time; its bolts look healthy.
+func TestGCPressure(t *testing.T) {
+	s := healthy()
+	s.worker = func(i int, ws []*nimbuspb.WorkerReport) {
+		t := 60 + 5*float64(i)
+		for j, w := range ws {
+			w.StartedUnixMs = time.Date(2026, 12, 1, 11, 59, 0, 0, time.UTC).UnixMilli()
+			w.CpuSeconds = 0.2 * t
+			w.HeapBytes = 120 << 20
+			if j == 0 {
+				w.GcCount, w.GcPauseNanos, w.CpuSeconds = int64(138*t), int64(0.08*t*1e9), 1.4*t
+			}
+		}
+	}
+	r := Diagnose(s.samples(4, 5*time.Second))
+	wantKinds(t, r, KindGCPressure)
+	f := r.Findings[0]
+	if got := metric(f, "worker 127.0.0.1:6700"); got != "2070 GCs in 15 s (138/s), paused 8.0% of the time, 1.40 cores of CPU, heap in use 120 MiB" {
+		t.Errorf("evidence: got %q", got)
+	}
+	if len(f.Evidence) != 1 {
+		t.Errorf("evidence: %v, want the one worker under pressure", f.Evidence)
+	}
+	if !strings.Contains(f.Fix, "worker.heap.memory.mb") || !strings.Contains(f.Fix, "about 256") || !strings.Contains(f.Fix, "live state") {
+		t.Errorf("fix: got %q, want worker.heap.memory.mb raised to about 256, or less live state", f.Fix)
+	}
+	// One sample: since the workers started.
+	r = Diagnose(s.samples(1, 5*time.Second))
+	if f := find(t, r, KindGCPressure); !strings.Contains(metric(f, "worker 127.0.0.1:6700"), "8280 GCs in 60 s") {
+		t.Errorf("one sample: %v", f.Evidence)
+	}
+	// A busy worker collecting 15 times a second with short pauses is
+	// not under pressure.
+	s.worker = func(i int, ws []*nimbuspb.WorkerReport) {
+		t := 60 + 5*float64(i)
+		for _, w := range ws {
+			w.GcCount, w.GcPauseNanos = int64(15*t), int64(0.002*t*1e9)
+		}
+	}
+	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)))
+	// The healthy scenario's workers collect now and then.
+	s.worker = func(i int, ws []*nimbuspb.WorkerReport) {
+		for _, w := range ws {
+			w.GcCount, w.GcPauseNanos = int64(i)*3, int64(i)*300_000
+		}
+	}
+	wantKinds(t, Diagnose(s.samples(4, 5*time.Second)))
+}
+
+// A bolt that executes its input but never acks it: its trees fill the
+// spout's cap and time out. Doctor names the bolt rather than a replay
+// storm, and does not call the spout throttled.
+func TestNotAcking(t *testing.T) {
+	s := healthy()
+	s.maxPending = 1000
+	s.pending = func(int) int64 { return 1000 }
+	s.ackRate, s.timeoutRate = 0, 33
+	s.complete = 0
+	s.bolts = []bolt{
+		{name: "parse", execs: 1, tasks: 1, rate: 33, capacity: 0.01, execute: 40 * time.Microsecond},
+		{name: "work", input: "parse", execs: 1, tasks: 4, rate: 33, capacity: 0.05, execute: time.Millisecond, noAck: true},
+	}
+	r := Diagnose(s.samples(4, 5*time.Second))
+	wantKinds(t, r, KindNotAcking)
+	f := r.Findings[0]
+	if f.Component != "work" || f.Severity != Critical || !strings.Contains(f.Fix, "make work ack each input") {
+		t.Errorf("finding: %+v; want work, critical, a fix to ack", f)
+	}
+	// Before the first trees time out, the same.
+	s.timeoutRate = 0
+	r = Diagnose(s.samples(4, 5*time.Second))
+	wantKinds(t, r, KindNotAcking)
 }

@@ -5,20 +5,30 @@
 //	gale submit doctor-faults -p rate=50 -p delay=20ms -p max-spout-pending=50   # a bolt too slow
 //	gale submit doctor-faults -p max-spout-pending=1 -p delay=5ms -p work-executors=8   # max spout pending far too low
 //	gale submit doctor-faults -p delay=1500ms -p timeout=1 -p rate=1 -p work-executors=4   # timeouts shorter than the processing
+//	gale submit doctor-faults -p hot-key=0.9 -p rate=100 -p delay=12ms -p work-executors=8 -p max-spout-pending=50   # a hot key
+//	gale submit doctor-faults -p live-mb=120 -p rate=100   # GC pressure, in a cluster with worker.heap.memory.mb: 100
+//	gale submit doctor-faults -p no-ack=true -p rate=50   # a bolt that never acks
 //
 // The topology is source → parse → work: the spout emits numbered
 // tuples reliably (a failed one is emitted again, as from a durable
-// source), parse passes each on, work sleeps delay per tuple (holding
-// its executor as slow work does, without burning a core) and acks.
+// source), parse passes each on with a key, work sleeps delay per tuple
+// (holding its executor as slow work does, without burning a core) and
+// acks. With hot-key, work's input is grouped by the key (fields
+// grouping) and that share of the tuples carries key 0; with live-mb,
+// each worker process keeps that many MiB live in its work tasks, which
+// make some garbage per tuple; with no-ack, work neither acks nor fails
+// its input.
 package doctortopo
 
 import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gale-stream/gale"
@@ -41,8 +51,17 @@ type Params struct {
 	// Rate paces the spout, tuples per second (0: as fast as it may).
 	Rate float64
 	// FailEvery makes work fail every n-th tuple it gets (0: none),
-	// reporting an error with it.
+	// with an error.
 	FailEvery int
+	// HotKey is the share of tuples (0 to 1) that carry key 0; with it set
+	// work's input is grouped by the key (fields grouping), else shuffled.
+	// The other tuples carry keys 1 to 1000.
+	HotKey float64
+	// LiveMB is how many MiB each worker process keeps live in its work
+	// tasks (0: none); each tuple then also makes 64 KiB of garbage.
+	LiveMB int
+	// NoAck has work neither ack nor fail its input.
+	NoAck bool
 }
 
 // DefaultParams are the parameters of a topology without faults.
@@ -50,12 +69,13 @@ func DefaultParams() Params { return Params{WorkExecutors: 1, WorkTasks: 4} }
 
 // ParseParams reads `-p KEY=VALUE` parameters: delay (a Go duration),
 // work-executors, work-tasks, max-spout-pending, timeout (seconds), rate
-// (tuples per second) and fail-every.
+// (tuples per second), fail-every, hot-key (a share), live-mb and
+// no-ack (true or false).
 func ParseParams(params map[string]string) (Params, error) {
 	p := DefaultParams()
 	ints := map[string]*int{"work-executors": &p.WorkExecutors, "work-tasks": &p.WorkTasks,
-		"max-spout-pending": &p.MaxSpoutPending, "timeout": &p.TimeoutSecs, "fail-every": &p.FailEvery}
-	known := append(slices.Collect(maps.Keys(ints)), "delay", "rate")
+		"max-spout-pending": &p.MaxSpoutPending, "timeout": &p.TimeoutSecs, "fail-every": &p.FailEvery, "live-mb": &p.LiveMB}
+	known := append(slices.Collect(maps.Keys(ints)), "delay", "rate", "hot-key", "no-ack")
 	slices.Sort(known)
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(params)) {
@@ -73,6 +93,18 @@ func ParseParams(params map[string]string) (Params, error) {
 				errs = append(errs, fmt.Errorf("parameter rate: want tuples per second ≥ 0, got %q", v))
 			}
 			p.Rate = r
+		case k == "hot-key":
+			h, err := strconv.ParseFloat(v, 64)
+			if err != nil || h < 0 || h > 1 {
+				errs = append(errs, fmt.Errorf("parameter hot-key: want the share of tuples with the hot key, 0 to 1, got %q", v))
+			}
+			p.HotKey = h
+		case k == "no-ack":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("parameter no-ack: want true or false, got %q", v))
+			}
+			p.NoAck = b
 		case ip != nil:
 			n, err := strconv.Atoi(v)
 			least := 0
@@ -109,9 +141,15 @@ func Build(params map[string]string) (*gale.Topology, gale.Config, error) {
 func Topology(p Params) (*gale.Topology, gale.Config, error) {
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("source", func() gale.Spout { return &source{rate: p.Rate} }, 1)
-	b.SetBolt("parse", func() gale.Bolt { return &parse{} }, 1).ShuffleGrouping("source")
-	b.SetBolt("work", func() gale.Bolt { return &work{delay: p.Delay, failEvery: p.FailEvery} }, p.WorkExecutors).
-		SetNumTasks(p.WorkTasks).ShuffleGrouping("parse")
+	b.SetBolt("parse", func() gale.Bolt { return &parse{hot: p.HotKey} }, 1).ShuffleGrouping("source")
+	w := b.SetBolt("work", func() gale.Bolt {
+		return &work{delay: p.Delay, failEvery: p.FailEvery, liveMB: p.LiveMB, noAck: p.NoAck}
+	}, p.WorkExecutors).SetNumTasks(p.WorkTasks)
+	if p.HotKey > 0 {
+		w.FieldsGrouping("parse", "key")
+	} else {
+		w.ShuffleGrouping("parse")
+	}
 	topo, err := b.Build()
 	if err != nil {
 		return nil, nil, err
@@ -171,35 +209,94 @@ func (s *source) Fail(msgID any, reason error) {
 	s.replay = append(s.replay, msgID.(int64))
 }
 
-// parse passes each tuple on, anchored.
-type parse struct{ gale.BaseBolt }
+// parse passes each tuple on, anchored, with its key: 0 for a hot share
+// of them (spread evenly over the numbers), else 1 to 1000.
+type parse struct {
+	gale.BaseBolt
+	hot float64
+}
 
-func (*parse) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("n") }
+func (*parse) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("n", "key") }
 
 func (b *parse) Execute(t *gale.Tuple) {
-	b.Collector.Emit(t, t.GetInt64(0))
+	n := t.GetInt64(0)
+	b.Collector.Emit(t, n, key(n, b.hot))
 	b.Collector.Ack(t)
 }
 
-// work takes delay per tuple, then acks it (or fails every failEvery-th).
+// key is tuple n's key: 0 for a share hot of the numbers, else 1 to
+// 1000.
+func key(n int64, hot float64) int64 {
+	// n × the golden ratio, mod 1, spreads any run of numbers evenly.
+	if f := math.Mod(float64(n)*0.6180339887498949, 1); f < hot {
+		return 0
+	}
+	return 1 + n%1000
+}
+
+// work takes delay per tuple, then acks it (or fails every failEvery-th,
+// or neither with noAck). With liveMB it keeps that much live and makes
+// garbage per tuple.
 type work struct {
 	gale.BaseBolt
 	delay     time.Duration
 	failEvery int
+	liveMB    int
+	noAck     bool
 	seen      int
+	live      [][]byte
+	garbage   []byte
 }
 
 func (*work) DeclareOutputFields(gale.OutputDeclarer) {}
+
+func (b *work) Prepare(tc *gale.TopologyContext, c *gale.BoltCollector) error {
+	if err := b.BaseBolt.Prepare(tc, c); err != nil {
+		return err
+	}
+	// The process keeps liveMB in all, in the first task to ask.
+	liveMu.Lock()
+	n := max(b.liveMB-liveKept, 0)
+	liveKept += n
+	liveMu.Unlock()
+	for range n {
+		chunk := make([]byte, 1<<20)
+		for i := range chunk {
+			chunk[i] = byte(i) // in use: faulted in, not zero pages
+		}
+		b.live = append(b.live, chunk)
+	}
+	return nil
+}
+
+func (b *work) Cleanup() {
+	liveMu.Lock()
+	liveKept -= len(b.live)
+	liveMu.Unlock()
+	b.live = nil
+}
+
+// liveKept is the MiB the process's work tasks keep live (liveMB), under
+// liveMu.
+var (
+	liveMu   sync.Mutex
+	liveKept int
+)
 
 func (b *work) Execute(t *gale.Tuple) {
 	if b.delay > 0 {
 		time.Sleep(b.delay)
 	}
+	if b.liveMB > 0 {
+		b.garbage = make([]byte, 64<<10) // the last one stays reachable; the rest is garbage
+		b.garbage[0] = byte(b.seen)
+	}
 	b.seen++
+	if b.noAck {
+		return
+	}
 	if b.failEvery > 0 && b.seen%b.failEvery == 0 {
-		err := fmt.Errorf("work: tuple %d failed on purpose (fail-every=%d)", t.GetInt64(0), b.failEvery)
-		b.Collector.ReportError(err)
-		b.Collector.Fail(t, err)
+		b.Collector.Fail(t, fmt.Errorf("work: tuple %d failed on purpose (fail-every=%d)", t.GetInt64(0), b.failEvery))
 		return
 	}
 	b.Collector.Ack(t)

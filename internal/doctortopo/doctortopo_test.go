@@ -29,7 +29,11 @@ func TestParseParams(t *testing.T) {
 		{name: "bad delay", params: map[string]string{"delay": "soon"}, wantErr: `parameter delay: want a duration ≥ 0 such as 20ms, got "soon"`},
 		{name: "bad int", params: map[string]string{"work-executors": "0"}, wantErr: `parameter work-executors: want a whole number ≥ 1, got "0"`},
 		{name: "tasks below executors", params: map[string]string{"work-executors": "3", "work-tasks": "2"}, wantErr: "work-tasks (2) must be ≥ work-executors (3)"},
-		{name: "unknown", params: map[string]string{"speed": "1"}, wantErr: `unknown parameter "speed" (doctor-faults takes delay, fail-every, max-spout-pending, rate, timeout, work-executors, work-tasks)`},
+		{name: "unknown", params: map[string]string{"speed": "1"}, wantErr: `unknown parameter "speed" (doctor-faults takes delay, fail-every, hot-key, live-mb, max-spout-pending, no-ack, rate, timeout, work-executors, work-tasks)`},
+		{name: "new faults", params: map[string]string{"hot-key": "0.9", "live-mb": "120", "no-ack": "true"},
+			want: Params{HotKey: 0.9, LiveMB: 120, NoAck: true, WorkExecutors: 1, WorkTasks: 4}},
+		{name: "bad hot key", params: map[string]string{"hot-key": "90"}, wantErr: `parameter hot-key: want the share of tuples with the hot key, 0 to 1, got "90"`},
+		{name: "bad no-ack", params: map[string]string{"no-ack": "sometimes"}, wantErr: `parameter no-ack: want true or false, got "sometimes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseParams(tc.params)
@@ -61,5 +65,21 @@ func TestBuildConfig(t *testing.T) {
 	_, conf, _ = Build(nil)
 	if len(conf) != 0 {
 		t.Errorf("config without faults: got %v, want empty", conf)
+	}
+}
+
+// The hot key is carried by its share of any run of tuples.
+func TestHotKeyShare(t *testing.T) {
+	hot := 0
+	for n := range int64(10000) {
+		if key(n, 0.9) == 0 {
+			hot++
+		}
+		if k := key(n, 0); k < 1 || k > 1000 {
+			t.Fatalf("key(%d, 0) = %d, want 1 to 1000", n, k)
+		}
+	}
+	if hot < 8900 || hot > 9100 {
+		t.Errorf("%d of 10000 tuples with the hot key at 0.9, want about 9000", hot)
 	}
 }

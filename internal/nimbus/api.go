@@ -212,6 +212,9 @@ func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.Topo
 		return nil, err
 	}
 	info.WindowSecs = req.GetWindowSecs()
+	if d, err := a.n.waitSecs(t, -1); err == nil { // the effective topology.message.timeout.secs
+		info.MessageTimeoutSecs = int32(d / time.Second)
+	}
 	return info, nil
 }
 

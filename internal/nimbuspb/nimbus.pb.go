@@ -932,9 +932,13 @@ type TopologyInfo struct {
 	// UI shows them: 600, 10800 and 86400 seconds, then 0 (all time).
 	Windows []*WindowStats `protobuf:"bytes,8,rep,name=windows,proto3" json:"windows,omitempty"`
 	// window_secs: the window components covers (GetRequest.window_secs).
-	WindowSecs    int64 `protobuf:"varint,9,opt,name=window_secs,json=windowSecs,proto3" json:"window_secs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WindowSecs int64 `protobuf:"varint,9,opt,name=window_secs,json=windowSecs,proto3" json:"window_secs,omitempty"`
+	// message_timeout_secs: the topology's effective
+	// topology.message.timeout.secs (the cluster's config, the topology's,
+	// Gale's default).
+	MessageTimeoutSecs int32 `protobuf:"varint,10,opt,name=message_timeout_secs,json=messageTimeoutSecs,proto3" json:"message_timeout_secs,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TopologyInfo) Reset() {
@@ -1026,6 +1030,13 @@ func (x *TopologyInfo) GetWindows() []*WindowStats {
 func (x *TopologyInfo) GetWindowSecs() int64 {
 	if x != nil {
 		return x.WindowSecs
+	}
+	return 0
+}
+
+func (x *TopologyInfo) GetMessageTimeoutSecs() int32 {
+	if x != nil {
+		return x.MessageTimeoutSecs
 	}
 	return 0
 }
@@ -3085,7 +3096,7 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"GetRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vwindow_secs\x18\x02 \x01(\x03R\n" +
-	"windowSecs\"\xf4\x03\n" +
+	"windowSecs\"\xa6\x04\n" +
 	"\fTopologyInfo\x129\n" +
 	"\asummary\x18\x01 \x01(\v2\x1f.gale.nimbus.v1.TopologySummaryR\asummary\x12B\n" +
 	"\n" +
@@ -3103,7 +3114,9 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"components\x125\n" +
 	"\awindows\x18\b \x03(\v2\x1b.gale.nimbus.v1.WindowStatsR\awindows\x12\x1f\n" +
 	"\vwindow_secs\x18\t \x01(\x03R\n" +
-	"windowSecs\"\xe5\x01\n" +
+	"windowSecs\x120\n" +
+	"\x14message_timeout_secs\x18\n" +
+	" \x01(\x05R\x12messageTimeoutSecs\"\xe5\x01\n" +
 	"\vWindowStats\x12\x1f\n" +
 	"\vwindow_secs\x18\x01 \x01(\x03R\n" +
 	"windowSecs\x12\x18\n" +

@@ -49,6 +49,7 @@ type Handler struct {
 	nimbus Nimbus
 	log    *slog.Logger
 	mux    *http.ServeMux
+	rates  *rateBook // the topology pages' live rates (rates.go)
 }
 
 // New returns the UI's handler.
@@ -56,7 +57,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Nimbus == nil {
 		return nil, errors.New("ui: Config.Nimbus is required")
 	}
-	h := &Handler{nimbus: cfg.Nimbus, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &Handler{nimbus: cfg.Nimbus, log: cfg.Logger, mux: http.NewServeMux(), rates: newRateBook()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -281,7 +282,10 @@ func (h *Handler) topology(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sys := r.URL.Query().Get("sys") == "true"
-	writeJSON(w, http.StatusOK, topologyPage(info, sys))
+	page := topologyPage(info, sys)
+	rates, measured, running := h.rates.observe(info.GetSummary().GetId(), info.GetWorkers(), time.Now())
+	page["liveRates"] = liveRates(info, rates, measured, running) // Gale's: not in Storm's API
+	writeJSON(w, http.StatusOK, page)
 }
 
 // topologyPage is topology/:id's answer: its window field names the
@@ -361,7 +365,12 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		conf = map[string]any{}
 	}
 	page["configuration"] = conf
-	if v, ok := conf["topology.message.timeout.secs"]; ok {
+	// Storm's msgTimeout: the effective topology.message.timeout.secs
+	// (the cluster's gale.yaml, the topology's config, the default), as
+	// nimbus resolves it; the topology's own where a nimbus does not say.
+	if v := info.GetMessageTimeoutSecs(); v > 0 {
+		page["msgTimeout"] = v
+	} else if v, ok := conf["topology.message.timeout.secs"]; ok {
 		page["msgTimeout"] = v
 	}
 	return page

@@ -6,7 +6,6 @@
   const el = gale.el;
   const id = gale.param("id");
   let graph, charts;
-  let prev = null; // the previous poll's counters, for the rates
   let status = "";
   let name = id;
   let errorsAt = 0; // when the errors were last read
@@ -43,14 +42,14 @@
     }
     gale.replace(
       "topology-stats",
-      stat("Acked", gale.fmtInt(w.acked), rates ? gale.fmtRate(rates.acked) : "", "stat-acked"),
+      stat("Acked", gale.fmtInt(w.acked), rates ? gale.fmtRate(rates.acked) + (rates.measured < rates.running ? " (" + rates.measured + " of " + rates.running + " workers)" : "") : "", "stat-acked"),
       stat("Failed", gale.fmtInt(w.failed), "timed out " + gale.fmtInt(timedOut) + " · by a bolt " + gale.fmtInt(byBolt), "stat-failed"),
       stat("Emitted", gale.fmtInt(w.emitted), "transferred " + gale.fmtInt(w.transferred), "stat-emitted"),
       stat("Complete latency", gale.fmtMs(w.completeLatency), "mean, " + (w.windowPretty || "all time").toLowerCase(), "stat-latency"),
       stat("Workers", (page.workersRunning !== undefined ? page.workersRunning + " / " : "") + page.workersTotal, "running / asked", "stat-workers"),
       stat("Executors · tasks", page.executorsTotal + " · " + page.tasksTotal),
       stat("Uptime", page.uptime || "–"),
-      stat("Message timeout", page.msgTimeout !== undefined ? page.msgTimeout + " s" : "default")
+      stat("Message timeout", page.msgTimeout !== undefined ? page.msgTimeout + " s" : "–", "topology.message.timeout.secs")
     );
     gale.replace("window-hint", w.windowPretty ? "totals: " + w.windowPretty.toLowerCase() : "");
   }
@@ -135,55 +134,32 @@
     );
   }
 
-  // counters are what the rates are computed from.
-  function counters(page, viz) {
-    const w = windowStats(page);
-    let timedOut = 0, byBolt = 0;
-    for (const s of page.spouts || []) {
-      timedOut += Number(s.timedOut) || 0;
-      byBolt += Number(s.failedByBolt) || 0;
-    }
-    const c = {
-      t: Date.now(),
-      acked: Number(w.acked) || 0,
-      failed: Number(w.failed) || 0,
-      emitted: Number(w.emitted) || 0,
-      latencyTotal: (Number(w.completeLatency) || 0) * (Number(w.acked) || 0),
-      timedOut,
-      byBolt,
+  // rates reads the page's live rates (liveRates): each worker's counters
+  // between its last two reports over the time between them, summed.
+  // Counters move only when a supervisor reports (every few seconds), so
+  // rates over the poll interval would read 0 or several times the truth.
+  // Null until a worker has a rate.
+  function rates(page) {
+    const lr = page.liveRates;
+    if (!lr || !(Number(lr.workersMeasured) > 0)) return null;
+    const r = {
       nodes: {},
       edges: {},
-      inputsCounted: false,
+      acked: Number(lr.acked) || 0,
+      failed: Number(lr.failed) || 0,
+      emitted: Number(lr.emitted) || 0,
+      timedOut: Number(lr.timedOut) || 0,
+      byBolt: Number(lr.failedByBolt) || 0,
+      latency: lr.completeLatency === null || lr.completeLatency === undefined ? null : Number(lr.completeLatency),
+      asOf: Number(lr.asOfUnixMs) || Date.now(),
+      measured: Number(lr.workersMeasured) || 0,
+      running: Number(lr.workersRunning) || 0,
     };
-    for (const [cid, v] of Object.entries(viz)) {
-      c.nodes[cid] = v[":type"] === "spout" ? Number(v[":emitted"]) || 0 : Number(v[":executed"]) || 0;
-      for (const inp of v[":inputs"] || []) {
-        const src = viz[inp[":component"]];
-        let n = Number(inp[":executed"]) || 0;
-        if (n === 0 && src) {
-          // Not counted per input: what the source emitted on the stream.
-          const out = (src[":outputs"] || []).find((o) => o[":stream"] === inp[":stream"]);
-          n = out && Number(out[":emitted"]) ? Number(out[":emitted"]) : Number(src[":emitted"]) || 0;
-        }
-        c.edges[gale.edgeKey({ src: inp[":component"], dst: cid, input: inp })] = n;
-      }
-    }
-    return c;
-  }
-
-  function rates(cur, old) {
-    const r = { nodes: {}, edges: {}, acked: 0, failed: 0, emitted: 0, timedOut: 0, byBolt: 0, latency: null };
-    if (!old) return r;
-    const dt = (cur.t - old.t) / 1000;
-    if (dt <= 0) return r;
-    const per = (a, b) => Math.max(0, (a - (b || 0)) / dt);
-    for (const k of ["acked", "failed", "emitted", "timedOut", "byBolt"]) r[k] = per(cur[k], old[k]);
-    for (const k of Object.keys(cur.nodes)) r.nodes[k] = per(cur.nodes[k], old.nodes[k]);
-    for (const k of Object.keys(cur.edges)) r.edges[k] = per(cur.edges[k], old.edges[k]);
-    const dAcked = cur.acked - old.acked;
-    if (dAcked > 0) r.latency = Math.max(0, (cur.latencyTotal - old.latencyTotal) / dAcked);
+    for (const [cid, v] of Object.entries(lr.components || {})) r.nodes[cid] = Number(v) || 0;
+    for (const e of lr.inputs || []) r.edges[gale.edgeKey({ src: e.source, dst: e.component, input: { ":stream": e.stream } })] = Number(e.rate) || 0;
     return r;
   }
+  gale.liveRates = rates; // for the tests
 
   function selectedWindow() {
     return document.getElementById("window").value;
@@ -218,19 +194,17 @@
       gale.banner(null);
     }
     document.getElementById("content").classList.remove("stale");
-    const cur = counters(page, viz);
-    const r = rates(cur, prev);
-    const first = prev === null;
-    prev = cur;
+    const r = rates(page);
     renderHeader(page);
-    renderStats(page, first ? null : r);
-    graph.update(viz, r);
+    renderStats(page, r);
+    graph.update(viz, r || { nodes: {}, edges: {} });
     renderComponents(page);
     renderWorkers(page);
-    if (!first) {
-      charts.throughput.push(cur.t, [r.acked, r.emitted]);
-      charts.latency.push(cur.t, [r.latency]);
-      charts.failures.push(cur.t, [r.timedOut, r.byBolt]);
+    if (r) {
+      const now = Date.now();
+      charts.throughput.push(now, [r.acked, r.emitted]);
+      charts.latency.push(now, [r.latency]);
+      charts.failures.push(now, [r.timedOut, r.byBolt]);
       gale.replace("now-throughput", gale.fmtRate(r.acked) + " acked");
       gale.replace("now-latency", r.latency === null ? "–" : gale.fmtMs(r.latency));
       gale.replace("now-failures", gale.fmtRate(r.timedOut + r.byBolt));
@@ -339,10 +313,8 @@
       latency: new gale.Chart(document.getElementById("chart-latency"), [{ label: "ms", color: "#7a3fb8" }], (v) => gale.fmtShort(v) + " ms"),
       failures: new gale.Chart(document.getElementById("chart-failures"), [{ label: "timed out/s", color: "#d99a1e" }, { label: "failed by a bolt/s", color: "#d14334" }], gale.fmtShort),
     };
-    document.getElementById("window").addEventListener("change", () => {
-      prev = null; // the counters of another window: no rate across the change
-      refresh();
-    });
+    document.getElementById("window").addEventListener("change", () => refresh());
+    gale.charts = charts; // for the tests: the points drawn, one a poll
     window.addEventListener("resize", () => Object.values(charts).forEach((c) => c.draw()));
     setupActions();
     gale.poll(refresh);
