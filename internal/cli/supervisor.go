@@ -53,6 +53,9 @@ its workers, from the supervisor itself.`,
 			if f.dir == "" {
 				return usageError{errors.New("--dir is required: the supervisor's state directory")}
 			}
+			if err := supervisor.CheckHost(f.host); err != nil {
+				return usageError{err}
+			}
 			var file gale.Config
 			if f.file != "" {
 				c, err := gale.LoadConfigFile(f.file)

@@ -87,3 +87,22 @@ func TestSupervisorCommandBadTLSCert(t *testing.T) {
 		t.Fatalf("exit %v, stderr %q; want code 1 naming the certificate file", st, p.Stderr())
 	}
 }
+
+// TestSupervisorCommandRefusesWildcardHost: --host 0.0.0.0 (or ::) would
+// register an address no peer can dial; it is refused before the
+// supervisor keeps an id or dials etcd, saying what to pass.
+func TestSupervisorCommandRefusesWildcardHost(t *testing.T) {
+	for _, host := range []string{"0.0.0.0", "::", "[::]", "0:0::0"} {
+		t.Run(host, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s")
+			code, _, errOut := runGale(t, "supervisor", "--dir", dir, "--host", host, "--etcd", "http://127.0.0.1:1")
+			if code != exitUsage || !strings.Contains(errOut, "host "+host+" is the wildcard address") ||
+				!strings.Contains(errOut, "this machine's address that the other machines reach") {
+				t.Errorf("exit %d, stderr %q; want %d refusing %s and saying what to pass", code, errOut, exitUsage, host)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "id")); err == nil {
+				t.Errorf("the refused supervisor kept an id in %s", dir)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,6 +156,21 @@ const (
 // change of a worker's state) waits for more of the same to send one.
 const reportGap = 20 * time.Millisecond
 
+// CheckHost checks a supervisor's host (--host): the address its workers
+// listen on and that it registers for their peers to dial, so it must be
+// one the other machines reach. A wildcard (0.0.0.0, ::) is refused: it
+// would have every peer dial itself.
+func CheckHost(host string) error {
+	if host == "" {
+		return errors.New("no host (--host): give this machine's address that the other machines reach (its IP or hostname)")
+	}
+	if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("host %s is the wildcard address, which no peer can dial: its workers listen on the host and peers dial it there; "+
+			"give this machine's address that the other machines reach, its IP or hostname (--host 10.0.0.1), or 127.0.0.1 for a cluster on one machine", host)
+	}
+	return nil
+}
+
 // New checks cfg and returns a supervisor; Run runs it.
 func New(cfg Config) (*Supervisor, error) {
 	var errs []error
@@ -170,8 +186,8 @@ func New(cfg Config) (*Supervisor, error) {
 		// directories, and are found again by the paths they run.
 		cfg.Dir = abs
 	}
-	if cfg.Host == "" {
-		errs = append(errs, errors.New("no host (--host)"))
+	if err := CheckHost(cfg.Host); err != nil {
+		errs = append(errs, err)
 	}
 	if len(cfg.Ports) == 0 {
 		errs = append(errs, errors.New("no slots (supervisor.slots.ports or --ports)"))
