@@ -123,6 +123,16 @@ type Supervisor struct {
 	refusals, read uint64
 	refresh        chan uint64
 	held           uint64 // the refusals count of the last held launch logged
+
+	// draining: asked to drain (drain.go), the supervisor has left the
+	// cluster and starts no worker. drainReq carries the requests from
+	// the drain socket; drainMu the progress it serves.
+	draining bool
+	drainReq chan struct{}
+	drainMu  struct {
+		sync.Mutex
+		cur drainProgress
+	}
 }
 
 // joinTimeout bounds the supervisor's first registration in etcd.
@@ -231,7 +241,8 @@ func New(cfg Config) (*Supervisor, error) {
 		sock:   filepath.Join(cfg.Dir, "supervisor.sock"),
 		nimbus: &nimbusConn{store: cfg.Store, opts: cfg.DialOptions}, ready: make(chan struct{}),
 		conns: map[*ctlConn]struct{}{}, procs: map[int]*proc{}, logged: map[string]bool{}, launchErr: map[int]string{}, crashes: map[int]int{},
-		restarts: map[int]*slotRestarts{}}
+		restarts: map[int]*slotRestarts{}, drainReq: make(chan struct{}, 1)}
+	s.drainMu.cur = drainProgress{changed: make(chan struct{})}
 	// A unix socket's path has a limit of about 104 bytes (108 on Linux).
 	if len(s.sock) > 100 {
 		return nil, fmt.Errorf("supervisor: the control socket %s is longer than 100 bytes: use a shorter --dir", s.sock)
@@ -245,9 +256,12 @@ func (s *Supervisor) Ready() <-chan struct{} { return s.ready }
 // Run registers the supervisor, adopts the workers of its local state
 // that still run, and runs the workers assigned to it until ctx is done.
 // Then it stops in order: it closes its control socket and its
-// connections to the workers, waits for its goroutines and leaves the
-// cluster. Its workers keep running: a supervisor restarted in the same
-// directory adopts them. Call it once.
+// connections to the workers and waits for its goroutines. It does not
+// revoke its lease, which expires after its TTL
+// (nimbus.supervisor.timeout.secs): its workers keep running and stay
+// assigned to it, and a supervisor restarted in the same directory
+// within the TTL adopts them, as after a kill -9. Only a drain (Drain)
+// leaves the cluster at once. Call it once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	for _, d := range []string{s.cfg.Dir, filepath.Join(s.cfg.Dir, "artifacts"), filepath.Join(s.cfg.Dir, "workers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -281,6 +295,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("supervisor: status socket: %w", err)
 	}
 	defer sln.Close()
+	dsock := DrainSocket(s.cfg.Dir)
+	if err := os.Remove(dsock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("supervisor: %w", err)
+	}
+	dln, err := net.Listen("unix", dsock)
+	if err != nil {
+		return fmt.Errorf("supervisor: drain socket: %w", err)
+	}
+	defer dln.Close()
 	s.setStatus(s.report())
 	jctx, jcancel := context.WithTimeout(ctx, joinTimeout)
 	mem, err := s.cfg.Store.JoinSupervisor(jctx, coord.Supervisor{ID: s.cfg.ID, Host: s.cfg.Host, Ports: s.cfg.Ports,
@@ -293,7 +316,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("supervisor: register in etcd (given up after %s; is etcd running at gale.etcd.endpoints or --etcd?): %w", joinTimeout, err)
 	}
-	defer mem.Close()
+	// A stop leaves the lease to its TTL, as a kill -9 does: the workers
+	// stay assigned here for a restart to adopt. (After a drain the
+	// lease is revoked already.)
+	defer mem.Abandon()
 	defer s.nimbus.close()
 	close(s.ready)
 	s.log.Info("supervisor registered", "host", s.cfg.Host, "ports", s.cfg.Ports, "adopted", len(s.procs))
@@ -306,11 +332,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	reports := make(chan *nimbuspb.ReportRequest, 1)
 	s.wg.Go(func() { s.serveControl(lctx, ln, events) })
 	s.wg.Go(func() { s.serveStatus(sln) })
+	s.wg.Go(func() { s.serveDrain(lctx, dln) })
 	s.wg.Go(func() { s.watch(lctx, assigns) })
 	s.wg.Go(func() { s.reporter(lctx, reports) })
 	defer func() {
 		ln.Close()
 		sln.Close()
+		dln.Close()
 		s.closeConns()
 		cancel()
 		s.wg.Wait()
@@ -340,8 +368,21 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			s.log.Info("supervisor stopping; its workers keep running", "workers", len(s.procs))
+			if s.draining {
+				s.log.Info("supervisor stopping", "workers", len(s.procs))
+			} else {
+				s.log.Info("supervisor stopping; its workers keep running, assigned here until its lease expires",
+					"workers", len(s.procs), "lease_ttl", s.cfg.LeaseTTL)
+			}
 			return nil
+		case <-s.drainReq:
+			if s.draining {
+				continue
+			}
+			// Leaving the cluster: nimbus moves the workers at once.
+			s.log.Info("supervisor draining: leaving the cluster; nimbus moves its workers, which stop here as they move", "workers", len(s.procs))
+			mem.Close()
+			s.draining = true
 		case r := <-assigns:
 			s.desired, s.known, s.read = DesiredFor(s.cfg.ID, r.assignments), true, r.refusals
 			s.assigned = make(map[string]bool, len(r.assignments))
@@ -386,6 +427,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			continue
 		}
 		s.reconcile(lctx, dls)
+		if s.draining {
+			s.publishDrain()
+		}
 		if !soonSet && !sameStates(s.states, s.reported) {
 			// A worker started, stopped or changed state: nimbus hears of
 			// it now, not a report period later.
@@ -698,6 +742,13 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 			}
 		}
 	}
+	if s.draining {
+		for i, w := range plan.Workers {
+			if p := s.procs[w.Port]; (p == nil || !p.Alive) && w.State != Exited {
+				plan.Workers[i].State, plan.Workers[i].Why = Waiting, "draining: not started here; waiting for nimbus to move it to another supervisor"
+			}
+		}
+	}
 	s.states = plan.Workers
 	for _, w := range plan.Workers {
 		if w.State == Refused {
@@ -711,6 +762,9 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 		p := s.procs[a.Port]
 		switch a.Kind {
 		case Download:
+			if s.draining {
+				continue
+			}
 			sha := a.Artifact.SHA256
 			s.arts[sha] = ArtifactState{Downloading: true}
 			s.log.Info("downloading artifact", "artifact", sha, "size", a.Artifact.Size)
@@ -723,6 +777,9 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 				}
 			})
 		case Launch:
+			if s.draining {
+				continue // the drain starts no worker: nimbus moves it
+			}
 			if hold {
 				if s.held != s.refusals {
 					s.held = s.refusals
