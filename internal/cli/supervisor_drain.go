@@ -62,7 +62,7 @@ supervisor's final state as one JSON document.`,
 				if st.Drained {
 					return
 				}
-				fmt.Fprintf(w, "%d workers still here:\n", len(st.Workers))
+				fmt.Fprintf(w, "workers still here (%d):\n", len(st.Workers))
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "  PORT\tTOPOLOGY\tSTATE\tREASON")
 				for _, wk := range st.Workers {
