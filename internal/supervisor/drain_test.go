@@ -4,6 +4,11 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -166,4 +171,72 @@ func TestSupervisorDrain(t *testing.T) {
 		t.Error("the drained supervisor joined etcd again")
 	}
 	stop()
+}
+
+// TestSupervisorDeletesArtifactsOfKilledTopologies: every supervisor
+// keeps a topology's artifact while it is assigned and its workers run,
+// and deletes it once unused for supervisor.artifact.retention.secs
+// after the topology is killed. A supervisor restarted meanwhile lists
+// it again and deletes it too.
+func TestSupervisorDeletesArtifactsOfKilledTopologies(t *testing.T) {
+	tc := newTestCluster(t)
+	ctx := t.Context()
+	var dirs []string
+	var slots []coord.Slot
+	for _, id := range []string{"s1", "s2"} {
+		ports := freePorts(t, 1)
+		dir := shortDir(t)
+		cfg := tc.supervisorConfig(t, dir, ports)
+		cfg.ID, cfg.ArtifactRetention = id, time.Second
+		runSupervisor(t, cfg)
+		dirs = append(dirs, dir)
+		slots = append(slots, coord.Slot{Supervisor: id, Host: "127.0.0.1", Port: ports[0]})
+	}
+	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
+		Workers: slots}
+	if err := tc.store.PutAssignment(ctx, asg); err != nil {
+		t.Fatal(err)
+	}
+	// One topology over both supervisors: the sink on s1's worker, the
+	// spout on s2's.
+	var pids [2]int32
+	tc.nimbus.waitReport(t, "both workers valid, the spout's acking", func(r *nimbuspb.ReportRequest) bool {
+		for i, s := range slots {
+			if r.Supervisor == s.Supervisor {
+				validOn(s.Port, &pids[i], i == 1)(r)
+			}
+		}
+		return pids[0] != 0 && pids[1] != 0
+	})
+	stored := func(dir string) bool {
+		_, err := os.Stat(filepath.Join(dir, "artifacts", tc.art.SHA256))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	// Kept while in use, well past the retention: 30 reports of 100 ms.
+	n := 0
+	tc.nimbus.waitReport(t, "30 reports with the workers running", func(*nimbuspb.ReportRequest) bool { n++; return n >= 30 })
+	for _, dir := range dirs {
+		if !stored(dir) {
+			t.Fatalf("the artifact in use was deleted from %s", dir)
+		}
+	}
+	// The topology is killed: its workers stop, then its artifact goes.
+	if err := tc.store.DeleteAssignment(ctx, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	for i, dir := range dirs {
+		tc.nimbus.waitReport(t, fmt.Sprintf("%s's artifact deleted", slots[i].Supervisor), func(r *nimbuspb.ReportRequest) bool {
+			return r.Supervisor == slots[i].Supervisor && len(r.Workers) == 0 && !stored(dir)
+		})
+		if alive(int(pids[i])) {
+			t.Errorf("%s's worker %d still runs", slots[i].Supervisor, pids[i])
+		}
+		ents, err := os.ReadDir(filepath.Join(dir, "artifacts"))
+		if err != nil || len(ents) != 0 {
+			t.Errorf("%s's artifacts directory after the kill: %v (%v); want it empty", slots[i].Supervisor, ents, err)
+		}
+	}
 }

@@ -52,6 +52,11 @@ type Config struct {
 	// supervisor.heartbeat.frequency.secs and
 	// nimbus.supervisor.timeout.secs (FromCluster sets them).
 	WorkerTimeout, StartTimeout, WorkerHeartbeat, ReportEvery, LeaseTTL time.Duration
+	// ArtifactRetention is supervisor.artifact.retention.secs: how long
+	// an artifact that no assignment here names and no worker runs is
+	// kept before it is deleted (zero: deleted once unused; negative:
+	// kept forever). FromCluster sets it.
+	ArtifactRetention time.Duration
 	// StopGrace is how long a worker told to stop has before SIGTERM, and
 	// then before SIGKILL (default 30 s).
 	StopGrace time.Duration
@@ -81,6 +86,7 @@ func (c *Config) FromCluster(eff *gale.Effective) {
 	c.WorkerHeartbeat = secs(gale.WorkerHeartbeatFrequencySecs)
 	c.ReportEvery = secs(gale.SupervisorHeartbeatFrequencySecs)
 	c.LeaseTTL = secs(gale.NimbusSupervisorTimeoutSecs)
+	c.ArtifactRetention = secs(gale.SupervisorArtifactRetentionSecs)
 }
 
 // Supervisor runs the workers that assignments place on its slots.
@@ -729,7 +735,8 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 	}
 	now := time.Now()
 	plan := Step(s.desired, s.observed(), s.arts, now, StepConfig{
-		Timeouts: Timeouts{Worker: s.cfg.WorkerTimeout, Start: s.cfg.StartTimeout, DownloadRetry: 5 * time.Second},
+		Timeouts: Timeouts{Worker: s.cfg.WorkerTimeout, Start: s.cfg.StartTimeout, DownloadRetry: 5 * time.Second,
+			ArtifactRetention: s.cfg.ArtifactRetention},
 		Ports:    s.cfg.Ports, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, WireVersion: s.cfg.WireVersion,
 	})
 	// Launches wait for assignments read since a worker's peers last
@@ -750,6 +757,12 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 		}
 	}
 	s.states = plan.Workers
+	for sha, a := range s.arts {
+		if since := plan.Unused[sha]; !since.Equal(a.UnusedSince) {
+			a.UnusedSince = since
+			s.arts[sha] = a
+		}
+	}
 	for _, w := range plan.Workers {
 		if w.State == Refused {
 			if key := fmt.Sprint(w); !s.logged[key] {
@@ -815,6 +828,8 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 		case Forget:
 			delete(s.procs, a.Port)
 			s.save()
+		case DeleteArtifact:
+			s.deleteArtifact(a.Artifact.SHA256, now)
 		}
 	}
 }
