@@ -18,8 +18,8 @@ var (
 	cfg = StepConfig{
 		Timeouts: Timeouts{Worker: 30 * time.Second, Start: 120 * time.Second, DownloadRetry: 5 * time.Second,
 			ArtifactRetention: time.Minute},
-		Ports:    []int{6700, 6701, 6702, 6703},
-		GOOS:     "linux", GOARCH: "amd64", WireVersion: 3,
+		Ports: []int{6700, 6701, 6702, 6703},
+		GOOS:  "linux", GOARCH: "amd64", WireVersion: 3,
 	}
 	art  = Artifact{SHA256: "aaaa000000000000", Size: 10, GOOS: "linux", GOARCH: "amd64", WireVersion: 3}
 	have = map[string]ArtifactState{art.SHA256: {Ready: true}}

@@ -737,7 +737,7 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 	plan := Step(s.desired, s.observed(), s.arts, now, StepConfig{
 		Timeouts: Timeouts{Worker: s.cfg.WorkerTimeout, Start: s.cfg.StartTimeout, DownloadRetry: 5 * time.Second,
 			ArtifactRetention: s.cfg.ArtifactRetention},
-		Ports:    s.cfg.Ports, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, WireVersion: s.cfg.WireVersion,
+		Ports: s.cfg.Ports, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, WireVersion: s.cfg.WireVersion,
 	})
 	// Launches wait for assignments read since a worker's peers last
 	// refused it.
