@@ -4,10 +4,15 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -181,5 +186,43 @@ func TestSupervisorDrained(t *testing.T) {
 	waitAcked(t, f, paced, acked, "after the drain")
 	if !victim.Running() {
 		t.Errorf("the drained %s exited; want it up, idle", victim.Role)
+	}
+}
+
+// TestKilledTopologysArtifactsDeleted: once a topology is killed, every
+// supervisor that ran it deletes its artifact after
+// supervisor.artifact.retention.secs, and a later submission of the same
+// binary is downloaded again and runs.
+func TestKilledTopologysArtifactsDeleted(t *testing.T) {
+	needCluster(t)
+	f := Launch(t, Options{Supervisors: 2, SlotsPer: 2, Config: failureConfig(shortLease) + "supervisor.artifact.retention.secs: 1\n"})
+	artifacts := func(p *Proc) []string {
+		ents, err := os.ReadDir(filepath.Join(p.Dir, "artifacts"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	for round := range 2 {
+		submitPaced(t, f, 2)
+		for _, s := range f.Supervisors {
+			if len(artifacts(s)) != 1 {
+				t.Fatalf("round %d: %s stores %v; want the topology's artifact", round, s.Role, artifacts(s))
+			}
+		}
+		if code, _, _ := f.Gale(t, "kill", paced, "-w", "0"); code != 0 {
+			t.Fatalf("gale kill: exit %d", code)
+		}
+		for _, s := range f.Supervisors {
+			took := pollCmd(t, fmt.Sprintf("round %d: %s deleting the killed topology's artifact (it stores %v)", round, s.Role, artifacts(s)), func() bool {
+				ws, err := s.Workers()
+				return err == nil && len(ws) == 0 && len(artifacts(s)) == 0
+			})
+			t.Logf("round %d: %s has no artifact left %s after the kill", round, s.Role, took.Round(time.Millisecond))
+		}
 	}
 }
