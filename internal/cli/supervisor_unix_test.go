@@ -106,3 +106,51 @@ func TestSupervisorCommandRefusesWildcardHost(t *testing.T) {
 		})
 	}
 }
+
+// TestSupervisorDrainCommand: `gale supervisor drain --dir DIR` takes an
+// idle supervisor out of etcd and says it is drained; the supervisor stays
+// up until SIGTERM. Without a supervisor in DIR it says none answers.
+func TestSupervisorDrainCommand(t *testing.T) {
+	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c, err := coord.Dial(e.Endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	store := coord.NewStore(c)
+	defer store.Close()
+	dir, err := os.MkdirTemp("", "gale-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	if code, _, errOut := runGale(t, "supervisor", "drain"); code != exitUsage || !strings.Contains(errOut, "--dir is required") {
+		t.Errorf("drain without --dir: exit %d, stderr %q; want %d asking for --dir", code, errOut, exitUsage)
+	}
+	if code, _, errOut := runGale(t, "supervisor", "drain", "--dir", dir); code != exitRuntime || !strings.Contains(errOut, "no supervisor answers") {
+		t.Errorf("drain with no supervisor: exit %d, stderr %q; want %d saying no supervisor answers", code, errOut, exitRuntime)
+	}
+	p := startGale(t, "supervisor", "--dir", dir, "--ports", "6792", "--etcd", e.Endpoints[0], "--id", "sup-d")
+	p.WaitLineContaining(t, "gale supervisor: sup-d on 127.0.0.1 slots 6792")
+	code, out, errOut := runGale(t, "supervisor", "drain", "--dir", dir)
+	if code != exitOK || !strings.Contains(out, "supervisor sup-d left the cluster") || !strings.Contains(out, "supervisor sup-d drained") {
+		t.Errorf("drain: exit %d, stdout %q, stderr %q; want 0, left and drained", code, out, errOut)
+	}
+	if sups, err := store.Supervisors(t.Context()); err != nil || len(sups) != 0 {
+		t.Errorf("supervisors in etcd after the drain: %+v (%v); want none", sups, err)
+	}
+	if code, out, _ := runGale(t, "supervisor", "drain", "--dir", dir, "--json"); code != exitOK || !strings.Contains(out, `"drained": true`) {
+		t.Errorf("drain --json of a drained supervisor: exit %d, stdout %q; want 0 and drained", code, out)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Wait(t); st.ExitCode() != exitOK {
+		t.Fatalf("exit after SIGTERM: %v, want 0", st)
+	}
+}
