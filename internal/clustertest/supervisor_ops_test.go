@@ -110,7 +110,10 @@ func TestSupervisorRestartedGracefully(t *testing.T) {
 		t.Errorf("the fleet's workers after the restart: %v (%v); want the same processes %v", now, err, pids)
 	}
 	for pid, w := range after {
-		if b := before[pid]; w.GetFailed() != b.GetFailed() {
+		b := before[pid]
+		t.Logf("worker %d (%s): acked %d → %d, failed %d → %d across the restart", pid, w.GetSupervisor(),
+			b.GetAcked(), w.GetAcked(), b.GetFailed(), w.GetFailed())
+		if w.GetFailed() != b.GetFailed() {
 			t.Errorf("worker %d: %d trees failed (replayed) across the restart (%d → %d), want 0", pid, w.GetFailed()-b.GetFailed(), b.GetFailed(), w.GetFailed())
 		}
 	}
@@ -155,7 +158,9 @@ func TestSupervisorDrained(t *testing.T) {
 	}
 	acked := waitAcked(t, f, paced, 0, "before the drain")
 
+	start := time.Now()
 	code, out, _ := runGale(t, "supervisor", "drain", "--dir", victim.Dir)
+	drained := time.Since(start)
 	t.Logf("gale supervisor drain:\n%s", out)
 	if code != 0 || !strings.Contains(out, "left the cluster") || !strings.Contains(out, "drained") {
 		t.Fatalf("gale supervisor drain: exit %d, stdout %q; want 0, left and drained", code, out)
@@ -184,6 +189,7 @@ func TestSupervisorDrained(t *testing.T) {
 		return err == nil && len(ws) == 2 && slices.Contains(ws, kept[0])
 	})
 	waitAcked(t, f, paced, acked, "after the drain")
+	t.Logf("trees acked again on %s; the drain took %s", other.Role, drained.Round(time.Millisecond))
 	if !victim.Running() {
 		t.Errorf("the drained %s exited; want it up, idle", victim.Role)
 	}

@@ -61,9 +61,13 @@ func (s *Supervisor) publishDrain() {
 		live = live || p.Alive
 	}
 	for _, w := range s.states {
-		if w.State != Exited {
-			st.Workers = append(st.Workers, w)
+		if w.State == Exited {
+			continue
 		}
+		if (w.State == Valid || w.State == Starting) && w.Why == "" {
+			w.Why = "still assigned here: nimbus moves it to a free slot elsewhere (with none free, it stays)"
+		}
+		st.Workers = append(st.Workers, w)
 	}
 	st.Drained = s.draining && s.known && !live && len(s.desired) == 0
 	if st.Drained && !s.drainMu.cur.st.Drained {
