@@ -46,11 +46,11 @@ func TestSupervisorRestartedGracefully(t *testing.T) {
 	f := Launch(t, Options{Supervisors: 2, SlotsPer: 2, Config: failureConfig(30)})
 	submitPaced(t, f, 2)
 	var before map[int32]*nimbuspb.WorkerReport
-	pollCmd(t, "both workers reporting acked trees", func() bool {
+	pollCmd(t, "both workers reporting 100 trees acked", func() bool {
 		ws, err := topologyWorkers(t, f, paced)
 		n := 0
 		for _, w := range ws {
-			if w.GetAcked() > 0 {
+			if w.GetAcked() >= 100 {
 				n++
 			}
 		}
