@@ -24,7 +24,7 @@ revokes its etcd lease), so nimbus moves its workers to the other
 supervisors, as it does for a lost machine, without waiting for
 nimbus.supervisor.timeout.secs. The supervisor starts no worker from then on
 and stops each of its workers as its new assignment withdraws it from here;
-trees in flight through a moved worker fail and are replayed, as in a
+trees in flight through a moved worker may time out and be replayed, as in a
 rebalance. A topology that has nowhere else to go (no free slot elsewhere)
 keeps its worker here, and the drain waits for it: free slots, or kill or
 rebalance the topology.
