@@ -133,6 +133,12 @@ const (
 	// SupervisorWorkerStartTimeoutSecs is the grace period for a starting
 	// worker's first heartbeat (int, default 120, ≥ 1).
 	SupervisorWorkerStartTimeoutSecs = "supervisor.worker.start.timeout.secs"
+	// SupervisorArtifactRetentionSecs is Gale-specific: how long a
+	// supervisor keeps a topology binary that no assignment of its
+	// names and none of its workers runs (a killed topology's, an old
+	// version's) before it deletes it; one needed again is downloaded
+	// again (int, default 600, ≥ -1; 0 = at once, -1 = keep forever).
+	SupervisorArtifactRetentionSecs = "supervisor.artifact.retention.secs"
 
 	// NimbusSeeds lists the hosts that may run nimbus (list of strings,
 	// default ["127.0.0.1"]).
@@ -456,6 +462,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"seconds without a heartbeat before a worker is declared dead", intAtLeast(1)},
 	{SupervisorWorkerStartTimeoutSecs, configInt, 120, ScopeCluster,
 		"seconds a starting worker has to send its first heartbeat", intAtLeast(1)},
+	{SupervisorArtifactRetentionSecs, configInt, 600, ScopeCluster,
+		"seconds a supervisor keeps an artifact no assignment or worker of its uses before deleting it (0 = at once, -1 = forever)", intAtLeast(-1)},
 
 	{NimbusSeeds, configStrings, []string{"127.0.0.1"}, ScopeCluster,
 		"hosts that may run nimbus", nonEmptyStrings},

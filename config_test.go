@@ -55,6 +55,7 @@ func TestConfigDefaults(t *testing.T) {
 		{SupervisorHeartbeatFrequencySecs, 5},
 		{SupervisorWorkerTimeoutSecs, 30},
 		{SupervisorWorkerStartTimeoutSecs, 120},
+		{SupervisorArtifactRetentionSecs, 600},
 		{NimbusSeeds, []string{"127.0.0.1"}},
 		{NimbusThriftPort, 6627},
 		{NimbusSupervisorTimeoutSecs, 10},

@@ -45,13 +45,27 @@ spec and worker.log, and state.json, the workers it runs.
 
 Stopping a supervisor (SIGTERM, SIGINT, even kill -9) does not stop its
 workers, as in Storm: they keep running, and a supervisor started again in
-the same --dir adopts them without restarting them. It prints one line on
-stderr once it has joined the cluster. "supervisor status --dir DIR" shows
-its workers, from the supervisor itself.`,
+the same --dir adopts them without restarting them. A stop does not revoke
+its etcd lease: nimbus keeps the workers assigned here for
+nimbus.supervisor.timeout.secs, so a restart within that time (systemctl
+restart) moves nothing; past it, nimbus moves them to other supervisors.
+To take a machine out of the cluster, drain it first: "supervisor drain
+--dir DIR" has nimbus move its workers at once, then the supervisor stays
+idle, out of the cluster, until stopped.
+
+It prints one line on stderr once it has joined the cluster. "supervisor
+status --dir DIR" shows its workers, from the supervisor itself.
+
+--host is the address its workers listen on and that their peers on other
+machines dial: this machine's IP or hostname (127.0.0.1 for a cluster on one
+machine), not a wildcard such as 0.0.0.0.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.dir == "" {
 				return usageError{errors.New("--dir is required: the supervisor's state directory")}
+			}
+			if err := supervisor.CheckHost(f.host); err != nil {
+				return usageError{err}
 			}
 			var file gale.Config
 			if f.file != "" {
@@ -120,11 +134,11 @@ its workers, from the supervisor itself.`,
 			})
 		},
 	}
-	cmd.AddCommand(newSupervisorStatusCmd())
+	cmd.AddCommand(newSupervisorStatusCmd(), newSupervisorDrainCmd())
 	fl := cmd.Flags()
 	fl.StringVar(&f.file, "file", "", "a gale.yaml with the cluster's settings")
 	fl.StringVar(&f.dir, "dir", "", "the supervisor's state `directory`")
-	fl.StringVar(&f.host, "host", "127.0.0.1", "the address its workers listen on and their peers reach them at")
+	fl.StringVar(&f.host, "host", "127.0.0.1", "the address its workers listen on and their peers reach them at: this machine's IP or hostname, not 0.0.0.0")
 	fl.StringVar(&f.ports, "ports", "", "the slots, comma-separated `ports` (default supervisor.slots.ports)")
 	fl.StringVar(&f.etcd, "etcd", "", "etcd's client `URLs`, comma-separated (default gale.etcd.endpoints)")
 	fl.StringVar(&f.id, "id", "", "this supervisor's id on its first start (default: the host and a random suffix)")

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -19,18 +21,45 @@ func (s *Supervisor) artifactPath(sha string) string {
 }
 
 // localArtifacts lists the verified artifacts in the store: a file there
-// is named by its checksum only once it has been checked.
+// is named by its checksum only once it has been checked. It removes the
+// partial downloads a supervisor killed meanwhile left (".SHA256.*"): the
+// caller holds the directory's lock, so no download is under way.
 func localArtifacts(dir string) map[string]ArtifactState {
 	arts := map[string]ArtifactState{}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if n := e.Name(); len(n) == 64 && e.Type().IsRegular() {
+		n := e.Name()
+		switch {
+		case len(n) == 64 && e.Type().IsRegular():
 			if _, err := hex.DecodeString(n); err == nil {
 				arts[n] = ArtifactState{Ready: true}
+			}
+		case len(n) > 66 && n[0] == '.' && n[65] == '.' && e.Type().IsRegular():
+			if _, err := hex.DecodeString(n[1:65]); err == nil {
+				os.Remove(filepath.Join(dir, n))
 			}
 		}
 	}
 	return arts
+}
+
+// deleteArtifact removes an unused artifact from the store (Step's
+// DeleteArtifact). A removal that fails is logged once and tried again.
+func (s *Supervisor) deleteArtifact(sha string, now time.Time) {
+	a := s.arts[sha]
+	if err := os.Remove(s.artifactPath(sha)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if key := "rm " + sha; !s.logged[key] {
+			s.logged[key] = true
+			s.log.Error("cannot delete an unused artifact", "artifact", sha, "err", err)
+		}
+		return
+	}
+	delete(s.logged, "rm "+sha)
+	delete(s.arts, sha)
+	if a.Ready {
+		s.log.Info("deleted an unused artifact", "artifact", sha, "unused_for", now.Sub(a.UnusedSince).Round(time.Second),
+			"retention", s.cfg.ArtifactRetention)
+	}
 }
 
 // ErrArtifact is wrapped by the errors of a download that delivered

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -101,6 +102,10 @@ type ArtifactState struct {
 	// Err is the last download's error; FailedAt when it failed.
 	Err      string
 	FailedAt time.Time
+	// UnusedSince is when the artifact was first seen unused in a row of
+	// steps (no desired worker names it, no live worker runs it), as the
+	// last Plan's Unused says; zero while used.
+	UnusedSince time.Time
 }
 
 // Timeouts are the reconcile step's clocks.
@@ -113,6 +118,10 @@ type Timeouts struct {
 	Start time.Duration
 	// DownloadRetry is the pause after a failed download.
 	DownloadRetry time.Duration
+	// ArtifactRetention is supervisor.artifact.retention.secs: an
+	// artifact unused this long is deleted (zero: at once; negative:
+	// never).
+	ArtifactRetention time.Duration
 }
 
 // StepConfig is what the reconcile step knows of this supervisor.
@@ -168,10 +177,13 @@ const (
 	Download
 	// Forget drops the exited worker on Port from the supervisor's state.
 	Forget
+	// DeleteArtifact deletes Artifact (its SHA256) from the local store:
+	// unused for Timeouts.ArtifactRetention.
+	DeleteArtifact
 )
 
 var kindNames = [...]string{Launch: "launch", Kill: "kill", Reassign: "reassign",
-	Activate: "activate", Deactivate: "deactivate", Download: "download", Forget: "forget"}
+	Activate: "activate", Deactivate: "deactivate", Download: "download", Forget: "forget", DeleteArtifact: "delete-artifact"}
 
 func (k ActionKind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -186,7 +198,7 @@ type Action struct {
 	Port     int
 	Why      string   // Kill
 	Desired  *Desired // Launch, Reassign
-	Artifact Artifact // Download
+	Artifact Artifact // Download, DeleteArtifact (its SHA256 only)
 }
 
 func (a Action) String() string {
@@ -197,6 +209,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("kill %d (%s)", a.Port, a.Why)
 	case Download:
 		return "download " + a.Artifact.SHA256
+	case DeleteArtifact:
+		return "delete-artifact " + a.Artifact.SHA256
 	default:
 		return fmt.Sprintf("%s %d", a.Kind, a.Port)
 	}
@@ -216,6 +230,12 @@ type Plan struct {
 	// Workers classifies every observed worker and every desired one
 	// that does not run, by port.
 	Workers []WorkerState
+	// Unused holds, for each artifact of the store that no desired worker
+	// names and no live worker runs (and is not downloading), since when
+	// it has been unused: its ArtifactState.UnusedSince, or now if that
+	// is zero. The caller keeps it in UnusedSince for the next step (and
+	// zero for the artifacts not listed).
+	Unused map[string]time.Time
 }
 
 // Step compares the desired workers with the observed ones at now and
@@ -231,6 +251,12 @@ type Plan struct {
 // one live worker on a port. A valid worker is never killed while it
 // stays desired: a change of peers is a Reassign, a change of Active an
 // Activate or Deactivate.
+//
+// An artifact of the store that no desired worker names, no live worker
+// runs and no download is writing is unused (Plan.Unused); once unused
+// for Timeouts.ArtifactRetention it is deleted (DeleteArtifact, after
+// the other actions), so that the binaries of killed topologies do not
+// pile up. One needed again later is downloaded again.
 func Step(desired []Desired, observed []Observed, artifacts map[string]ArtifactState, now time.Time, cfg StepConfig) Plan {
 	var p Plan
 	want := map[int]Desired{}
@@ -330,6 +356,32 @@ func Step(desired []Desired, observed []Observed, artifacts map[string]ArtifactS
 			}
 		}
 		p.Actions = append(dl, p.Actions...)
+	}
+	used := map[string]bool{}
+	for _, d := range desired {
+		used[d.Artifact.SHA256] = true
+	}
+	for _, o := range observed {
+		if o.Alive {
+			used[o.Running.Artifact.SHA256] = true
+		}
+	}
+	for _, sha := range slices.Sorted(maps.Keys(artifacts)) {
+		a := artifacts[sha]
+		if used[sha] || a.Downloading {
+			continue
+		}
+		since := a.UnusedSince
+		if since.IsZero() {
+			since = now
+		}
+		if p.Unused == nil {
+			p.Unused = map[string]time.Time{}
+		}
+		p.Unused[sha] = since
+		if r := cfg.Timeouts.ArtifactRetention; r >= 0 && now.Sub(since) >= r {
+			p.Actions = append(p.Actions, Action{Kind: DeleteArtifact, Artifact: Artifact{SHA256: sha}})
+		}
 	}
 	return p
 }

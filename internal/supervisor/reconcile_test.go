@@ -16,9 +16,10 @@ import (
 var (
 	t0  = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cfg = StepConfig{
-		Timeouts: Timeouts{Worker: 30 * time.Second, Start: 120 * time.Second, DownloadRetry: 5 * time.Second},
-		Ports:    []int{6700, 6701, 6702, 6703},
-		GOOS:     "linux", GOARCH: "amd64", WireVersion: 3,
+		Timeouts: Timeouts{Worker: 30 * time.Second, Start: 120 * time.Second, DownloadRetry: 5 * time.Second,
+			ArtifactRetention: time.Minute},
+		Ports: []int{6700, 6701, 6702, 6703},
+		GOOS:  "linux", GOARCH: "amd64", WireVersion: 3,
 	}
 	art  = Artifact{SHA256: "aaaa000000000000", Size: 10, GOOS: "linux", GOARCH: "amd64", WireVersion: 3}
 	have = map[string]ArtifactState{art.SHA256: {Ready: true}}
@@ -233,6 +234,7 @@ type world struct {
 	procs   []*fakeProc // every process ever launched
 	arts    map[string]ArtifactState
 	desired []Desired
+	deleted int // artifacts deleted
 }
 
 type fakeProc struct {
@@ -285,6 +287,10 @@ func (w *world) step() Plan {
 	t := w.t
 	t.Helper()
 	p := Step(w.desired, w.observed(), w.arts, w.now, cfg)
+	for sha, a := range w.arts {
+		a.UnusedSince = p.Unused[sha]
+		w.arts[sha] = a
+	}
 	killed := map[int]bool{}
 	for _, a := range p.Actions {
 		if a.Kind == Kill {
@@ -348,6 +354,26 @@ func (w *world) step() Plan {
 			case Deactivate:
 				pr.Running.Active = false
 			}
+		case DeleteArtifact:
+			sha := a.Artifact.SHA256
+			if w.arts[sha].Downloading {
+				t.Fatalf("at %s: delete of artifact %s while it downloads", w.now.Sub(t0), sha)
+			}
+			for _, d := range w.desired {
+				if d.Artifact.SHA256 == sha {
+					t.Fatalf("at %s: delete of artifact %s, which port %d's desired worker names", w.now.Sub(t0), sha, d.Port)
+				}
+			}
+			for _, pr := range w.procs {
+				if pr.Alive && pr.Running.Artifact.SHA256 == sha {
+					t.Fatalf("at %s: delete of artifact %s, which pid %d runs", w.now.Sub(t0), sha, pr.PID)
+				}
+			}
+			if since := w.arts[sha].UnusedSince; w.now.Sub(since) < cfg.Timeouts.ArtifactRetention {
+				t.Fatalf("at %s: delete of artifact %s unused only since %s", w.now.Sub(t0), sha, since.Sub(t0))
+			}
+			delete(w.arts, sha)
+			w.deleted++
 		case Forget:
 			found := false
 			for _, pr := range w.procs {
@@ -400,6 +426,12 @@ func (w *world) tick(d time.Duration, failures bool) {
 // runs, valid.
 func TestStepRandomized(t *testing.T) {
 	seed := testseed.Seed(t)
+	deleted := 0
+	defer func() {
+		if !t.Failed() && deleted == 0 {
+			t.Error("no artifact was ever deleted in 200 rounds: the retention goes untested")
+		}
+	}()
 	for round := range 200 {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
 		w := &world{t: t, rng: rng, now: t0, arts: map[string]ArtifactState{}}
@@ -474,5 +506,87 @@ func TestStepRandomized(t *testing.T) {
 				t.Fatalf("round %d: after the changes stopped, got %+v, want every worker valid", round, ws)
 			}
 		}
+		// 300 s without changes: only the artifacts in use are left.
+		for sha := range w.arts {
+			if !slices.ContainsFunc(w.desired, func(d Desired) bool { return d.Artifact.SHA256 == sha }) {
+				t.Fatalf("round %d: artifact %s, which no desired worker names, is still kept after %s unchanged (retention %s)",
+					round, sha, 300*time.Second, cfg.Timeouts.ArtifactRetention)
+			}
+		}
+		deleted += w.deleted
+	}
+}
+
+// TestStepDeletesUnusedArtifacts: an artifact that no desired worker
+// names and no live worker runs is deleted once unused for the
+// retention, counted from when a step first saw it unused; one in use,
+// downloading, or used again meanwhile is kept. No real time passes.
+func TestStepDeletesUnusedArtifacts(t *testing.T) {
+	old := Artifact{SHA256: "bbbb000000000000", GOOS: "linux", GOARCH: "amd64", WireVersion: 3}
+	dl := Artifact{SHA256: "cccc000000000000", GOOS: "linux", GOARCH: "amd64", WireVersion: 3}
+	desired := []Desired{want(6700)} // runs art
+	// A worker of the old artifact still stopping on 6701.
+	stopping := running(want(6701, func(d *Desired) { d.Topology, d.Artifact = "t0", old }), t0, func(o *Observed) { o.Stopping = true })
+	arts := map[string]ArtifactState{art.SHA256: {Ready: true}, old.SHA256: {Ready: true}, dl.SHA256: {Downloading: true}}
+	observed := []Observed{running(want(6700), t0), stopping}
+	// step runs Step at now and keeps Unused, as the supervisor does.
+	step := func(now time.Time, c StepConfig) Plan {
+		p := Step(desired, observed, arts, now, c)
+		for sha, a := range arts {
+			a.UnusedSince = p.Unused[sha]
+			arts[sha] = a
+		}
+		return p
+	}
+	deletes := func(p Plan) string {
+		var s []string
+		for _, a := range p.Actions {
+			if a.Kind == DeleteArtifact {
+				s = append(s, a.Artifact.SHA256)
+			}
+		}
+		return strings.Join(s, ",")
+	}
+	if p := step(t0, cfg); len(p.Unused) != 0 || deletes(p) != "" {
+		t.Fatalf("with every artifact in use or downloading: unused %v, deletes %q; want none", p.Unused, deletes(p))
+	}
+	// The old worker exits: its artifact is unused from now on.
+	observed = observed[:1]
+	start := t0.Add(10 * time.Second)
+	if p := step(start, cfg); !p.Unused[old.SHA256].Equal(start) || len(p.Unused) != 1 || deletes(p) != "" {
+		t.Fatalf("the old worker gone: unused %v, deletes %q; want %s unused since %s, nothing deleted", p.Unused, deletes(p), old.SHA256, start)
+	}
+	if p := step(start.Add(cfg.Timeouts.ArtifactRetention-time.Second), cfg); deletes(p) != "" || !p.Unused[old.SHA256].Equal(start) {
+		t.Fatalf("a second before the retention: unused %v, deletes %q; want it kept, unused since %s", p.Unused, deletes(p), start)
+	}
+	// Used again before the retention: the count starts over.
+	desired = append(desired, want(6702, func(d *Desired) { d.Topology, d.Artifact = "t2", old }))
+	if p := step(start.Add(cfg.Timeouts.ArtifactRetention-time.Second/2), cfg); len(p.Unused) != 0 {
+		t.Fatalf("named again: unused %v, want none", p.Unused)
+	}
+	desired = desired[:1]
+	again := start.Add(cfg.Timeouts.ArtifactRetention)
+	if p := step(again, cfg); deletes(p) != "" || !p.Unused[old.SHA256].Equal(again) {
+		t.Fatalf("unused again: unused %v, deletes %q; want it kept, unused since %s", p.Unused, deletes(p), again)
+	}
+	never := cfg
+	never.Timeouts.ArtifactRetention = -1
+	if p := step(again.Add(24*time.Hour), never); deletes(p) != "" {
+		t.Fatalf("with a negative retention: deletes %q, want none", deletes(p))
+	}
+	p := step(again.Add(cfg.Timeouts.ArtifactRetention), cfg)
+	if deletes(p) != old.SHA256 || p.Actions[len(p.Actions)-1].Kind != DeleteArtifact {
+		t.Fatalf("at the retention: actions %q; want the old artifact deleted, last", actions(p))
+	}
+	// The download finishes and nothing names it: it is unused from then.
+	arts[dl.SHA256] = ArtifactState{Ready: true}
+	now := again.Add(2 * cfg.Timeouts.ArtifactRetention)
+	if p := step(now, cfg); !p.Unused[dl.SHA256].Equal(now) || deletes(p) != old.SHA256 {
+		t.Fatalf("after the download: unused %v, deletes %q", p.Unused, deletes(p))
+	}
+	atOnce := cfg
+	atOnce.Timeouts.ArtifactRetention = 0
+	if p := step(now, atOnce); deletes(p) != old.SHA256+","+dl.SHA256 {
+		t.Fatalf("a retention of 0: deletes %q, want both unused artifacts at once", deletes(p))
 	}
 }

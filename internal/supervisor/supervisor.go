@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,11 @@ type Config struct {
 	// supervisor.heartbeat.frequency.secs and
 	// nimbus.supervisor.timeout.secs (FromCluster sets them).
 	WorkerTimeout, StartTimeout, WorkerHeartbeat, ReportEvery, LeaseTTL time.Duration
+	// ArtifactRetention is supervisor.artifact.retention.secs: how long
+	// an artifact that no assignment here names and no worker runs is
+	// kept before it is deleted (zero: deleted once unused; negative:
+	// kept forever). FromCluster sets it.
+	ArtifactRetention time.Duration
 	// StopGrace is how long a worker told to stop has before SIGTERM, and
 	// then before SIGKILL (default 30 s).
 	StopGrace time.Duration
@@ -80,6 +86,7 @@ func (c *Config) FromCluster(eff *gale.Effective) {
 	c.WorkerHeartbeat = secs(gale.WorkerHeartbeatFrequencySecs)
 	c.ReportEvery = secs(gale.SupervisorHeartbeatFrequencySecs)
 	c.LeaseTTL = secs(gale.NimbusSupervisorTimeoutSecs)
+	c.ArtifactRetention = secs(gale.SupervisorArtifactRetentionSecs)
 }
 
 // Supervisor runs the workers that assignments place on its slots.
@@ -122,6 +129,16 @@ type Supervisor struct {
 	refusals, read uint64
 	refresh        chan uint64
 	held           uint64 // the refusals count of the last held launch logged
+
+	// draining: asked to drain (drain.go), the supervisor has left the
+	// cluster and starts no worker. drainReq carries the requests from
+	// the drain socket; drainMu the progress it serves.
+	draining bool
+	drainReq chan struct{}
+	drainMu  struct {
+		sync.Mutex
+		cur drainProgress
+	}
 }
 
 // joinTimeout bounds the supervisor's first registration in etcd.
@@ -155,6 +172,21 @@ const (
 // change of a worker's state) waits for more of the same to send one.
 const reportGap = 20 * time.Millisecond
 
+// CheckHost checks a supervisor's host (--host): the address its workers
+// listen on and that it registers for their peers to dial, so it must be
+// one the other machines reach. A wildcard (0.0.0.0, ::) is refused: it
+// would have every peer dial itself.
+func CheckHost(host string) error {
+	if host == "" {
+		return errors.New("no host (--host): give this machine's address that the other machines reach (its IP or hostname)")
+	}
+	if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("host %s is the wildcard address, which no peer can dial: its workers listen on the host and peers dial it there; "+
+			"give this machine's address that the other machines reach, its IP or hostname (--host 10.0.0.1), or 127.0.0.1 for a cluster on one machine", host)
+	}
+	return nil
+}
+
 // New checks cfg and returns a supervisor; Run runs it.
 func New(cfg Config) (*Supervisor, error) {
 	var errs []error
@@ -170,8 +202,8 @@ func New(cfg Config) (*Supervisor, error) {
 		// directories, and are found again by the paths they run.
 		cfg.Dir = abs
 	}
-	if cfg.Host == "" {
-		errs = append(errs, errors.New("no host (--host)"))
+	if err := CheckHost(cfg.Host); err != nil {
+		errs = append(errs, err)
 	}
 	if len(cfg.Ports) == 0 {
 		errs = append(errs, errors.New("no slots (supervisor.slots.ports or --ports)"))
@@ -219,7 +251,8 @@ func New(cfg Config) (*Supervisor, error) {
 		sock:   filepath.Join(cfg.Dir, "supervisor.sock"),
 		nimbus: &nimbusConn{store: cfg.Store, opts: cfg.DialOptions, token: token}, ready: make(chan struct{}),
 		conns: map[*ctlConn]struct{}{}, procs: map[int]*proc{}, logged: map[string]bool{}, launchErr: map[int]string{}, crashes: map[int]int{},
-		restarts: map[int]*slotRestarts{}}
+		restarts: map[int]*slotRestarts{}, drainReq: make(chan struct{}, 1)}
+	s.drainMu.cur = drainProgress{changed: make(chan struct{})}
 	// A unix socket's path has a limit of about 104 bytes (108 on Linux).
 	if len(s.sock) > 100 {
 		return nil, fmt.Errorf("supervisor: the control socket %s is longer than 100 bytes: use a shorter --dir", s.sock)
@@ -233,9 +266,12 @@ func (s *Supervisor) Ready() <-chan struct{} { return s.ready }
 // Run registers the supervisor, adopts the workers of its local state
 // that still run, and runs the workers assigned to it until ctx is done.
 // Then it stops in order: it closes its control socket and its
-// connections to the workers, waits for its goroutines and leaves the
-// cluster. Its workers keep running: a supervisor restarted in the same
-// directory adopts them. Call it once.
+// connections to the workers and waits for its goroutines. It does not
+// revoke its lease, which expires after its TTL
+// (nimbus.supervisor.timeout.secs): its workers keep running and stay
+// assigned to it, and a supervisor restarted in the same directory
+// within the TTL adopts them, as after a kill -9. Only a drain (Drain)
+// leaves the cluster at once. Call it once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	for _, d := range []string{s.cfg.Dir, filepath.Join(s.cfg.Dir, "artifacts"), filepath.Join(s.cfg.Dir, "workers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -269,6 +305,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("supervisor: status socket: %w", err)
 	}
 	defer sln.Close()
+	dsock := DrainSocket(s.cfg.Dir)
+	if err := os.Remove(dsock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("supervisor: %w", err)
+	}
+	dln, err := net.Listen("unix", dsock)
+	if err != nil {
+		return fmt.Errorf("supervisor: drain socket: %w", err)
+	}
+	defer dln.Close()
 	s.setStatus(s.report())
 	jctx, jcancel := context.WithTimeout(ctx, joinTimeout)
 	mem, err := s.cfg.Store.JoinSupervisor(jctx, coord.Supervisor{ID: s.cfg.ID, Host: s.cfg.Host, Ports: s.cfg.Ports,
@@ -281,7 +326,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("supervisor: register in etcd (given up after %s; is etcd running at gale.etcd.endpoints or --etcd?): %w", joinTimeout, err)
 	}
-	defer mem.Close()
+	// A stop leaves the lease to its TTL, as a kill -9 does: the workers
+	// stay assigned here for a restart to adopt. (After a drain the
+	// lease is revoked already.)
+	defer mem.Abandon()
 	defer s.nimbus.close()
 	close(s.ready)
 	s.log.Info("supervisor registered", "host", s.cfg.Host, "ports", s.cfg.Ports, "adopted", len(s.procs))
@@ -294,11 +342,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	reports := make(chan *nimbuspb.ReportRequest, 1)
 	s.wg.Go(func() { s.serveControl(lctx, ln, events) })
 	s.wg.Go(func() { s.serveStatus(sln) })
+	s.wg.Go(func() { s.serveDrain(lctx, dln) })
 	s.wg.Go(func() { s.watch(lctx, assigns) })
 	s.wg.Go(func() { s.reporter(lctx, reports) })
 	defer func() {
 		ln.Close()
 		sln.Close()
+		dln.Close()
 		s.closeConns()
 		cancel()
 		s.wg.Wait()
@@ -328,8 +378,21 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			s.log.Info("supervisor stopping; its workers keep running", "workers", len(s.procs))
+			if s.draining {
+				s.log.Info("supervisor stopping", "workers", len(s.procs))
+			} else {
+				s.log.Info("supervisor stopping; its workers keep running, assigned here until its lease expires",
+					"workers", len(s.procs), "lease_ttl", s.cfg.LeaseTTL)
+			}
 			return nil
+		case <-s.drainReq:
+			if s.draining {
+				continue
+			}
+			// Leaving the cluster: nimbus moves the workers at once.
+			s.log.Info("supervisor draining: leaving the cluster; nimbus moves its workers, which stop here as they move", "workers", len(s.procs))
+			mem.Close()
+			s.draining = true
 		case r := <-assigns:
 			s.desired, s.known, s.read = DesiredFor(s.cfg.ID, r.assignments), true, r.refusals
 			s.assigned = make(map[string]bool, len(r.assignments))
@@ -374,6 +437,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			continue
 		}
 		s.reconcile(lctx, dls)
+		if s.draining {
+			s.publishDrain()
+		}
 		if !soonSet && !sameStates(s.states, s.reported) {
 			// A worker started, stopped or changed state: nimbus hears of
 			// it now, not a report period later.
@@ -673,8 +739,9 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 	}
 	now := time.Now()
 	plan := Step(s.desired, s.observed(), s.arts, now, StepConfig{
-		Timeouts: Timeouts{Worker: s.cfg.WorkerTimeout, Start: s.cfg.StartTimeout, DownloadRetry: 5 * time.Second},
-		Ports:    s.cfg.Ports, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, WireVersion: s.cfg.WireVersion,
+		Timeouts: Timeouts{Worker: s.cfg.WorkerTimeout, Start: s.cfg.StartTimeout, DownloadRetry: 5 * time.Second,
+			ArtifactRetention: s.cfg.ArtifactRetention},
+		Ports: s.cfg.Ports, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, WireVersion: s.cfg.WireVersion,
 	})
 	// Launches wait for assignments read since a worker's peers last
 	// refused it.
@@ -686,7 +753,20 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 			}
 		}
 	}
+	if s.draining {
+		for i, w := range plan.Workers {
+			if p := s.procs[w.Port]; (p == nil || !p.Alive) && w.State != Exited {
+				plan.Workers[i].State, plan.Workers[i].Why = Waiting, "draining: not started here; waiting for nimbus to move it to another supervisor"
+			}
+		}
+	}
 	s.states = plan.Workers
+	for sha, a := range s.arts {
+		if since := plan.Unused[sha]; !since.Equal(a.UnusedSince) {
+			a.UnusedSince = since
+			s.arts[sha] = a
+		}
+	}
 	for _, w := range plan.Workers {
 		if w.State == Refused {
 			if key := fmt.Sprint(w); !s.logged[key] {
@@ -699,6 +779,9 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 		p := s.procs[a.Port]
 		switch a.Kind {
 		case Download:
+			if s.draining {
+				continue
+			}
 			sha := a.Artifact.SHA256
 			s.arts[sha] = ArtifactState{Downloading: true}
 			s.log.Info("downloading artifact", "artifact", sha, "size", a.Artifact.Size)
@@ -711,6 +794,9 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 				}
 			})
 		case Launch:
+			if s.draining {
+				continue // the drain starts no worker: nimbus moves it
+			}
 			if hold {
 				if s.held != s.refusals {
 					s.held = s.refusals
@@ -746,6 +832,8 @@ func (s *Supervisor) reconcile(ctx context.Context, dls chan<- dlResult) {
 		case Forget:
 			delete(s.procs, a.Port)
 			s.save()
+		case DeleteArtifact:
+			s.deleteArtifact(a.Artifact.SHA256, now)
 		}
 	}
 }
