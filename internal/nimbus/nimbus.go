@@ -168,7 +168,7 @@ func New(cfg Config) (*Nimbus, error) {
 		ran:     make(chan struct{}),
 		synced:  make(chan struct{}, 1),
 		kick:    make(chan struct{}, 1),
-		windows: newWindows(),
+		windows: newWindows(cfg.Now()),
 	}
 	n.log = cfg.Logger.With("component", "nimbus", "nimbus", n.id)
 	n.mu.pending = make(map[string]string)

@@ -161,14 +161,14 @@ func TestGetRollingWindows(t *testing.T) {
 // its counts before stay counted, its new ones count from 0.
 func TestWindowsCountersThatGoDownStartAnIncarnation(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	w := newWindows()
+	w := newWindows(t0)
 	spout := func(n int64) []*nimbuspb.WorkerReport {
 		return []*nimbuspb.WorkerReport{{Topology: "t", Port: 1, Components: []*nimbuspb.ComponentStats{
 			{Component: "s", Kind: "spout", Emitted: n}}}}
 	}
-	w.record(t0, "s1", spout(100))
-	w.record(t0.Add(10*time.Minute), "s1", spout(160))
-	w.record(t0.Add(15*time.Minute), "s1", spout(20)) // restarted, no pid known
+	w.record(t0, "s1", spout(100), nil)
+	w.record(t0.Add(10*time.Minute), "s1", spout(160), nil)
+	w.record(t0.Add(15*time.Minute), "s1", spout(20), nil) // restarted, no pid known
 	comps, wins, err := w.view(t0.Add(20*time.Minute), "t", "", 600, spout(20)[0].Components)
 	if err != nil {
 		t.Fatal(err)

@@ -61,9 +61,12 @@ type NimbusClient interface {
 	// Download streams an artifact by its SHA-256, to supervisors and to
 	// standby nimbuses. Any nimbus that holds it serves it.
 	Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
-	// Report is a supervisor's summary of its workers, sent to the leader
-	// every supervisor.heartbeat.frequency.secs, and at once when a worker
-	// changes state or sees its first ack. It never reaches etcd.
+	// Report is a supervisor's summary of its workers and its topology
+	// totals, sent to every nimbus (the leader and the standbys, so that
+	// any of them answers List and Get) every
+	// supervisor.heartbeat.frequency.secs, at once when a worker changes
+	// state or sees its first ack, and at once to a nimbus that joins or
+	// takes the lead. It never reaches etcd.
 	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
 }
 
@@ -211,9 +214,12 @@ type NimbusServer interface {
 	// Download streams an artifact by its SHA-256, to supervisors and to
 	// standby nimbuses. Any nimbus that holds it serves it.
 	Download(*DownloadRequest, grpc.ServerStreamingServer[Chunk]) error
-	// Report is a supervisor's summary of its workers, sent to the leader
-	// every supervisor.heartbeat.frequency.secs, and at once when a worker
-	// changes state or sees its first ack. It never reaches etcd.
+	// Report is a supervisor's summary of its workers and its topology
+	// totals, sent to every nimbus (the leader and the standbys, so that
+	// any of them answers List and Get) every
+	// supervisor.heartbeat.frequency.secs, at once when a worker changes
+	// state or sees its first ack, and at once to a nimbus that joins or
+	// takes the lead. It never reaches etcd.
 	Report(context.Context, *ReportRequest) (*ReportResponse, error)
 	mustEmbedUnimplementedNimbusServer()
 }
