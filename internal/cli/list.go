@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -62,13 +63,13 @@ trees acked and failed so far, from the supervisors' latest reports.`,
 			}
 			defer c.Close()
 			var resp *nimbuspb.ListResponse
-			if err := c.call(ctx, func(n nimbuspb.NimbusClient) (err error) {
+			if err := c.read(ctx, func(ctx context.Context, n nimbuspb.NimbusClient) (err error) {
 				resp, err = n.List(ctx, &nimbuspb.ListRequest{})
 				return err
 			}); err != nil {
 				return fmt.Errorf("list: %w", err)
 			}
-			r := listReport{Nimbus: c.leader, Topologies: []listedTopology{}}
+			r := listReport{Nimbus: c.answeredBy(), Topologies: []listedTopology{}}
 			for _, s := range resp.GetTopologies() {
 				r.Topologies = append(r.Topologies, listed(s))
 			}

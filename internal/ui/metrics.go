@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,18 @@ var latencyBounds = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25,
 // on each scrape.
 type collector struct {
 	nimbus Nimbus
+
+	// high holds, per topology id, the largest value each of its
+	// topology and component counters has had: the nimbuses agree to
+	// within a report, and a scrape answered by another nimbus than the
+	// last (the leader died) must not show a counter lower than before,
+	// which Prometheus would read as a reset. The worker processes'
+	// counters are not held: a new worker process starts its series
+	// again from 0, as Prometheus's counter resets allow.
+	mu struct {
+		sync.Mutex
+		high map[string]map[string]float64 // topology id → series → value
+	}
 
 	up, supervisors, slotsTotal, slotsUsed, topologies *prometheus.Desc
 	emitted, acked, failed, workers, workersRunning    *prometheus.Desc
@@ -128,7 +142,34 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	live := make(map[string]bool, len(list.GetTopologies()))
+	for _, t := range list.GetTopologies() {
+		live[t.GetId()] = true
+	}
+	c.mu.Lock()
+	if c.mu.high == nil {
+		c.mu.high = make(map[string]map[string]float64)
+	}
+	for id := range c.mu.high {
+		if !live[id] {
+			delete(c.mu.high, id) // killed
+		}
+	}
+	c.mu.Unlock()
+	// counter sends a topology's or a component's counter, never lower
+	// than it was (labels[1] is the topology id).
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		id := labels[1]
+		c.mu.Lock()
+		hs := c.mu.high[id]
+		if hs == nil {
+			hs = make(map[string]float64)
+			c.mu.high[id] = hs
+		}
+		key := d.String() + "\x00" + strings.Join(labels, "\x00")
+		v = max(v, hs[key])
+		hs[key] = v
+		c.mu.Unlock()
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	gauge(c.supervisors, float64(len(ci.GetSupervisors())))
