@@ -223,3 +223,85 @@ func TestSinceSubtractsCountersStreamsAndHistograms(t *testing.T) {
 		t.Errorf("since changed its input: %v", now)
 	}
 }
+
+// totals is a supervisor's totals of topology id: a spout's acked trees.
+func totals(id string, acked int64) []*nimbuspb.TopologyTotals {
+	return []*nimbuspb.TopologyTotals{{Topology: id, Components: []*nimbuspb.ComponentStats{
+		{Component: "sentences", Kind: "spout", Emitted: acked, Acked: acked}}}}
+}
+
+// The supervisors' totals make a topology's counters, on the leader and
+// the standby alike: a supervisor that is gone (its machine lost, its
+// workers moved) keeps its count, a report lower than one before takes
+// nothing back, and the standby that takes over answers with the same
+// counts and workers at once.
+func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
+	cl := newCluster(t)
+	s1 := cl.supervisor("s1", 6700, 6701)
+	s2 := cl.supervisor("s2", 6700, 6701)
+	a := cl.startNimbus("a", "", nil)
+	a.leads()
+	id := a.mustSubmit(newSubmission("wordcount", 2, 1)).GetId()
+	b := cl.startNimbus("b", "", nil)
+	worker := func(sup string, port int32) *nimbuspb.WorkerReport {
+		return &nimbuspb.WorkerReport{Topology: id, Supervisor: sup, Port: port, Pid: 100 + port, State: "valid",
+			Components: []*nimbuspb.ComponentStats{{Component: "sentences", Kind: "spout", Tasks: 1, Acked: 1}}}
+	}
+	// report sends one supervisor's report to both nimbuses, as a
+	// supervisor does (to b only once a is stopped).
+	stopped := false
+	report := func(sup string, acked int64, ws ...*nimbuspb.WorkerReport) {
+		t.Helper()
+		for _, nd := range []*node{a, b} {
+			if nd == a && stopped {
+				continue
+			}
+			if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: sup, Workers: ws, Totals: totals(id, acked)}); err != nil {
+				t.Fatalf("Report of %s to %s: %v", sup, nd.n.ID(), err)
+			}
+		}
+	}
+	// want checks List and Get, and the all-time window, on nd.
+	want := func(nd *node, when string, acked int64, running int32) {
+		t.Helper()
+		list, err := nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
+		if err != nil {
+			t.Fatalf("%s: List on %s: %v", when, nd.n.ID(), err)
+		}
+		s := list.GetTopologies()[0]
+		info, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: id})
+		if err != nil {
+			t.Fatalf("%s: Get on %s: %v", when, nd.n.ID(), err)
+		}
+		all := info.GetWindows()[len(info.GetWindows())-1]
+		if s.GetAcked() != acked || info.GetSummary().GetAcked() != acked || all.GetAcked() != acked || s.GetWorkersRunning() != running {
+			t.Errorf("%s: %s lists %d acked and %d running, Get %d, all time %d; want %d acked, %d running",
+				when, nd.n.ID(), s.GetAcked(), s.GetWorkersRunning(), info.GetSummary().GetAcked(), all.GetAcked(), acked, running)
+		}
+	}
+	report("s1", 100, worker("s1", 6700))
+	report("s2", 50, worker("s2", 6700))
+	want(a, "both supervisors reported", 150, 2)
+	want(b, "both supervisors reported", 150, 2)
+
+	// s2's machine is lost: its worker moves to s1, which counts it from
+	// 0; s2's 50 stay. (Its last report shows its worker for
+	// nimbus.supervisor.timeout.secs more: 3 running.)
+	s2.Close()
+	report("s1", 110, worker("s1", 6700), worker("s1", 6701))
+	want(a, "s2 lost, its worker moved to s1", 160, 3)
+	// A report that arrives late, lower than the one before, takes
+	// nothing back.
+	report("s1", 90, worker("s1", 6700), worker("s1", 6701))
+	want(a, "a late report", 160, 3)
+	want(b, "a late report", 160, 3)
+
+	// The leader goes: the standby, leading, has it all at once.
+	a.stop()
+	stopped = true
+	b.leads()
+	want(b, "the standby leads", 160, 3)
+	report("s1", 130, worker("s1", 6700), worker("s1", 6701))
+	want(b, "after the next report", 180, 3)
+	s1.Close()
+}
