@@ -53,7 +53,11 @@ func newListCmd() *cobra.Command {
 		Long: `List the topologies the cluster runs, as nimbus knows them: name, id, status
 (and why a topology waits for slots, if it does), workers (running of those
 asked for: 2/4 is a topology short of 2), executors, tasks, uptime, and the
-trees acked and failed so far, from the supervisors' latest reports.`,
+trees acked and failed since it was submitted, every worker it ran counted
+(restarted, moved, or on a machine since lost), from the supervisors' reports.
+Any nimbus answers: the leader, or another when the leader cannot (JSON's
+"nimbus" names the one that did); only the leader knows why a topology is
+pending.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

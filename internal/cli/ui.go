@@ -34,8 +34,10 @@ API under /api/v1 (cluster/summary, supervisor/summary, nimbus/summary,
 topology/summary, topology/ID, topology/ID/component/C,
 topology/ID/visualization, and POST topology/ID/activate, deactivate,
 rebalance/WAIT and kill/WAIT) with Storm's field names, and Prometheus
-metrics on /metrics, from the nimbus leader that nimbus.seeds (--file) or
---nimbus names.
+metrics on /metrics, from the nimbuses that nimbus.seeds (--file) or
+--nimbus names: reads from the leader, or from another nimbus when the leader
+cannot answer (every nimbus has the supervisors' reports), mutations from the
+leader.
 
 It binds 127.0.0.1 on ui.port (default 8080) unless --addr says otherwise.
 The UI holds no token: reads need none, and a mutation passes the caller's

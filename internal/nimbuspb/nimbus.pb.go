@@ -933,8 +933,11 @@ type TopologyInfo struct {
 	Artifact   *Artifact              `protobuf:"bytes,4,opt,name=artifact,proto3" json:"artifact,omitempty"`
 	Assignment *AssignmentInfo        `protobuf:"bytes,5,opt,name=assignment,proto3" json:"assignment,omitempty"`
 	Workers    []*WorkerReport        `protobuf:"bytes,6,rep,name=workers,proto3" json:"workers,omitempty"`
-	// components: each component's counters summed over the workers'
-	// latest reports (capacity: the largest), in component id order.
+	// components: each component's counters over the window asked for
+	// (window_secs; all time by default), every worker the topology ran
+	// counted, in component id order; the gauges (tasks, pending,
+	// capacity: the largest, queues), errors and executors are the
+	// running workers' latest reports'.
 	Components []*ComponentStats `protobuf:"bytes,7,rep,name=components,proto3" json:"components,omitempty"`
 	// windows: the topology's totals over each rolling window, as Storm's
 	// UI shows them: 600, 10800 and 86400 seconds, then 0 (all time).
@@ -2388,9 +2391,10 @@ func (x *WorkerReport) GetMetricsPort() int32 {
 	return 0
 }
 
-// ComponentStats is one component's counters in one worker (in a
-// WorkerReport) or summed over the workers (in a TopologyInfo), since
-// the workers started.
+// ComponentStats is one component's counters in one worker since it
+// started (in a WorkerReport), in one supervisor's workers of a topology
+// since it was submitted (in TopologyTotals), or over a window of every
+// worker the topology ran (in a TopologyInfo).
 type ComponentStats struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Component string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
