@@ -210,9 +210,9 @@ func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.List
 }
 
 // heardAll refuses a read on a standby that started less than the
-// supervisor timeout ago and has not yet heard from every live
-// supervisor: its counters and worker states could be short of what
-// the leader shows. The caller asks another nimbus. The leader always
+// supervisor timeout ago and has not yet taken the other nimbuses'
+// totals (totals.go) or heard from every live supervisor: its counters
+// and worker states could be short of what the leader shows. The caller asks another nimbus. The leader always
 // answers (supervisors report to a new leader at once).
 func (a *api) heardAll(ctx context.Context) error {
 	n := a.n
@@ -222,6 +222,10 @@ func (a *api) heardAll(ctx context.Context) error {
 	up := n.cfg.Now().Sub(n.windows.born)
 	if up >= n.ttl {
 		return nil
+	}
+	if !n.windows.isSynced() {
+		return status.Errorf(codes.Unavailable, "nimbus %s is a standby that started %s ago and is still taking the other nimbuses' totals: ask the leader, or this nimbus again in a moment",
+			n.id, up.Round(time.Millisecond))
 	}
 	sups, err := n.store.Supervisors(ctx)
 	if err != nil {

@@ -327,6 +327,7 @@ func (n *Nimbus) Run(ctx context.Context) (err error) {
 	serveErr := make(chan error, 1)
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
 	wg.Go(func() { n.replicate(runCtx) })
+	wg.Go(func() { n.syncTotals(runCtx) }) // totals.go
 	wg.Go(func() { n.elect(runCtx) })
 	close(n.ready)
 	n.log.Info("serving", "addr", n.addr, "tls", n.tls != nil, "auth", n.token != "")

@@ -470,7 +470,9 @@ func TestStandbyReplicatesRefusesMutationsAndTakesOver(t *testing.T) {
 	_, err = b.submit(ctxT(t), newSubmission("other", 1, 2))
 	wantCode(t, err, codes.FailedPrecondition, "standby")
 	// A standby takes reports (supervisors report to every nimbus), and
-	// answers reads once it has heard from every supervisor.
+	// answers reads once it has the other nimbuses' totals and has heard
+	// from every supervisor.
+	eventually(t, "the standby taking the leader's totals", b.n.windows.isSynced)
 	_, err = b.api.List(ctxT(t), &nimbuspb.ListRequest{})
 	wantCode(t, err, codes.Unavailable, "has not heard from supervisor(s) s1 yet")
 	if _, err := b.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1"}); err != nil {

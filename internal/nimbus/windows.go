@@ -100,6 +100,7 @@ type windows struct {
 	mu   struct {
 		sync.Mutex
 		topologies map[string]*history // by the reports' topology (its id)
+		synced     bool                // the other nimbuses' totals are in (totals.go)
 	}
 }
 

@@ -233,15 +233,17 @@ func totals(id string, acked int64) []*nimbuspb.TopologyTotals {
 // The supervisors' totals make a topology's counters, on the leader and
 // the standby alike: a supervisor that is gone (its machine lost, its
 // workers moved) keeps its count, a report lower than one before takes
-// nothing back, and the standby that takes over answers with the same
-// counts and workers at once.
+// nothing back, the standby that takes over answers with the same
+// counts and workers at once, and a nimbus started after the loss
+// takes the lost supervisor's count from the others.
 func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
 	cl := newCluster(t)
 	s1 := cl.supervisor("s1", 6700, 6701)
 	s2 := cl.supervisor("s2", 6700, 6701)
 	a := cl.startNimbus("a", "", nil)
 	a.leads()
-	id := a.mustSubmit(newSubmission("wordcount", 2, 1)).GetId()
+	sub := newSubmission("wordcount", 2, 1)
+	id := a.mustSubmit(sub).GetId()
 	b := cl.startNimbus("b", "", nil)
 	worker := func(sup string, port int32) *nimbuspb.WorkerReport {
 		return &nimbuspb.WorkerReport{Topology: id, Supervisor: sup, Port: port, Pid: 100 + port, State: "valid",
@@ -297,11 +299,26 @@ func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
 	want(b, "a late report", 160, 3)
 
 	// The leader goes: the standby, leading, has it all at once.
+	eventually(t, "nimbus b holding the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
 	a.stop()
 	stopped = true
 	b.leads()
 	want(b, "the standby leads", 160, 3)
 	report("s1", 130, worker("s1", 6700), worker("s1", 6701))
 	want(b, "after the next report", 180, 3)
+
+	// A nimbus that starts after s2 was lost takes s2's count from b,
+	// and once it leads shows it too.
+	c := cl.startNimbus("c", "", nil)
+	eventually(t, "nimbus c taking the other nimbuses' totals", c.n.windows.isSynced)
+	if _, err := c.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1",
+		Workers: []*nimbuspb.WorkerReport{worker("s1", 6700), worker("s1", 6701)}, Totals: totals(id, 130)}); err != nil {
+		t.Fatal(err)
+	}
+	// c campaigns once it holds the artifact, which only b can give it.
+	eventually(t, "nimbus c holding the artifact", func() bool { return c.holds(sub.header.Artifact.Sha256) })
+	b.stop()
+	c.leads()
+	want(c, "a nimbus started after s2's loss, leading", 180, 2)
 	s1.Close()
 }

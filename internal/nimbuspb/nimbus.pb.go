@@ -3090,6 +3090,87 @@ func (*ReportResponse) Descriptor() ([]byte, []int) {
 	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
 }
 
+type TotalsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TotalsRequest) Reset() {
+	*x = TotalsRequest{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TotalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TotalsRequest) ProtoMessage() {}
+
+func (x *TotalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TotalsRequest.ProtoReflect.Descriptor instead.
+func (*TotalsRequest) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
+}
+
+type TotalsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// supervisors: one per supervisor, with its id and its totals only.
+	Supervisors   []*ReportRequest `protobuf:"bytes,1,rep,name=supervisors,proto3" json:"supervisors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TotalsResponse) Reset() {
+	*x = TotalsResponse{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TotalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TotalsResponse) ProtoMessage() {}
+
+func (x *TotalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TotalsResponse.ProtoReflect.Descriptor instead.
+func (*TotalsResponse) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *TotalsResponse) GetSupervisors() []*ReportRequest {
+	if x != nil {
+		return x.Supervisors
+	}
+	return nil
+}
+
 var File_gale_nimbus_v1_nimbus_proto protoreflect.FileDescriptor
 
 const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
@@ -3385,7 +3466,10 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x15process_sampled_nanos\x18\x0e \x01(\x03R\x13processSampledNanos\x12\x1f\n" +
 	"\vqueue_depth\x18\x0f \x01(\x03R\n" +
 	"queueDepth\"\x10\n" +
-	"\x0eReportResponse2\xf7\x05\n" +
+	"\x0eReportResponse\"\x0f\n" +
+	"\rTotalsRequest\"Q\n" +
+	"\x0eTotalsResponse\x12?\n" +
+	"\vsupervisors\x18\x01 \x03(\v2\x1d.gale.nimbus.v1.ReportRequestR\vsupervisors2\xc0\x06\n" +
 	"\x06Nimbus\x12I\n" +
 	"\x06Submit\x12\x1d.gale.nimbus.v1.SubmitRequest\x1a\x1e.gale.nimbus.v1.SubmitResponse(\x01\x12A\n" +
 	"\x04List\x12\x1b.gale.nimbus.v1.ListRequest\x1a\x1c.gale.nimbus.v1.ListResponse\x12?\n" +
@@ -3397,7 +3481,8 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"Deactivate\x12!.gale.nimbus.v1.DeactivateRequest\x1a\".gale.nimbus.v1.DeactivateResponse\x12P\n" +
 	"\tRebalance\x12 .gale.nimbus.v1.RebalanceRequest\x1a!.gale.nimbus.v1.RebalanceResponse\x12D\n" +
 	"\bDownload\x12\x1f.gale.nimbus.v1.DownloadRequest\x1a\x15.gale.nimbus.v1.Chunk0\x01\x12G\n" +
-	"\x06Report\x12\x1d.gale.nimbus.v1.ReportRequest\x1a\x1e.gale.nimbus.v1.ReportResponseB/Z-github.com/gale-stream/gale/internal/nimbuspbb\x06proto3"
+	"\x06Report\x12\x1d.gale.nimbus.v1.ReportRequest\x1a\x1e.gale.nimbus.v1.ReportResponse\x12G\n" +
+	"\x06Totals\x12\x1d.gale.nimbus.v1.TotalsRequest\x1a\x1e.gale.nimbus.v1.TotalsResponseB/Z-github.com/gale-stream/gale/internal/nimbuspbb\x06proto3"
 
 var (
 	file_gale_nimbus_v1_nimbus_proto_rawDescOnce sync.Once
@@ -3411,7 +3496,7 @@ func file_gale_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 	return file_gale_nimbus_v1_nimbus_proto_rawDescData
 }
 
-var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: gale.nimbus.v1.SubmitRequest
 	(*SubmitHeader)(nil),        // 1: gale.nimbus.v1.SubmitHeader
@@ -3451,15 +3536,17 @@ var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*StreamStats)(nil),         // 35: gale.nimbus.v1.StreamStats
 	(*ExecutorStats)(nil),       // 36: gale.nimbus.v1.ExecutorStats
 	(*ReportResponse)(nil),      // 37: gale.nimbus.v1.ReportResponse
-	nil,                         // 38: gale.nimbus.v1.TopologyDefinition.ParamsEntry
-	nil,                         // 39: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	nil,                         // 40: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	(*TotalsRequest)(nil),       // 38: gale.nimbus.v1.TotalsRequest
+	(*TotalsResponse)(nil),      // 39: gale.nimbus.v1.TotalsResponse
+	nil,                         // 40: gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	nil,                         // 41: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	nil,                         // 42: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
 }
 var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: gale.nimbus.v1.SubmitRequest.header:type_name -> gale.nimbus.v1.SubmitHeader
 	2,  // 1: gale.nimbus.v1.SubmitHeader.definition:type_name -> gale.nimbus.v1.TopologyDefinition
 	5,  // 2: gale.nimbus.v1.SubmitHeader.artifact:type_name -> gale.nimbus.v1.Artifact
-	38, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	40, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
 	3,  // 4: gale.nimbus.v1.TopologyDefinition.components:type_name -> gale.nimbus.v1.Component
 	4,  // 5: gale.nimbus.v1.Component.inputs:type_name -> gale.nimbus.v1.Input
 	9,  // 6: gale.nimbus.v1.ListResponse.topologies:type_name -> gale.nimbus.v1.TopologySummary
@@ -3473,10 +3560,10 @@ var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	13, // 14: gale.nimbus.v1.TopologyInfo.windows:type_name -> gale.nimbus.v1.WindowStats
 	10, // 15: gale.nimbus.v1.WindowStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
 	15, // 16: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
-	39, // 17: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	41, // 17: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
 	18, // 18: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
 	19, // 19: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
-	40, // 20: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	42, // 20: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
 	32, // 21: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
 	31, // 22: gale.nimbus.v1.ReportRequest.totals:type_name -> gale.nimbus.v1.TopologyTotals
 	33, // 23: gale.nimbus.v1.TopologyTotals.components:type_name -> gale.nimbus.v1.ComponentStats
@@ -3487,31 +3574,34 @@ var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	35, // 28: gale.nimbus.v1.ComponentStats.inputs:type_name -> gale.nimbus.v1.StreamStats
 	35, // 29: gale.nimbus.v1.ComponentStats.outputs:type_name -> gale.nimbus.v1.StreamStats
 	36, // 30: gale.nimbus.v1.ComponentStats.executors:type_name -> gale.nimbus.v1.ExecutorStats
-	0,  // 31: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
-	7,  // 32: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
-	11, // 33: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
-	16, // 34: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
-	20, // 35: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
-	22, // 36: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
-	24, // 37: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
-	26, // 38: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
-	28, // 39: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
-	30, // 40: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
-	6,  // 41: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
-	8,  // 42: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
-	12, // 43: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
-	17, // 44: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
-	21, // 45: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
-	23, // 46: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
-	25, // 47: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
-	27, // 48: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
-	29, // 49: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
-	37, // 50: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
-	41, // [41:51] is the sub-list for method output_type
-	31, // [31:41] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	30, // 31: gale.nimbus.v1.TotalsResponse.supervisors:type_name -> gale.nimbus.v1.ReportRequest
+	0,  // 32: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
+	7,  // 33: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
+	11, // 34: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
+	16, // 35: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
+	20, // 36: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
+	22, // 37: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
+	24, // 38: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
+	26, // 39: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
+	28, // 40: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
+	30, // 41: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
+	38, // 42: gale.nimbus.v1.Nimbus.Totals:input_type -> gale.nimbus.v1.TotalsRequest
+	6,  // 43: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
+	8,  // 44: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
+	12, // 45: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
+	17, // 46: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
+	21, // 47: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
+	23, // 48: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
+	25, // 49: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
+	27, // 50: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
+	29, // 51: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
+	37, // 52: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
+	39, // 53: gale.nimbus.v1.Nimbus.Totals:output_type -> gale.nimbus.v1.TotalsResponse
+	43, // [43:54] is the sub-list for method output_type
+	32, // [32:43] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_gale_nimbus_v1_nimbus_proto_init() }
@@ -3529,7 +3619,7 @@ func file_gale_nimbus_v1_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gale_nimbus_v1_nimbus_proto_rawDesc), len(file_gale_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
