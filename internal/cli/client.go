@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -125,11 +127,28 @@ func (bearer) RequireTransportSecurity() bool { return false }
 // the leader.
 const seedTimeout = 5 * time.Second
 
-// client is a connection to the nimbus leader. Close it.
+// client is a connection to the nimbus cluster: writes go to the
+// leader (call), reads to the leader or, when it cannot answer, to any
+// other nimbus (read), since every nimbus has every supervisor's
+// reports. Close it. Safe for concurrent use; the fields leader and
+// nimbus are for a caller that makes no concurrent calls (the commands).
 type client struct {
-	cfg    clientConfig
-	conns  map[string]*grpc.ClientConn
-	leader string // addr
+	cfg clientConfig
+	// find serializes findLeader: one lookup at a time.
+	find sync.Mutex
+
+	mu sync.Mutex // guards the fields below, and leader and nimbus
+	// conns are the connections opened, by address.
+	conns map[string]*grpc.ClientConn
+	// members are the nimbuses the last ClusterInfo listed.
+	members []string
+	// answered is the nimbus that answered the last read.
+	answered string
+	// stale: a read found the leader unreachable, or none was known: the
+	// next read looks for it again.
+	stale bool
+
+	leader string // addr; "" while the cluster has no leader
 	nimbus nimbuspb.NimbusClient
 }
 
@@ -142,10 +161,13 @@ func (f *clusterFlags) dial(ctx context.Context) (*client, error) {
 	return dialNimbus(ctx, cfg)
 }
 
-// dialNimbus finds the leader through the seeds and connects to it.
+// dialNimbus finds the leader through the seeds and connects to it. A
+// cluster without a leader (one is being elected) gives a client whose
+// reads work (any nimbus answers them) and whose writes look for the
+// leader again.
 func dialNimbus(ctx context.Context, cfg clientConfig) (*client, error) {
 	c := &client{cfg: cfg, conns: make(map[string]*grpc.ClientConn)}
-	if err := c.findLeader(ctx); err != nil {
+	if err := c.findLeader(ctx); err != nil && !errors.Is(err, errNoLeader) {
 		c.Close()
 		return nil, err
 	}
@@ -154,12 +176,17 @@ func dialNimbus(ctx context.Context, cfg clientConfig) (*client, error) {
 
 // Close closes every connection the client opened.
 func (c *client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, cc := range c.conns {
 		cc.Close()
 	}
+	c.conns = map[string]*grpc.ClientConn{}
 }
 
 func (c *client) conn(addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if cc, ok := c.conns[addr]; ok {
 		return cc, nil
 	}
@@ -179,9 +206,23 @@ func (c *client) conn(addr string) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
+// errNoLeader is findLeader's error when a nimbus answered but the
+// cluster has no leader.
+var errNoLeader = errors.New("no leader")
+
+// noLeaderError is errNoLeader as the user reads it.
+type noLeaderError struct{ seed string }
+
+func (e noLeaderError) Error() string {
+	return fmt.Sprintf("nimbus at %s answers, but the cluster has no leader yet: retry in a few seconds, or start a nimbus (gale nimbus) if none runs", e.seed)
+}
+func (noLeaderError) Is(target error) bool { return target == errNoLeader }
+
 // findLeader asks the seeds in order for the cluster's leader, and
-// connects to it.
+// connects to it. It also learns the nimbuses there are, for reads.
 func (c *client) findLeader(ctx context.Context) error {
+	c.find.Lock()
+	defer c.find.Unlock()
 	var tried []string
 	answered := false // a nimbus answered, with its own error
 	for _, seed := range c.cfg.seeds {
@@ -194,15 +235,27 @@ func (c *client) findLeader(ctx context.Context) error {
 			tried = append(tried, fmt.Sprintf("%s (%s)", seed, grpcReason(err)))
 			continue
 		}
+		var members []string
+		for _, m := range info.GetNimbuses() {
+			members = append(members, m.GetAddr())
+		}
+		c.mu.Lock()
+		c.members, c.stale = members, false
+		c.mu.Unlock()
 		if info.LeaderAddr == "" {
-			return fmt.Errorf("nimbus at %s answers, but the cluster has no leader yet: retry in a few seconds, or start a nimbus (gale nimbus) if none runs", seed)
+			c.mu.Lock()
+			c.leader, c.nimbus, c.stale = "", nil, true
+			c.mu.Unlock()
+			return noLeaderError{seed}
 		}
 		cc, err := c.conn(info.LeaderAddr)
 		if err != nil {
 			return err
 		}
+		c.mu.Lock()
 		c.leader = info.LeaderAddr
 		c.nimbus = nimbuspb.NewNimbusClient(cc)
+		c.mu.Unlock()
 		return nil
 	}
 	if answered {
@@ -222,19 +275,111 @@ func (c *client) clusterInfoAt(ctx context.Context, addr string) (*nimbuspb.Clus
 	return nimbuspb.NewNimbusClient(cc).ClusterInfo(ctx, &nimbuspb.ClusterInfoRequest{})
 }
 
+// leaderClient is the leader's client and address (nil and "" while
+// none is known).
+func (c *client) leaderClient() (nimbuspb.NimbusClient, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nimbus, c.leader
+}
+
 // call runs op against the leader. A stale leader (one that has become a
 // standby) answers codes.FailedPrecondition: then the client finds the
 // leader again, once, and retries op there if the leader is another.
 func (c *client) call(ctx context.Context, op func(nimbuspb.NimbusClient) error) error {
-	err := op(c.nimbus)
+	n, leader := c.leaderClient()
+	if n == nil {
+		if err := c.findLeader(ctx); err != nil {
+			return err
+		}
+		n, leader = c.leaderClient()
+	}
+	err := op(n)
 	if status.Code(err) != codes.FailedPrecondition {
-		return callError(c.leader, err)
+		return callError(leader, err)
 	}
-	was := c.leader
-	if ferr := c.findLeader(ctx); ferr != nil || c.leader == was {
-		return callError(was, err)
+	if ferr := c.findLeader(ctx); ferr != nil {
+		return callError(leader, err)
 	}
-	return callError(c.leader, op(c.nimbus))
+	again, now := c.leaderClient()
+	if now == leader {
+		return callError(leader, err)
+	}
+	return callError(now, op(again))
+}
+
+// readTimeout bounds a read's call to one nimbus, so that one that does
+// not answer (its machine gone) leaves time to ask the next.
+const readTimeout = seedTimeout
+
+// read runs op, a call that only reads (List, Get, ClusterInfo), against
+// the leader, and if it cannot answer (unreachable, stopping, or a
+// standby not caught up) against each other nimbus in turn: the members
+// the cluster listed, then the seeds. Every nimbus hears every
+// supervisor's reports, so any answers with the workers' states and the
+// topologies' counters; only the pending reasons are the leader's.
+// Answered says which nimbus answered.
+func (c *client) read(ctx context.Context, op func(context.Context, nimbuspb.NimbusClient) error) error {
+	c.mu.Lock()
+	stale := c.stale
+	c.mu.Unlock()
+	if stale {
+		// Ignore the error: the nimbuses known still answer reads.
+		if err := c.findLeader(ctx); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	order := []string{}
+	if c.leader != "" {
+		order = append(order, c.leader)
+	}
+	for _, a := range append(slices.Clone(c.members), c.cfg.seeds...) {
+		if !slices.Contains(order, a) {
+			order = append(order, a)
+		}
+	}
+	leader := c.leader
+	c.mu.Unlock()
+	var tried []string
+	var last error
+	for _, addr := range order {
+		cc, err := c.conn(addr)
+		if err != nil {
+			return err
+		}
+		actx, cancel := context.WithTimeout(ctx, readTimeout)
+		err = op(actx, nimbuspb.NewNimbusClient(cc))
+		cancel()
+		if err == nil {
+			c.mu.Lock()
+			c.answered = addr
+			if addr != leader {
+				c.stale = true
+			}
+			c.mu.Unlock()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if code := status.Code(err); code != codes.Unavailable && code != codes.DeadlineExceeded && code != codes.FailedPrecondition {
+			return callError(addr, err)
+		}
+		last = err
+		tried = append(tried, fmt.Sprintf("%s (%s)", addr, grpcReason(err)))
+	}
+	if len(tried) == 1 {
+		return callError(order[0], last)
+	}
+	return fmt.Errorf("no nimbus answered: %s", strings.Join(tried, ", "))
+}
+
+// answeredBy is the nimbus that answered the last read.
+func (c *client) answeredBy() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answered
 }
 
 // callError makes a gRPC error from nimbus at addr readable: nimbus's own

@@ -614,3 +614,32 @@ func TestAdminCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestListReadsFromAStandbyWhileTheLeaderIsDead: the leader the
+// standby names does not answer (killed, its lease not expired yet):
+// gale list answers from the standby, and says which nimbus answered.
+func TestListReadsFromAStandbyWhileTheLeaderIsDead(t *testing.T) {
+	t.Parallel()
+	standby := startFakeNimbus(t, nil)
+	dead := "127.0.0.1:" + strconv.Itoa(closedPort(t))
+	standby.mu.Lock()
+	standby.leader, standby.standby = dead, true
+	standby.topologies = []*nimbuspb.TopologySummary{{Id: "wc-1", Name: "wc", Status: "ACTIVE", Workers: 2, WorkersRunning: 2, Acked: 1000}}
+	standby.mu.Unlock()
+	code, out, _ := runGale(t, "list", "--json", "--nimbus", standby.addr)
+	if code != exitOK {
+		t.Fatalf("gale list with the leader dead: exit %d, want %d", code, exitOK)
+	}
+	var r listReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Nimbus != standby.addr || len(r.Topologies) != 1 || r.Topologies[0].Acked != 1000 || r.Topologies[0].WorkersRunning != 2 {
+		t.Errorf("gale list with the leader dead: %+v, want wc with 2 running and 1000 acked, from %s", r, standby.addr)
+	}
+	// A write still goes to the leader, and says it cannot be reached.
+	code, _, errOut := runGale(t, "kill", "wc", "--nimbus", standby.addr)
+	if code == exitOK || !strings.Contains(errOut, dead) {
+		t.Errorf("gale kill with the leader dead: exit %d, %q; want a failure naming %s", code, errOut, dead)
+	}
+}

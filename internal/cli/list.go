@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -52,7 +53,11 @@ func newListCmd() *cobra.Command {
 		Long: `List the topologies the cluster runs, as nimbus knows them: name, id, status
 (and why a topology waits for slots, if it does), workers (running of those
 asked for: 2/4 is a topology short of 2), executors, tasks, uptime, and the
-trees acked and failed so far, from the supervisors' latest reports.`,
+trees acked and failed since it was submitted, every worker it ran counted
+(restarted, moved, or on a machine since lost), from the supervisors' reports.
+Any nimbus answers: the leader, or another when the leader cannot (JSON's
+"nimbus" names the one that did); only the leader knows why a topology is
+pending.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -62,13 +67,13 @@ trees acked and failed so far, from the supervisors' latest reports.`,
 			}
 			defer c.Close()
 			var resp *nimbuspb.ListResponse
-			if err := c.call(ctx, func(n nimbuspb.NimbusClient) (err error) {
+			if err := c.read(ctx, func(ctx context.Context, n nimbuspb.NimbusClient) (err error) {
 				resp, err = n.List(ctx, &nimbuspb.ListRequest{})
 				return err
 			}); err != nil {
 				return fmt.Errorf("list: %w", err)
 			}
-			r := listReport{Nimbus: c.leader, Topologies: []listedTopology{}}
+			r := listReport{Nimbus: c.answeredBy(), Topologies: []listedTopology{}}
 			for _, s := range resp.GetTopologies() {
 				r.Topologies = append(r.Topologies, listed(s))
 			}

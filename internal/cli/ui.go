@@ -34,8 +34,10 @@ API under /api/v1 (cluster/summary, supervisor/summary, nimbus/summary,
 topology/summary, topology/ID, topology/ID/component/C,
 topology/ID/visualization, and POST topology/ID/activate, deactivate,
 rebalance/WAIT and kill/WAIT) with Storm's field names, and Prometheus
-metrics on /metrics, from the nimbus leader that nimbus.seeds (--file) or
---nimbus names.
+metrics on /metrics, from the nimbuses that nimbus.seeds (--file) or
+--nimbus names: reads from the leader, or from another nimbus when the leader
+cannot answer (every nimbus has the supervisors' reports), mutations from the
+leader.
 
 It binds 127.0.0.1 on ui.port (default 8080) unless --addr says otherwise.
 The UI holds no token: reads need none, and a mutation passes the caller's
@@ -138,38 +140,50 @@ func (s *uiServer) stop() error {
 	return s.err
 }
 
-// uiNimbus is the nimbus leader, for the UI: it finds the leader on the
-// first call, and again when the one it calls has stepped down or is
-// unreachable. Its calls return nimbus's gRPC errors as they are, so that
-// the UI answers them with their HTTP status. Safe for concurrent use.
+// uiNimbus is the cluster's nimbuses, for the UI: reads (List, Get,
+// ClusterInfo) go to the leader or, when it cannot answer (killed, or
+// the cluster between leaders), to any other nimbus, which has every
+// supervisor's reports too; writes go to the leader, found on the first
+// call and again when the one called has stepped down or is unreachable.
+// Its calls return nimbus's gRPC errors as they are, so that the UI
+// answers them with their HTTP status. Safe for concurrent use.
 type uiNimbus struct {
 	cfg clientConfig
-	// mu serializes finding the leader (one lookup at a time, rather than
-	// one per request in flight); calls run outside it.
+	// mu serializes making the client; calls run outside it.
 	mu struct {
 		sync.Mutex
 		c *client
 	}
 }
 
-// leader returns a client of the leader, looking for it again when the
-// current one is stale (the one a call failed on).
-func (n *uiNimbus) leader(ctx context.Context, stale nimbuspb.NimbusClient) (nimbuspb.NimbusClient, error) {
+// client returns the client, dialling the cluster on first use.
+func (n *uiNimbus) client(ctx context.Context) (*client, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	switch {
-	case n.mu.c == nil:
+	if n.mu.c == nil {
 		c, err := dialNimbus(ctx, n.cfg)
 		if err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 		n.mu.c = c
-	case n.mu.c.nimbus == stale:
-		if err := n.mu.c.findLeader(ctx); err != nil {
+	}
+	return n.mu.c, nil
+}
+
+// leader returns a client of the leader, looking for it again when the
+// current one is stale (the one a call failed on) or none is known.
+func (n *uiNimbus) leader(ctx context.Context, stale nimbuspb.NimbusClient) (nimbuspb.NimbusClient, error) {
+	c, err := n.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l, _ := c.leaderClient(); l == nil || l == stale {
+		if err := c.findLeader(ctx); err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 	}
-	return n.mu.c.nimbus, nil
+	l, _ := c.leaderClient()
+	return l, nil
 }
 
 func (n *uiNimbus) close() {
@@ -200,16 +214,40 @@ func uiCall[T any](ctx context.Context, n *uiNimbus, op func(nimbuspb.NimbusClie
 	return op(again)
 }
 
+// uiRead runs op, a read, on any nimbus that answers (client.read),
+// returning the last nimbus's gRPC error if none does.
+func uiRead[T any](ctx context.Context, n *uiNimbus, op func(context.Context, nimbuspb.NimbusClient) (T, error)) (T, error) {
+	var v T
+	c, err := n.client(ctx)
+	if err != nil {
+		return v, err
+	}
+	var last error
+	err = c.read(ctx, func(ctx context.Context, nc nimbuspb.NimbusClient) (err error) {
+		v, err = op(ctx, nc)
+		last = err
+		return err
+	})
+	if err != nil && last != nil {
+		return v, last
+	}
+	return v, err
+}
+
 func (n *uiNimbus) List(ctx context.Context, in *nimbuspb.ListRequest, opts ...grpc.CallOption) (*nimbuspb.ListResponse, error) {
-	return uiCall(ctx, n, func(c nimbuspb.NimbusClient) (*nimbuspb.ListResponse, error) { return c.List(ctx, in, opts...) })
+	return uiRead(ctx, n, func(ctx context.Context, c nimbuspb.NimbusClient) (*nimbuspb.ListResponse, error) {
+		return c.List(ctx, in, opts...)
+	})
 }
 
 func (n *uiNimbus) Get(ctx context.Context, in *nimbuspb.GetRequest, opts ...grpc.CallOption) (*nimbuspb.TopologyInfo, error) {
-	return uiCall(ctx, n, func(c nimbuspb.NimbusClient) (*nimbuspb.TopologyInfo, error) { return c.Get(ctx, in, opts...) })
+	return uiRead(ctx, n, func(ctx context.Context, c nimbuspb.NimbusClient) (*nimbuspb.TopologyInfo, error) {
+		return c.Get(ctx, in, opts...)
+	})
 }
 
 func (n *uiNimbus) ClusterInfo(ctx context.Context, in *nimbuspb.ClusterInfoRequest, opts ...grpc.CallOption) (*nimbuspb.ClusterInfoResponse, error) {
-	return uiCall(ctx, n, func(c nimbuspb.NimbusClient) (*nimbuspb.ClusterInfoResponse, error) {
+	return uiRead(ctx, n, func(ctx context.Context, c nimbuspb.NimbusClient) (*nimbuspb.ClusterInfoResponse, error) {
 		return c.ClusterInfo(ctx, in, opts...)
 	})
 }

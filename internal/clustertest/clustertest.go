@@ -442,12 +442,14 @@ type Topology struct {
 	Status        string `json:"status"`
 	PendingReason string `json:"pending_reason"`
 	Workers       int    `json:"workers"`
-	Executors     int    `json:"executors"`
-	Tasks         int    `json:"tasks"`
-	UptimeSecs    int64  `json:"uptime_secs"`
-	Emitted       int64  `json:"emitted"`
-	Acked         int64  `json:"acked"`
-	Failed        int64  `json:"failed"`
+	// WorkersRunning: those the supervisors report valid.
+	WorkersRunning int   `json:"workers_running"`
+	Executors      int   `json:"executors"`
+	Tasks          int   `json:"tasks"`
+	UptimeSecs     int64 `json:"uptime_secs"`
+	Emitted        int64 `json:"emitted"`
+	Acked          int64 `json:"acked"`
+	Failed         int64 `json:"failed"`
 }
 
 // List runs `gale list --json` against the cluster and returns its

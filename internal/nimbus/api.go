@@ -105,8 +105,9 @@ func bySubmission(ts []coord.Topology) {
 	})
 }
 
-// counters are a topology's sums over its workers' reports: its trees,
-// their complete latencies, and how many of its workers are valid.
+// counters are a topology's numbers in its summary: its trees over all
+// time (its spouts' in the total, windows.go), their complete
+// latencies, and how many of its workers are valid now.
 type counters struct {
 	emitted, acked, failed int64
 	latency                runstats.Latency
@@ -135,6 +136,24 @@ func (n *Nimbus) workerReports(t coord.Topology, now time.Time) []*nimbuspb.Work
 	return out
 }
 
+// counters are topology t's summary numbers: the workers running from
+// their reports ws, the trees from the topology's total, or from ws for
+// a topology no report has given component counters of.
+func (n *Nimbus) counters(t coord.Topology, ws []*nimbuspb.WorkerReport) counters {
+	c := sum(ws)
+	total := n.windows.allTime(t.ID, t.Name)
+	if total == nil {
+		return c
+	}
+	st := spoutTotals(0, total)
+	c.emitted, c.acked, c.failed = st.GetEmitted(), st.GetAcked(), st.GetFailed()
+	c.latency = runstats.Latency{}
+	if h := st.GetCompleteLatency(); h != nil {
+		c.latency, _ = runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
+	}
+	return c
+}
+
 func sum(ws []*nimbuspb.WorkerReport) counters {
 	var c counters
 	for _, w := range ws {
@@ -159,22 +178,72 @@ func (n *Nimbus) pendingReason(id string) string {
 	return n.mu.pending[id]
 }
 
-// List returns every topology in submission order. The pending reasons
-// and the counters are the leader's: a standby has neither.
+// List returns every topology in submission order. Any nimbus answers
+// it, the standbys too: every supervisor reports to each (but a standby
+// that has not heard from every supervisor since it started refuses, so
+// that the caller asks another). The pending reasons are the leader's: a
+// standby has none.
 func (a *api) List(ctx context.Context, _ *nimbuspb.ListRequest) (*nimbuspb.ListResponse, error) {
 	ctx, cancel := a.readCtx(ctx)
 	defer cancel()
+	if err := a.heardAll(ctx); err != nil {
+		return nil, err
+	}
+	filed := a.n.cfg.Now()
 	ts, err := a.n.store.Topologies(ctx)
 	if err != nil {
 		return nil, a.readError(ctx, err)
 	}
+	live := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		live[t.ID] = true
+	}
+	a.n.windows.prune(live, filed)
 	bySubmission(ts)
 	now := a.n.cfg.Now()
 	resp := &nimbuspb.ListResponse{}
 	for _, t := range ts {
-		resp.Topologies = append(resp.Topologies, summary(t, a.n.pendingReason(t.ID), now, sum(a.n.workerReports(t, now))))
+		ws := a.n.workerReports(t, filed)
+		resp.Topologies = append(resp.Topologies, summary(t, a.n.pendingReason(t.ID), now, a.n.counters(t, ws)))
 	}
 	return resp, nil
+}
+
+// heardAll refuses a read on a standby that started less than the
+// supervisor timeout ago and has not yet taken the other nimbuses'
+// totals (totals.go) or heard from every live supervisor: its counters
+// and worker states could be short of what the leader shows. The caller asks another nimbus. The leader always
+// answers (supervisors report to a new leader at once).
+func (a *api) heardAll(ctx context.Context) error {
+	n := a.n
+	if n.IsLeader() {
+		return nil
+	}
+	up := n.cfg.Now().Sub(n.windows.born)
+	if up >= n.ttl {
+		return nil
+	}
+	if !n.windows.isSynced() {
+		return status.Errorf(codes.Unavailable, "nimbus %s is a standby that started %s ago and is still taking the other nimbuses' totals: ask the leader, or this nimbus again in a moment",
+			n.id, up.Round(time.Millisecond))
+	}
+	sups, err := n.store.Supervisors(ctx)
+	if err != nil {
+		return a.readError(ctx, err)
+	}
+	var missing []string
+	n.mu.Lock()
+	for _, s := range sups {
+		if _, ok := n.mu.reports[s.ID]; !ok {
+			missing = append(missing, s.ID)
+		}
+	}
+	n.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	return status.Errorf(codes.Unavailable, "nimbus %s is a standby that started %s ago and has not heard from supervisor(s) %s yet: ask the leader, or this nimbus again in a moment",
+		n.id, up.Round(time.Millisecond), strings.Join(missing, ", "))
 }
 
 // Get returns one topology, by name or id, with its assignment, its
@@ -187,6 +256,9 @@ func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.Topo
 	}
 	ctx, cancel := a.readCtx(ctx)
 	defer cancel()
+	if err := a.heardAll(ctx); err != nil {
+		return nil, err
+	}
 	t, err := a.n.byName(ctx, req.GetName())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -206,7 +278,7 @@ func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.Topo
 	}
 	filed := a.n.cfg.Now()
 	ws := a.n.workerReports(t, filed)
-	info := topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), a.n.cfg.Now(), sum(ws)), ws)
+	info := topologyInfo(t, asg, summary(t, a.n.pendingReason(t.ID), a.n.cfg.Now(), a.n.counters(t, ws)), ws)
 	info.Components, info.Windows, err = a.n.windows.view(filed, t.ID, t.Name, req.GetWindowSecs(), sumComponents(ws))
 	if err != nil {
 		return nil, err
@@ -317,14 +389,13 @@ func (a *api) Download(req *nimbuspb.DownloadRequest, stream nimbuspb.Nimbus_Dow
 	}
 }
 
-// Report keeps a supervisor's summary of its workers in memory, for List
-// and Get. It never reaches etcd. A standby refuses it as it refuses the
-// mutating calls, naming the leader, so that a supervisor still
-// reporting to a nimbus that stepped down finds the one that leads.
+// Report keeps a supervisor's summary of its workers and its topology
+// totals in memory, for List and Get. It never reaches etcd. Every
+// nimbus takes it, the standbys too: each supervisor reports to all, so
+// that any nimbus answers reads with every worker's state and the
+// topologies' all-time counters, and a standby that takes over has them
+// already.
 func (a *api) Report(ctx context.Context, req *nimbuspb.ReportRequest) (*nimbuspb.ReportResponse, error) {
-	if err := a.n.mustLead(ctx); err != nil {
-		return nil, err
-	}
 	if req.GetSupervisor() == "" {
 		return nil, status.Error(codes.InvalidArgument, "nimbus: a report needs its supervisor's id")
 	}
@@ -334,10 +405,19 @@ func (a *api) Report(ctx context.Context, req *nimbuspb.ReportRequest) (*nimbusp
 				req.GetSupervisor(), w.GetPort(), err)
 		}
 	}
+	for _, t := range req.GetTotals() {
+		if t.GetTopology() == "" {
+			return nil, status.Errorf(codes.InvalidArgument, "nimbus: the report of supervisor %s has totals that name no topology", req.GetSupervisor())
+		}
+		if err := checkReport(&nimbuspb.WorkerReport{Components: t.GetComponents()}); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "nimbus: the report of supervisor %s, totals of topology %s: %v",
+				req.GetSupervisor(), t.GetTopology(), err)
+		}
+	}
 	now := a.n.cfg.Now()
 	a.n.mu.Lock()
 	a.n.mu.reports[req.GetSupervisor()] = report{at: now, workers: req.GetWorkers()}
 	a.n.mu.Unlock()
-	a.n.windows.record(now, req.GetSupervisor(), req.GetWorkers())
+	a.n.windows.record(now, req.GetSupervisor(), req.GetWorkers(), req.GetTotals())
 	return &nimbuspb.ReportResponse{}, nil
 }

@@ -22,8 +22,9 @@ import (
 // UI and getClusterInfo are open by default; they show names, states and
 // counters, never an artifact or a secret. Every other call, including
 // any added to the service later, needs the token when one is set:
-// Submit, Kill, Activate, Deactivate, Rebalance, and Report and Download,
-// which supervisors and standby nimbuses call with the cluster's token.
+// Submit, Kill, Activate, Deactivate, Rebalance, and Report, Download and
+// Totals, which supervisors and the other nimbuses call with the cluster's
+// token.
 var public = map[string]bool{
 	nimbuspb.Nimbus_List_FullMethodName:        true,
 	nimbuspb.Nimbus_Get_FullMethodName:         true,

@@ -169,7 +169,7 @@ func New(cfg Config) (*Nimbus, error) {
 		ran:     make(chan struct{}),
 		synced:  make(chan struct{}, 1),
 		kick:    make(chan struct{}, 1),
-		windows: newWindows(),
+		windows: newWindows(cfg.Now()),
 	}
 	n.log = cfg.Logger.With("component", "nimbus", "nimbus", n.id)
 	n.mu.pending = make(map[string]string)
@@ -328,6 +328,7 @@ func (n *Nimbus) Run(ctx context.Context) (err error) {
 	serveErr := make(chan error, 1)
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
 	wg.Go(func() { n.replicate(runCtx) })
+	wg.Go(func() { n.syncTotals(runCtx) }) // totals.go
 	wg.Go(func() { n.elect(runCtx) })
 	close(n.ready)
 	n.log.Info("serving", "addr", n.addr, "tls", n.tls != nil, "auth", n.token != "")

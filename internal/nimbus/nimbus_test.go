@@ -469,9 +469,15 @@ func TestStandbyReplicatesRefusesMutationsAndTakesOver(t *testing.T) {
 	wantCode(t, err, codes.FailedPrecondition, "nimbus b is a standby; the leader is "+a.n.Addr())
 	_, err = b.submit(ctxT(t), newSubmission("other", 1, 2))
 	wantCode(t, err, codes.FailedPrecondition, "standby")
-	_, err = b.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1"})
-	wantCode(t, err, codes.FailedPrecondition, "the leader is "+a.n.Addr())
-	// Reads work on the standby.
+	// A standby takes reports (supervisors report to every nimbus), and
+	// answers reads once it has the other nimbuses' totals and has heard
+	// from every supervisor.
+	eventually(t, "the standby taking the leader's totals", b.n.windows.isSynced)
+	_, err = b.api.List(ctxT(t), &nimbuspb.ListRequest{})
+	wantCode(t, err, codes.Unavailable, "has not heard from supervisor(s) s1 yet")
+	if _, err := b.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1"}); err != nil {
+		t.Fatalf("Report to the standby: %v", err)
+	}
 	if list, err := b.api.List(ctxT(t), &nimbuspb.ListRequest{}); err != nil || len(list.GetTopologies()) != 1 {
 		t.Errorf("List on the standby: %v, %v", list, err)
 	}

@@ -1,6 +1,9 @@
 package nimbus
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,35 +20,46 @@ import (
 // The rolling windows, as Storm's UI shows them: a topology's counters
 // over the last 10 minutes, 3 hours and 1 day, and over all time.
 //
-// The workers report cumulative counters, since each worker started; a
-// worker that restarts or moves starts again from 0. The leader keeps,
-// per topology, every worker it has heard of (its incarnation: its
-// supervisor, port, pid and start time) with its latest counters, and
-// the counters of the incarnations that ended, added up. Their sum, the
-// topology's total, only grows: a restart ends one incarnation, whose
-// counts stay in the total, and begins another from 0. A window is the
-// total now less the total at the window's start, so that a restart
-// never makes a window negative nor counts a tuple twice.
+// A topology's total, its all-time counters, is the sum over the
+// supervisors of what each counted of it: a supervisor keeps, per
+// topology, the counters of every worker it ran, those that ended
+// included (a worker killed, restarted or moved away by a rebalance keeps
+// what it did in its supervisor's total), in DIR/counters.json so that a
+// restart of the supervisor keeps them too, and reports them to every
+// nimbus (ReportRequest.totals). Every nimbus, the standbys as well as
+// the leader, keeps per (supervisor, topology) the largest of those
+// totals it was told, counter by counter: a supervisor whose machine is
+// lost keeps its contribution, and no report received late or out of
+// order takes one back. So the total only grows, whichever nimbus is
+// asked, across worker restarts, rebalances and nimbus failovers; and
+// nothing of it is written to etcd. A nimbus that starts learns every
+// live supervisor's total from its next report (supervisors report at
+// once to a nimbus that joins); only the contribution of a supervisor
+// gone before that nimbus started is missing from it. A report without
+// totals (a supervisor older than them) is counted as before: nimbus
+// follows that supervisor's workers (their incarnations: port, pid and
+// start time) with their latest counters and adds up those that ended.
 //
-// The totals at the windows' starts come from snapshots the leader takes
-// as the reports arrive, at most one per step of each window's tier:
-// every 10 s for the 10-minute window, every 2 min for 3 hours, every
-// 10 min for the day. Each tier keeps window/step + 2 snapshots (62, 92
-// and 146: 300 per topology), each holding one value per counter of
-// each component and stream, and the histograms' non-empty buckets; the
-// components' recent errors and per-executor counters are not kept. A
-// window therefore starts at the last snapshot at or before now less the
-// window: it spans the window and up to one step and one report interval
-// more. A window longer than the history nimbus holds (the topology is
-// younger, or this nimbus began leading later) counts everything the
-// workers reported: it equals all time.
+// A window is the total now less the total at the window's start, so
+// that a restart never makes a window negative nor counts a tuple twice.
+// The totals at the windows' starts come from snapshots each nimbus
+// takes as the reports arrive, at most one per step of each window's
+// tier: every 10 s for the 10-minute window, every 2 min for 3 hours,
+// every 10 min for the day. Each tier keeps window/step + 2 snapshots
+// (62, 92 and 146: 300 per topology), each holding one value per counter
+// of each component and stream, and the histograms' non-empty buckets;
+// the components' recent errors and per-executor counters are not kept.
+// A window therefore starts at the last snapshot at or before now less
+// the window: it spans the window and up to one step and one report
+// interval more. A window longer than the history the nimbus holds (the
+// topology is younger, or this nimbus started later) counts everything:
+// it equals all time.
 //
-// All time is the total itself: the workers' latest counters and those
-// of the workers that ended, as far as this nimbus heard them. The gauges
-// (tasks, pending and max pending, capacity, queue depth and capacity)
-// say how things are now, and every window takes them from the workers'
-// latest reports; so it does the recent errors and the per-executor
-// counters, which stay those of the running workers since they started.
+// The gauges (tasks, pending and max pending, capacity, queue depth and
+// capacity) say how things are now, and every window takes them from the
+// running workers' latest reports; so it does the recent errors and the
+// per-executor counters, which stay those of the running workers since
+// they started.
 
 // windowSecs are the windows a Get answers, in the order of
 // TopologyInfo.windows: 0 is all time.
@@ -82,25 +96,27 @@ func windowIndex(secs int64) int {
 
 // windows holds the topologies' histories. Safe for concurrent use.
 type windows struct {
-	mu struct {
+	born time.Time // when the nimbus was made: it heard no report before
+	mu   struct {
 		sync.Mutex
 		topologies map[string]*history // by the reports' topology (its id)
+		synced     bool                // the other nimbuses' totals are in (totals.go)
 	}
 }
 
-func newWindows() *windows {
-	w := &windows{}
+func newWindows(born time.Time) *windows {
+	w := &windows{born: born}
 	w.mu.topologies = make(map[string]*history)
 	return w
 }
 
 // workerKey names one worker process: a restarted worker has another pid
-// and start time, a moved one another supervisor or port.
+// and start time, a moved one another port (or supervisor: each has its
+// own contribution).
 type workerKey struct {
-	supervisor string
-	port       int32
-	pid        int32
-	started    int64
+	port    int32
+	pid     int32
+	started int64
 }
 
 type incarnation struct {
@@ -120,55 +136,101 @@ type ring struct {
 	dropped bool  // a snapshot was dropped for room
 }
 
-// history is one topology's workers and snapshots.
+// history is one topology's counts, by supervisor, and its snapshots.
 type history struct {
-	seen    time.Time // the latest report of it
-	workers map[workerKey]*incarnation
-	retired []*nimbuspb.ComponentStats // the ended incarnations' counters, added up
-	rings   [3]ring                    // one per tier
+	seen  time.Time // the latest report of it
+	sups  map[string]*contribution
+	rings [3]ring // one per tier
 }
 
-// record files a supervisor's report received at now.
-func (w *windows) record(now time.Time, supervisor string, ws []*nimbuspb.WorkerReport) {
+// contribution is what one supervisor counted of a topology: the
+// largest total it reported, counter by counter. For a supervisor that
+// reports no totals, nimbus adds them up itself from its workers'
+// reports (workers, retired).
+type contribution struct {
+	high    []*nimbuspb.ComponentStats // never lower than before
+	workers map[workerKey]*incarnation
+	retired []*nimbuspb.ComponentStats // the ended incarnations' counters, added up
+}
+
+// contributionLocked returns supervisor's contribution to topology,
+// making both if new.
+func (w *windows) contributionLocked(now time.Time, topology, supervisor string) (*history, *contribution) {
+	h := w.mu.topologies[topology]
+	if h == nil {
+		h = &history{sups: make(map[string]*contribution)}
+		w.mu.topologies[topology] = h
+	}
+	h.seen = now
+	c := h.sups[supervisor]
+	if c == nil {
+		c = &contribution{}
+		h.sups[supervisor] = c
+	}
+	return h, c
+}
+
+// record files a supervisor's report received at now: its totals, and
+// for a topology the totals do not name, its workers' reports.
+func (w *windows) record(now time.Time, supervisor string, ws []*nimbuspb.WorkerReport, totals []*nimbuspb.TopologyTotals) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	listed := make(map[workerKey]bool, len(ws))
 	touched := make(map[*history]bool)
-	for _, r := range ws {
-		k := workerKey{supervisor: supervisor, port: r.GetPort(), pid: r.GetPid(), started: r.GetStartedUnixMs()}
-		listed[k] = true
-		if len(r.GetComponents()) == 0 {
+	fromTotals := make(map[string]bool, len(totals))
+	for _, t := range totals {
+		fromTotals[t.GetTopology()] = true
+		if len(t.GetComponents()) == 0 {
 			continue
 		}
-		h := w.mu.topologies[r.GetTopology()]
-		if h == nil {
-			h = &history{workers: make(map[workerKey]*incarnation)}
-			w.mu.topologies[r.GetTopology()] = h
-		}
-		h.seen = now
+		h, c := w.contributionLocked(now, t.GetTopology(), supervisor)
+		c.raise(t.GetComponents())
 		touched[h] = true
-		inc := h.workers[k]
+	}
+	// The workers of the topologies the totals do not name.
+	listed := make(map[*contribution]map[workerKey]bool)
+	for _, r := range ws {
+		if fromTotals[r.GetTopology()] || len(r.GetComponents()) == 0 {
+			continue
+		}
+		h, c := w.contributionLocked(now, r.GetTopology(), supervisor)
+		touched[h] = true
+		if c.workers == nil {
+			c.workers = make(map[workerKey]*incarnation)
+		}
+		k := workerKey{port: r.GetPort(), pid: r.GetPid(), started: r.GetStartedUnixMs()}
+		if listed[c] == nil {
+			listed[c] = make(map[workerKey]bool)
+		}
+		listed[c][k] = true
+		inc := c.workers[k]
 		if inc != nil && decreased(inc.comps, r.GetComponents()) {
 			// Counters that went down are another process's, whatever
 			// its key says.
-			h.end(k)
+			c.end(k)
 			inc = nil
 		}
 		if inc == nil {
 			inc = &incarnation{}
-			h.workers[k] = inc
+			c.workers[k] = inc
 		}
 		inc.comps, inc.seen = r.GetComponents(), now
 	}
 	for id, h := range w.mu.topologies {
-		for k, inc := range h.workers {
-			// A worker its supervisor no longer lists has ended.
-			if k.supervisor == supervisor && !listed[k] || now.Sub(inc.seen) > forgetAfter {
-				h.end(k)
+		if c := h.sups[supervisor]; c != nil && len(c.workers) > 0 {
+			for k := range c.workers {
+				// A worker its supervisor no longer lists has ended.
+				if !listed[c][k] {
+					c.end(k)
+				}
 			}
+			c.raise(c.counted())
+			touched[h] = true
 		}
-		if len(h.workers) == 0 && now.Sub(h.seen) > forgetAfter {
+		if now.Sub(h.seen) > forgetAfter {
+			// No report of it for a day: killed, and this nimbus did
+			// not hear of the kill (it was a standby).
 			delete(w.mu.topologies, id)
+			delete(touched, h)
 		}
 	}
 	for h := range touched {
@@ -185,20 +247,47 @@ func (w *windows) forget(keys ...string) {
 	}
 }
 
-// end folds incarnation k's counters into the retired ones.
-func (h *history) end(k workerKey) {
-	inc := h.workers[k]
-	delete(h.workers, k)
-	h.retired = compact(sumComponents([]*nimbuspb.WorkerReport{{Components: h.retired}, {Components: inc.comps}}))
+// prune drops the histories of the topologies not in live, a list read
+// from etcd after every report before since was filed: those were
+// killed (a standby hears of no kill but through etcd).
+func (w *windows) prune(live map[string]bool, since time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, h := range w.mu.topologies {
+		if !live[id] && h.seen.Before(since) {
+			delete(w.mu.topologies, id)
+		}
+	}
 }
 
-// total is the topology's counters: the retired ones and every
-// incarnation's latest.
-func (h *history) total() []*nimbuspb.ComponentStats {
-	rs := make([]*nimbuspb.WorkerReport, 0, len(h.workers)+1)
-	rs = append(rs, &nimbuspb.WorkerReport{Components: h.retired})
-	for _, inc := range h.workers {
+// raise makes c's high counts at least cs's, counter by counter.
+func (c *contribution) raise(cs []*nimbuspb.ComponentStats) {
+	c.high = maxComponents(c.high, cs)
+}
+
+// end folds incarnation k's counters into the retired ones.
+func (c *contribution) end(k workerKey) {
+	inc := c.workers[k]
+	delete(c.workers, k)
+	c.retired = compact(sumComponents([]*nimbuspb.WorkerReport{{Components: c.retired}, {Components: inc.comps}}))
+}
+
+// counted is what nimbus counted itself of a supervisor's workers: the
+// retired counters and every incarnation's latest.
+func (c *contribution) counted() []*nimbuspb.ComponentStats {
+	rs := make([]*nimbuspb.WorkerReport, 0, len(c.workers)+1)
+	rs = append(rs, &nimbuspb.WorkerReport{Components: c.retired})
+	for _, inc := range c.workers {
 		rs = append(rs, &nimbuspb.WorkerReport{Components: inc.comps})
+	}
+	return compact(sumComponents(rs))
+}
+
+// total is the topology's counters: every supervisor's contribution.
+func (h *history) total() []*nimbuspb.ComponentStats {
+	rs := make([]*nimbuspb.WorkerReport, 0, len(h.sups))
+	for _, c := range h.sups {
+		rs = append(rs, &nimbuspb.WorkerReport{Components: c.high})
 	}
 	return sumComponents(rs)
 }
@@ -250,6 +339,21 @@ func (h *history) baseline(i int, now time.Time) []*nimbuspb.ComponentStats {
 		base = r.snaps[0].comps // reports too sparse to have one
 	}
 	return base
+}
+
+// allTime is topology id's (or name's) total, nil if no report has
+// given its counters.
+func (w *windows) allTime(id, name string) []*nimbuspb.ComponentStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.mu.topologies[id]
+	if h == nil {
+		h = w.mu.topologies[name]
+	}
+	if h == nil {
+		return nil
+	}
+	return h.total()
 }
 
 // view is what a Get shows of topology id (or name) at now: the
@@ -497,4 +601,118 @@ func decreased(old, cur []*nimbuspb.ComponentStats) bool {
 		}
 	}
 	return false
+}
+
+// maxComponents is the larger of old and cur counter by counter, per
+// component (matched by id), in component id order: a component only one
+// of them has is taken as it is. Neither is changed; the errors and the
+// per-executor counters are dropped (compact).
+func maxComponents(old, cur []*nimbuspb.ComponentStats) []*nimbuspb.ComponentStats {
+	byID := make(map[string]*nimbuspb.ComponentStats, len(old)+len(cur))
+	for _, o := range old {
+		byID[o.GetComponent()] = o
+	}
+	out := make([]*nimbuspb.ComponentStats, 0, len(old)+len(cur))
+	for _, c := range cur {
+		m := proto.Clone(c).(*nimbuspb.ComponentStats)
+		if o := byID[c.GetComponent()]; o != nil {
+			maxCounters(m.ProtoReflect(), o.ProtoReflect())
+			delete(byID, c.GetComponent())
+		}
+		out = append(out, m)
+	}
+	for _, o := range byID {
+		out = append(out, proto.Clone(o).(*nimbuspb.ComponentStats))
+	}
+	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
+	return compact(out)
+}
+
+// maxCounters raises m's counters to o's where o's are larger, in place:
+// numbers, histograms bucket by bucket, and lists of messages element
+// by element, matched by their text fields (an element only o has is
+// added).
+func maxCounters(m, o protoreflect.Message) {
+	fds := m.Descriptor().Fields()
+	for i := range fds.Len() {
+		fd := fds.Get(i)
+		switch {
+		case fd.IsMap():
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			if !o.Has(fd) {
+				continue
+			}
+			ml := m.Mutable(fd).List()
+			byKey := make(map[string]protoreflect.Message, ml.Len())
+			for j := range ml.Len() {
+				e := ml.Get(j).Message()
+				byKey[textKey(e)] = e
+			}
+			ol := o.Get(fd).List()
+			for j := range ol.Len() {
+				e := ol.Get(j).Message()
+				if me := byKey[textKey(e)]; me != nil {
+					maxCounters(me, e)
+				} else {
+					ml.Append(protoreflect.ValueOfMessage(proto.Clone(e.Interface()).ProtoReflect()))
+				}
+			}
+		case fd.IsList():
+		case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == histogramName:
+			if !o.Has(fd) {
+				continue
+			}
+			oh := o.Get(fd).Message().Interface().(*nimbuspb.LatencyHistogram)
+			if !m.Has(fd) {
+				m.Set(fd, protoreflect.ValueOfMessage(proto.Clone(oh).ProtoReflect()))
+				continue
+			}
+			maxHistogram(m.Mutable(fd).Message().Interface().(*nimbuspb.LatencyHistogram), oh)
+		case fd.Kind() == protoreflect.MessageKind:
+			if o.Has(fd) {
+				maxCounters(m.Mutable(fd).Message(), o.Get(fd).Message())
+			}
+		default:
+			if v, ok := maxNumber(fd.Kind(), m.Get(fd), o.Get(fd)); ok {
+				m.Set(fd, v)
+			}
+		}
+	}
+}
+
+// maxNumber is the larger of a and b, for the numeric kinds.
+func maxNumber(k protoreflect.Kind, a, b protoreflect.Value) (protoreflect.Value, bool) {
+	switch k {
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(max(a.Int(), b.Int())), true
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(int32(max(a.Int(), b.Int()))), true
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(max(a.Uint(), b.Uint())), true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(uint32(max(a.Uint(), b.Uint()))), true
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(max(a.Float(), b.Float())), true
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(float32(max(a.Float(), b.Float()))), true
+	}
+	return protoreflect.Value{}, false
+}
+
+// maxHistogram raises h's counts to b's, bucket by bucket.
+func maxHistogram(h, b *nimbuspb.LatencyHistogram) {
+	counts := make(map[int32]int64, len(h.GetBuckets())+len(b.GetBuckets()))
+	for _, x := range []*nimbuspb.LatencyHistogram{h, b} {
+		cs := x.GetCounts()
+		for i, k := range x.GetBuckets() {
+			if i < len(cs) {
+				counts[k] = max(counts[k], cs[i])
+			}
+		}
+	}
+	h.Buckets = slices.Sorted(maps.Keys(counts))
+	h.Counts = make([]int64, len(h.Buckets))
+	for i, k := range h.Buckets {
+		h.Counts[i] = counts[k]
+	}
 }

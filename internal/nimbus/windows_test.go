@@ -161,14 +161,14 @@ func TestGetRollingWindows(t *testing.T) {
 // its counts before stay counted, its new ones count from 0.
 func TestWindowsCountersThatGoDownStartAnIncarnation(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	w := newWindows()
+	w := newWindows(t0)
 	spout := func(n int64) []*nimbuspb.WorkerReport {
 		return []*nimbuspb.WorkerReport{{Topology: "t", Port: 1, Components: []*nimbuspb.ComponentStats{
 			{Component: "s", Kind: "spout", Emitted: n}}}}
 	}
-	w.record(t0, "s1", spout(100))
-	w.record(t0.Add(10*time.Minute), "s1", spout(160))
-	w.record(t0.Add(15*time.Minute), "s1", spout(20)) // restarted, no pid known
+	w.record(t0, "s1", spout(100), nil)
+	w.record(t0.Add(10*time.Minute), "s1", spout(160), nil)
+	w.record(t0.Add(15*time.Minute), "s1", spout(20), nil) // restarted, no pid known
 	comps, wins, err := w.view(t0.Add(20*time.Minute), "t", "", 600, spout(20)[0].Components)
 	if err != nil {
 		t.Fatal(err)
@@ -222,4 +222,103 @@ func TestSinceSubtractsCountersStreamsAndHistograms(t *testing.T) {
 	if now.GetExecuted() != 25 || now.GetInputs()[0].GetExecuted() != 10 {
 		t.Errorf("since changed its input: %v", now)
 	}
+}
+
+// totals is a supervisor's totals of topology id: a spout's acked trees.
+func totals(id string, acked int64) []*nimbuspb.TopologyTotals {
+	return []*nimbuspb.TopologyTotals{{Topology: id, Components: []*nimbuspb.ComponentStats{
+		{Component: "sentences", Kind: "spout", Emitted: acked, Acked: acked}}}}
+}
+
+// The supervisors' totals make a topology's counters, on the leader and
+// the standby alike: a supervisor that is gone (its machine lost, its
+// workers moved) keeps its count, a report lower than one before takes
+// nothing back, the standby that takes over answers with the same
+// counts and workers at once, and a nimbus started after the loss
+// takes the lost supervisor's count from the others.
+func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
+	cl := newCluster(t)
+	s1 := cl.supervisor("s1", 6700, 6701)
+	s2 := cl.supervisor("s2", 6700, 6701)
+	a := cl.startNimbus("a", "", nil)
+	a.leads()
+	sub := newSubmission("wordcount", 2, 1)
+	id := a.mustSubmit(sub).GetId()
+	b := cl.startNimbus("b", "", nil)
+	worker := func(sup string, port int32) *nimbuspb.WorkerReport {
+		return &nimbuspb.WorkerReport{Topology: id, Supervisor: sup, Port: port, Pid: 100 + port, State: "valid",
+			Components: []*nimbuspb.ComponentStats{{Component: "sentences", Kind: "spout", Tasks: 1, Acked: 1}}}
+	}
+	// report sends one supervisor's report to both nimbuses, as a
+	// supervisor does (to b only once a is stopped).
+	stopped := false
+	report := func(sup string, acked int64, ws ...*nimbuspb.WorkerReport) {
+		t.Helper()
+		for _, nd := range []*node{a, b} {
+			if nd == a && stopped {
+				continue
+			}
+			if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: sup, Workers: ws, Totals: totals(id, acked)}); err != nil {
+				t.Fatalf("Report of %s to %s: %v", sup, nd.n.ID(), err)
+			}
+		}
+	}
+	// want checks List and Get, and the all-time window, on nd.
+	want := func(nd *node, when string, acked int64, running int32) {
+		t.Helper()
+		list, err := nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
+		if err != nil {
+			t.Fatalf("%s: List on %s: %v", when, nd.n.ID(), err)
+		}
+		s := list.GetTopologies()[0]
+		info, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: id})
+		if err != nil {
+			t.Fatalf("%s: Get on %s: %v", when, nd.n.ID(), err)
+		}
+		all := info.GetWindows()[len(info.GetWindows())-1]
+		if s.GetAcked() != acked || info.GetSummary().GetAcked() != acked || all.GetAcked() != acked || s.GetWorkersRunning() != running {
+			t.Errorf("%s: %s lists %d acked and %d running, Get %d, all time %d; want %d acked, %d running",
+				when, nd.n.ID(), s.GetAcked(), s.GetWorkersRunning(), info.GetSummary().GetAcked(), all.GetAcked(), acked, running)
+		}
+	}
+	report("s1", 100, worker("s1", 6700))
+	report("s2", 50, worker("s2", 6700))
+	want(a, "both supervisors reported", 150, 2)
+	want(b, "both supervisors reported", 150, 2)
+
+	// s2's machine is lost: its worker moves to s1, which counts it from
+	// 0; s2's 50 stay. (Its last report shows its worker for
+	// nimbus.supervisor.timeout.secs more: 3 running.)
+	s2.Close()
+	report("s1", 110, worker("s1", 6700), worker("s1", 6701))
+	want(a, "s2 lost, its worker moved to s1", 160, 3)
+	// A report that arrives late, lower than the one before, takes
+	// nothing back.
+	report("s1", 90, worker("s1", 6700), worker("s1", 6701))
+	want(a, "a late report", 160, 3)
+	want(b, "a late report", 160, 3)
+
+	// The leader goes: the standby, leading, has it all at once.
+	eventually(t, "nimbus b holding the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
+	a.stop()
+	stopped = true
+	b.leads()
+	want(b, "the standby leads", 160, 3)
+	report("s1", 130, worker("s1", 6700), worker("s1", 6701))
+	want(b, "after the next report", 180, 3)
+
+	// A nimbus that starts after s2 was lost takes s2's count from b,
+	// and once it leads shows it too.
+	c := cl.startNimbus("c", "", nil)
+	eventually(t, "nimbus c taking the other nimbuses' totals", c.n.windows.isSynced)
+	if _, err := c.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1",
+		Workers: []*nimbuspb.WorkerReport{worker("s1", 6700), worker("s1", 6701)}, Totals: totals(id, 130)}); err != nil {
+		t.Fatal(err)
+	}
+	// c campaigns once it holds the artifact, which only b can give it.
+	eventually(t, "nimbus c holding the artifact", func() bool { return c.holds(sub.header.Artifact.Sha256) })
+	b.stop()
+	c.leads()
+	want(c, "a nimbus started after s2's loss, leading", 180, 2)
+	s1.Close()
 }

@@ -666,12 +666,18 @@ type TopologySummary struct {
 	Executors     int32  `protobuf:"varint,6,opt,name=executors,proto3" json:"executors,omitempty"`
 	Tasks         int32  `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"`
 	UptimeSecs    int64  `protobuf:"varint,8,opt,name=uptime_secs,json=uptimeSecs,proto3" json:"uptime_secs,omitempty"`
-	// From the supervisors' reports.
+	// From the supervisors' reports: the topology's spouts' tuples
+	// emitted and trees acked and failed over all time, that is since it
+	// was submitted, counting every worker it ever ran (restarted, moved
+	// or on a machine since lost), as the supervisors' totals
+	// (ReportRequest.totals) tell them. They never decrease while the
+	// topology lives, whichever nimbus answers. What a killed worker did
+	// after its last heartbeat to its supervisor is not counted.
 	Emitted int64 `protobuf:"varint,9,opt,name=emitted,proto3" json:"emitted,omitempty"`
 	Acked   int64 `protobuf:"varint,10,opt,name=acked,proto3" json:"acked,omitempty"`
 	Failed  int64 `protobuf:"varint,11,opt,name=failed,proto3" json:"failed,omitempty"`
 	// complete_latency: the topology's trees acked, by complete latency,
-	// since its workers started: the sum of its workers' latest reports.
+	// over all time (as acked above).
 	CompleteLatency *LatencyHistogram `protobuf:"bytes,12,opt,name=complete_latency,json=completeLatency,proto3" json:"complete_latency,omitempty"`
 	// workers_running: its workers the supervisors report valid (running
 	// and heartbeating), against the workers asked for (workers).
@@ -866,8 +872,10 @@ type GetRequest struct {
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // the name or the id
 	// window_secs selects the rolling window the components' counters in
 	// TopologyInfo.components cover: 600, 10800, 86400, or 0 for all time
-	// (since this nimbus became leader, counting workers that have since
-	// ended; a window longer than that is all time).
+	// (since the topology was submitted, counting every worker it ran, as
+	// TopologySummary's counters; a window longer than the history this
+	// nimbus holds, which starts when it began to hear reports, is all
+	// time).
 	WindowSecs    int64 `protobuf:"varint,2,opt,name=window_secs,json=windowSecs,proto3" json:"window_secs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -925,8 +933,11 @@ type TopologyInfo struct {
 	Artifact   *Artifact              `protobuf:"bytes,4,opt,name=artifact,proto3" json:"artifact,omitempty"`
 	Assignment *AssignmentInfo        `protobuf:"bytes,5,opt,name=assignment,proto3" json:"assignment,omitempty"`
 	Workers    []*WorkerReport        `protobuf:"bytes,6,rep,name=workers,proto3" json:"workers,omitempty"`
-	// components: each component's counters summed over the workers'
-	// latest reports (capacity: the largest), in component id order.
+	// components: each component's counters over the window asked for
+	// (window_secs; all time by default), every worker the topology ran
+	// counted, in component id order; the gauges (tasks, pending,
+	// capacity: the largest, queues), errors and executors are the
+	// running workers' latest reports'.
 	Components []*ComponentStats `protobuf:"bytes,7,rep,name=components,proto3" json:"components,omitempty"`
 	// windows: the topology's totals over each rolling window, as Storm's
 	// UI shows them: 600, 10800 and 86400 seconds, then 0 (all time).
@@ -1997,9 +2008,19 @@ func (x *Chunk) GetSize() int64 {
 }
 
 type ReportRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Supervisor    string                 `protobuf:"bytes,1,opt,name=supervisor,proto3" json:"supervisor,omitempty"`
-	Workers       []*WorkerReport        `protobuf:"bytes,2,rep,name=workers,proto3" json:"workers,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Supervisor string                 `protobuf:"bytes,1,opt,name=supervisor,proto3" json:"supervisor,omitempty"`
+	Workers    []*WorkerReport        `protobuf:"bytes,2,rep,name=workers,proto3" json:"workers,omitempty"`
+	// totals: per topology, the counters of every worker this supervisor
+	// ran for it since the topology was submitted, the workers that have
+	// ended (killed, restarted, moved away by a rebalance) included. The
+	// supervisor keeps them in DIR/counters.json, written before each
+	// report is sent, so that they survive its restart and never go down
+	// from one report to the next. A nimbus keeps, per supervisor and
+	// topology, the largest it was told, also once the supervisor is gone;
+	// a topology's all-time counters (TopologySummary's, the all-time
+	// window's) are their sum over the supervisors.
+	Totals        []*TopologyTotals `protobuf:"bytes,3,rep,name=totals,proto3" json:"totals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2044,6 +2065,69 @@ func (x *ReportRequest) GetSupervisor() string {
 func (x *ReportRequest) GetWorkers() []*WorkerReport {
 	if x != nil {
 		return x.Workers
+	}
+	return nil
+}
+
+func (x *ReportRequest) GetTotals() []*TopologyTotals {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+// TopologyTotals is one supervisor's counters of one topology's workers,
+// ended ones included: per component, as in ComponentStats, without the
+// gauges (tasks, pending, capacity, queues), the errors and the
+// executors, which only the running workers' reports carry.
+type TopologyTotals struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topology      string                 `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"` // its id
+	Components    []*ComponentStats      `protobuf:"bytes,2,rep,name=components,proto3" json:"components,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologyTotals) Reset() {
+	*x = TopologyTotals{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologyTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologyTotals) ProtoMessage() {}
+
+func (x *TopologyTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologyTotals.ProtoReflect.Descriptor instead.
+func (*TopologyTotals) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *TopologyTotals) GetTopology() string {
+	if x != nil {
+		return x.Topology
+	}
+	return ""
+}
+
+func (x *TopologyTotals) GetComponents() []*ComponentStats {
+	if x != nil {
+		return x.Components
 	}
 	return nil
 }
@@ -2101,7 +2185,7 @@ type WorkerReport struct {
 
 func (x *WorkerReport) Reset() {
 	*x = WorkerReport{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2197,7 @@ func (x *WorkerReport) String() string {
 func (*WorkerReport) ProtoMessage() {}
 
 func (x *WorkerReport) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2210,7 @@ func (x *WorkerReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerReport.ProtoReflect.Descriptor instead.
 func (*WorkerReport) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WorkerReport) GetTopology() string {
@@ -2318,9 +2402,10 @@ func (x *WorkerReport) GetMetricsPort() int32 {
 	return 0
 }
 
-// ComponentStats is one component's counters in one worker (in a
-// WorkerReport) or summed over the workers (in a TopologyInfo), since
-// the workers started.
+// ComponentStats is one component's counters in one worker since it
+// started (in a WorkerReport), in one supervisor's workers of a topology
+// since it was submitted (in TopologyTotals), or over a window of every
+// worker the topology ran (in a TopologyInfo).
 type ComponentStats struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Component string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
@@ -2387,7 +2472,7 @@ type ComponentStats struct {
 
 func (x *ComponentStats) Reset() {
 	*x = ComponentStats{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2484,7 @@ func (x *ComponentStats) String() string {
 func (*ComponentStats) ProtoMessage() {}
 
 func (x *ComponentStats) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2497,7 @@ func (x *ComponentStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComponentStats.ProtoReflect.Descriptor instead.
 func (*ComponentStats) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ComponentStats) GetComponent() string {
@@ -2631,7 +2716,7 @@ type ComponentError struct {
 
 func (x *ComponentError) Reset() {
 	*x = ComponentError{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2643,7 +2728,7 @@ func (x *ComponentError) String() string {
 func (*ComponentError) ProtoMessage() {}
 
 func (x *ComponentError) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2656,7 +2741,7 @@ func (x *ComponentError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComponentError.ProtoReflect.Descriptor instead.
 func (*ComponentError) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ComponentError) GetTask() int32 {
@@ -2717,7 +2802,7 @@ type StreamStats struct {
 
 func (x *StreamStats) Reset() {
 	*x = StreamStats{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2814,7 @@ func (x *StreamStats) String() string {
 func (*StreamStats) ProtoMessage() {}
 
 func (x *StreamStats) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2827,7 @@ func (x *StreamStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStats.ProtoReflect.Descriptor instead.
 func (*StreamStats) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StreamStats) GetStream() string {
@@ -2847,7 +2932,7 @@ type ExecutorStats struct {
 
 func (x *ExecutorStats) Reset() {
 	*x = ExecutorStats{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +2944,7 @@ func (x *ExecutorStats) String() string {
 func (*ExecutorStats) ProtoMessage() {}
 
 func (x *ExecutorStats) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +2957,7 @@ func (x *ExecutorStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorStats.ProtoReflect.Descriptor instead.
 func (*ExecutorStats) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExecutorStats) GetFirstTask() int32 {
@@ -2988,7 +3073,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3085,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3098,88 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
+}
+
+type TotalsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TotalsRequest) Reset() {
+	*x = TotalsRequest{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TotalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TotalsRequest) ProtoMessage() {}
+
+func (x *TotalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TotalsRequest.ProtoReflect.Descriptor instead.
+func (*TotalsRequest) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
+}
+
+type TotalsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// supervisors: one per supervisor, with its id and its totals only.
+	Supervisors   []*ReportRequest `protobuf:"bytes,1,rep,name=supervisors,proto3" json:"supervisors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TotalsResponse) Reset() {
+	*x = TotalsResponse{}
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TotalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TotalsResponse) ProtoMessage() {}
+
+func (x *TotalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gale_nimbus_v1_nimbus_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TotalsResponse.ProtoReflect.Descriptor instead.
+func (*TotalsResponse) Descriptor() ([]byte, []int) {
+	return file_gale_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *TotalsResponse) GetSupervisors() []*ReportRequest {
+	if x != nil {
+		return x.Supervisors
+	}
+	return nil
 }
 
 var File_gale_nimbus_v1_nimbus_proto protoreflect.FileDescriptor
@@ -3192,12 +3358,18 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"/\n" +
 	"\x05Chunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size\"g\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"\x9f\x01\n" +
 	"\rReportRequest\x12\x1e\n" +
 	"\n" +
 	"supervisor\x18\x01 \x01(\tR\n" +
 	"supervisor\x126\n" +
-	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\"\xfe\x06\n" +
+	"\aworkers\x18\x02 \x03(\v2\x1c.gale.nimbus.v1.WorkerReportR\aworkers\x126\n" +
+	"\x06totals\x18\x03 \x03(\v2\x1e.gale.nimbus.v1.TopologyTotalsR\x06totals\"l\n" +
+	"\x0eTopologyTotals\x12\x1a\n" +
+	"\btopology\x18\x01 \x01(\tR\btopology\x12>\n" +
+	"\n" +
+	"components\x18\x02 \x03(\v2\x1e.gale.nimbus.v1.ComponentStatsR\n" +
+	"components\"\xfe\x06\n" +
 	"\fWorkerReport\x12\x1a\n" +
 	"\btopology\x18\x01 \x01(\tR\btopology\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x10\n" +
@@ -3307,7 +3479,10 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x15process_sampled_nanos\x18\x0e \x01(\x03R\x13processSampledNanos\x12\x1f\n" +
 	"\vqueue_depth\x18\x0f \x01(\x03R\n" +
 	"queueDepth\"\x10\n" +
-	"\x0eReportResponse2\xf7\x05\n" +
+	"\x0eReportResponse\"\x0f\n" +
+	"\rTotalsRequest\"Q\n" +
+	"\x0eTotalsResponse\x12?\n" +
+	"\vsupervisors\x18\x01 \x03(\v2\x1d.gale.nimbus.v1.ReportRequestR\vsupervisors2\xc0\x06\n" +
 	"\x06Nimbus\x12I\n" +
 	"\x06Submit\x12\x1d.gale.nimbus.v1.SubmitRequest\x1a\x1e.gale.nimbus.v1.SubmitResponse(\x01\x12A\n" +
 	"\x04List\x12\x1b.gale.nimbus.v1.ListRequest\x1a\x1c.gale.nimbus.v1.ListResponse\x12?\n" +
@@ -3319,7 +3494,8 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"Deactivate\x12!.gale.nimbus.v1.DeactivateRequest\x1a\".gale.nimbus.v1.DeactivateResponse\x12P\n" +
 	"\tRebalance\x12 .gale.nimbus.v1.RebalanceRequest\x1a!.gale.nimbus.v1.RebalanceResponse\x12D\n" +
 	"\bDownload\x12\x1f.gale.nimbus.v1.DownloadRequest\x1a\x15.gale.nimbus.v1.Chunk0\x01\x12G\n" +
-	"\x06Report\x12\x1d.gale.nimbus.v1.ReportRequest\x1a\x1e.gale.nimbus.v1.ReportResponseB/Z-github.com/gale-stream/gale/internal/nimbuspbb\x06proto3"
+	"\x06Report\x12\x1d.gale.nimbus.v1.ReportRequest\x1a\x1e.gale.nimbus.v1.ReportResponse\x12G\n" +
+	"\x06Totals\x12\x1d.gale.nimbus.v1.TotalsRequest\x1a\x1e.gale.nimbus.v1.TotalsResponseB/Z-github.com/gale-stream/gale/internal/nimbuspbb\x06proto3"
 
 var (
 	file_gale_nimbus_v1_nimbus_proto_rawDescOnce sync.Once
@@ -3333,7 +3509,7 @@ func file_gale_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 	return file_gale_nimbus_v1_nimbus_proto_rawDescData
 }
 
-var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_gale_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: gale.nimbus.v1.SubmitRequest
 	(*SubmitHeader)(nil),        // 1: gale.nimbus.v1.SubmitHeader
@@ -3366,21 +3542,24 @@ var file_gale_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*DownloadRequest)(nil),     // 28: gale.nimbus.v1.DownloadRequest
 	(*Chunk)(nil),               // 29: gale.nimbus.v1.Chunk
 	(*ReportRequest)(nil),       // 30: gale.nimbus.v1.ReportRequest
-	(*WorkerReport)(nil),        // 31: gale.nimbus.v1.WorkerReport
-	(*ComponentStats)(nil),      // 32: gale.nimbus.v1.ComponentStats
-	(*ComponentError)(nil),      // 33: gale.nimbus.v1.ComponentError
-	(*StreamStats)(nil),         // 34: gale.nimbus.v1.StreamStats
-	(*ExecutorStats)(nil),       // 35: gale.nimbus.v1.ExecutorStats
-	(*ReportResponse)(nil),      // 36: gale.nimbus.v1.ReportResponse
-	nil,                         // 37: gale.nimbus.v1.TopologyDefinition.ParamsEntry
-	nil,                         // 38: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
-	nil,                         // 39: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	(*TopologyTotals)(nil),      // 31: gale.nimbus.v1.TopologyTotals
+	(*WorkerReport)(nil),        // 32: gale.nimbus.v1.WorkerReport
+	(*ComponentStats)(nil),      // 33: gale.nimbus.v1.ComponentStats
+	(*ComponentError)(nil),      // 34: gale.nimbus.v1.ComponentError
+	(*StreamStats)(nil),         // 35: gale.nimbus.v1.StreamStats
+	(*ExecutorStats)(nil),       // 36: gale.nimbus.v1.ExecutorStats
+	(*ReportResponse)(nil),      // 37: gale.nimbus.v1.ReportResponse
+	(*TotalsRequest)(nil),       // 38: gale.nimbus.v1.TotalsRequest
+	(*TotalsResponse)(nil),      // 39: gale.nimbus.v1.TotalsResponse
+	nil,                         // 40: gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	nil,                         // 41: gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	nil,                         // 42: gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
 }
 var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: gale.nimbus.v1.SubmitRequest.header:type_name -> gale.nimbus.v1.SubmitHeader
 	2,  // 1: gale.nimbus.v1.SubmitHeader.definition:type_name -> gale.nimbus.v1.TopologyDefinition
 	5,  // 2: gale.nimbus.v1.SubmitHeader.artifact:type_name -> gale.nimbus.v1.Artifact
-	37, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
+	40, // 3: gale.nimbus.v1.TopologyDefinition.params:type_name -> gale.nimbus.v1.TopologyDefinition.ParamsEntry
 	3,  // 4: gale.nimbus.v1.TopologyDefinition.components:type_name -> gale.nimbus.v1.Component
 	4,  // 5: gale.nimbus.v1.Component.inputs:type_name -> gale.nimbus.v1.Input
 	9,  // 6: gale.nimbus.v1.ListResponse.topologies:type_name -> gale.nimbus.v1.TopologySummary
@@ -3389,48 +3568,53 @@ var file_gale_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	2,  // 9: gale.nimbus.v1.TopologyInfo.definition:type_name -> gale.nimbus.v1.TopologyDefinition
 	5,  // 10: gale.nimbus.v1.TopologyInfo.artifact:type_name -> gale.nimbus.v1.Artifact
 	14, // 11: gale.nimbus.v1.TopologyInfo.assignment:type_name -> gale.nimbus.v1.AssignmentInfo
-	31, // 12: gale.nimbus.v1.TopologyInfo.workers:type_name -> gale.nimbus.v1.WorkerReport
-	32, // 13: gale.nimbus.v1.TopologyInfo.components:type_name -> gale.nimbus.v1.ComponentStats
+	32, // 12: gale.nimbus.v1.TopologyInfo.workers:type_name -> gale.nimbus.v1.WorkerReport
+	33, // 13: gale.nimbus.v1.TopologyInfo.components:type_name -> gale.nimbus.v1.ComponentStats
 	13, // 14: gale.nimbus.v1.TopologyInfo.windows:type_name -> gale.nimbus.v1.WindowStats
 	10, // 15: gale.nimbus.v1.WindowStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
 	15, // 16: gale.nimbus.v1.AssignmentInfo.workers:type_name -> gale.nimbus.v1.WorkerSlot
-	38, // 17: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
+	41, // 17: gale.nimbus.v1.AssignmentInfo.parallelism:type_name -> gale.nimbus.v1.AssignmentInfo.ParallelismEntry
 	18, // 18: gale.nimbus.v1.ClusterInfoResponse.nimbuses:type_name -> gale.nimbus.v1.NimbusSummary
 	19, // 19: gale.nimbus.v1.ClusterInfoResponse.supervisors:type_name -> gale.nimbus.v1.SupervisorSummary
-	39, // 20: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
-	31, // 21: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
-	10, // 22: gale.nimbus.v1.WorkerReport.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
-	32, // 23: gale.nimbus.v1.WorkerReport.components:type_name -> gale.nimbus.v1.ComponentStats
-	10, // 24: gale.nimbus.v1.ComponentStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
-	33, // 25: gale.nimbus.v1.ComponentStats.errors:type_name -> gale.nimbus.v1.ComponentError
-	34, // 26: gale.nimbus.v1.ComponentStats.inputs:type_name -> gale.nimbus.v1.StreamStats
-	34, // 27: gale.nimbus.v1.ComponentStats.outputs:type_name -> gale.nimbus.v1.StreamStats
-	35, // 28: gale.nimbus.v1.ComponentStats.executors:type_name -> gale.nimbus.v1.ExecutorStats
-	0,  // 29: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
-	7,  // 30: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
-	11, // 31: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
-	16, // 32: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
-	20, // 33: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
-	22, // 34: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
-	24, // 35: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
-	26, // 36: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
-	28, // 37: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
-	30, // 38: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
-	6,  // 39: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
-	8,  // 40: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
-	12, // 41: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
-	17, // 42: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
-	21, // 43: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
-	23, // 44: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
-	25, // 45: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
-	27, // 46: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
-	29, // 47: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
-	36, // 48: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
-	39, // [39:49] is the sub-list for method output_type
-	29, // [29:39] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	42, // 20: gale.nimbus.v1.RebalanceRequest.executors:type_name -> gale.nimbus.v1.RebalanceRequest.ExecutorsEntry
+	32, // 21: gale.nimbus.v1.ReportRequest.workers:type_name -> gale.nimbus.v1.WorkerReport
+	31, // 22: gale.nimbus.v1.ReportRequest.totals:type_name -> gale.nimbus.v1.TopologyTotals
+	33, // 23: gale.nimbus.v1.TopologyTotals.components:type_name -> gale.nimbus.v1.ComponentStats
+	10, // 24: gale.nimbus.v1.WorkerReport.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	33, // 25: gale.nimbus.v1.WorkerReport.components:type_name -> gale.nimbus.v1.ComponentStats
+	10, // 26: gale.nimbus.v1.ComponentStats.complete_latency:type_name -> gale.nimbus.v1.LatencyHistogram
+	34, // 27: gale.nimbus.v1.ComponentStats.errors:type_name -> gale.nimbus.v1.ComponentError
+	35, // 28: gale.nimbus.v1.ComponentStats.inputs:type_name -> gale.nimbus.v1.StreamStats
+	35, // 29: gale.nimbus.v1.ComponentStats.outputs:type_name -> gale.nimbus.v1.StreamStats
+	36, // 30: gale.nimbus.v1.ComponentStats.executors:type_name -> gale.nimbus.v1.ExecutorStats
+	30, // 31: gale.nimbus.v1.TotalsResponse.supervisors:type_name -> gale.nimbus.v1.ReportRequest
+	0,  // 32: gale.nimbus.v1.Nimbus.Submit:input_type -> gale.nimbus.v1.SubmitRequest
+	7,  // 33: gale.nimbus.v1.Nimbus.List:input_type -> gale.nimbus.v1.ListRequest
+	11, // 34: gale.nimbus.v1.Nimbus.Get:input_type -> gale.nimbus.v1.GetRequest
+	16, // 35: gale.nimbus.v1.Nimbus.ClusterInfo:input_type -> gale.nimbus.v1.ClusterInfoRequest
+	20, // 36: gale.nimbus.v1.Nimbus.Kill:input_type -> gale.nimbus.v1.KillRequest
+	22, // 37: gale.nimbus.v1.Nimbus.Activate:input_type -> gale.nimbus.v1.ActivateRequest
+	24, // 38: gale.nimbus.v1.Nimbus.Deactivate:input_type -> gale.nimbus.v1.DeactivateRequest
+	26, // 39: gale.nimbus.v1.Nimbus.Rebalance:input_type -> gale.nimbus.v1.RebalanceRequest
+	28, // 40: gale.nimbus.v1.Nimbus.Download:input_type -> gale.nimbus.v1.DownloadRequest
+	30, // 41: gale.nimbus.v1.Nimbus.Report:input_type -> gale.nimbus.v1.ReportRequest
+	38, // 42: gale.nimbus.v1.Nimbus.Totals:input_type -> gale.nimbus.v1.TotalsRequest
+	6,  // 43: gale.nimbus.v1.Nimbus.Submit:output_type -> gale.nimbus.v1.SubmitResponse
+	8,  // 44: gale.nimbus.v1.Nimbus.List:output_type -> gale.nimbus.v1.ListResponse
+	12, // 45: gale.nimbus.v1.Nimbus.Get:output_type -> gale.nimbus.v1.TopologyInfo
+	17, // 46: gale.nimbus.v1.Nimbus.ClusterInfo:output_type -> gale.nimbus.v1.ClusterInfoResponse
+	21, // 47: gale.nimbus.v1.Nimbus.Kill:output_type -> gale.nimbus.v1.KillResponse
+	23, // 48: gale.nimbus.v1.Nimbus.Activate:output_type -> gale.nimbus.v1.ActivateResponse
+	25, // 49: gale.nimbus.v1.Nimbus.Deactivate:output_type -> gale.nimbus.v1.DeactivateResponse
+	27, // 50: gale.nimbus.v1.Nimbus.Rebalance:output_type -> gale.nimbus.v1.RebalanceResponse
+	29, // 51: gale.nimbus.v1.Nimbus.Download:output_type -> gale.nimbus.v1.Chunk
+	37, // 52: gale.nimbus.v1.Nimbus.Report:output_type -> gale.nimbus.v1.ReportResponse
+	39, // 53: gale.nimbus.v1.Nimbus.Totals:output_type -> gale.nimbus.v1.TotalsResponse
+	43, // [43:54] is the sub-list for method output_type
+	32, // [32:43] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_gale_nimbus_v1_nimbus_proto_init() }
@@ -3448,7 +3632,7 @@ func file_gale_nimbus_v1_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gale_nimbus_v1_nimbus_proto_rawDesc), len(file_gale_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,7 @@ const (
 	Nimbus_Rebalance_FullMethodName   = "/gale.nimbus.v1.Nimbus/Rebalance"
 	Nimbus_Download_FullMethodName    = "/gale.nimbus.v1.Nimbus/Download"
 	Nimbus_Report_FullMethodName      = "/gale.nimbus.v1.Nimbus/Report"
+	Nimbus_Totals_FullMethodName      = "/gale.nimbus.v1.Nimbus/Totals"
 )
 
 // NimbusClient is the client API for Nimbus service.
@@ -70,10 +71,19 @@ type NimbusClient interface {
 	// Download streams an artifact by its SHA-256, to supervisors and to
 	// standby nimbuses. Any nimbus that holds it serves it.
 	Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
-	// Report is a supervisor's summary of its workers, sent to the leader
-	// every supervisor.heartbeat.frequency.secs, and at once when a worker
-	// changes state or sees its first ack. It never reaches etcd.
+	// Report is a supervisor's summary of its workers and its topology
+	// totals, sent to every nimbus (the leader and the standbys, so that
+	// any of them answers List and Get) every
+	// supervisor.heartbeat.frequency.secs, at once when a worker changes
+	// state or sees its first ack, and at once to a nimbus that joins or
+	// takes the lead. It never reaches etcd.
 	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
+	// Totals returns what this nimbus holds of the supervisors' totals:
+	// per supervisor, the largest totals of each topology it reported. A
+	// nimbus that starts asks each other nimbus once, so that it counts the
+	// supervisors gone before it started too. It needs the cluster's token,
+	// as Report does, since its answer is merged into the caller's counters.
+	Totals(ctx context.Context, in *TotalsRequest, opts ...grpc.CallOption) (*TotalsResponse, error)
 }
 
 type nimbusClient struct {
@@ -196,6 +206,16 @@ func (c *nimbusClient) Report(ctx context.Context, in *ReportRequest, opts ...gr
 	return out, nil
 }
 
+func (c *nimbusClient) Totals(ctx context.Context, in *TotalsRequest, opts ...grpc.CallOption) (*TotalsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TotalsResponse)
+	err := c.cc.Invoke(ctx, Nimbus_Totals_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NimbusServer is the server API for Nimbus service.
 // All implementations must embed UnimplementedNimbusServer
 // for forward compatibility.
@@ -229,10 +249,19 @@ type NimbusServer interface {
 	// Download streams an artifact by its SHA-256, to supervisors and to
 	// standby nimbuses. Any nimbus that holds it serves it.
 	Download(*DownloadRequest, grpc.ServerStreamingServer[Chunk]) error
-	// Report is a supervisor's summary of its workers, sent to the leader
-	// every supervisor.heartbeat.frequency.secs, and at once when a worker
-	// changes state or sees its first ack. It never reaches etcd.
+	// Report is a supervisor's summary of its workers and its topology
+	// totals, sent to every nimbus (the leader and the standbys, so that
+	// any of them answers List and Get) every
+	// supervisor.heartbeat.frequency.secs, at once when a worker changes
+	// state or sees its first ack, and at once to a nimbus that joins or
+	// takes the lead. It never reaches etcd.
 	Report(context.Context, *ReportRequest) (*ReportResponse, error)
+	// Totals returns what this nimbus holds of the supervisors' totals:
+	// per supervisor, the largest totals of each topology it reported. A
+	// nimbus that starts asks each other nimbus once, so that it counts the
+	// supervisors gone before it started too. It needs the cluster's token,
+	// as Report does, since its answer is merged into the caller's counters.
+	Totals(context.Context, *TotalsRequest) (*TotalsResponse, error)
 	mustEmbedUnimplementedNimbusServer()
 }
 
@@ -272,6 +301,9 @@ func (UnimplementedNimbusServer) Download(*DownloadRequest, grpc.ServerStreaming
 }
 func (UnimplementedNimbusServer) Report(context.Context, *ReportRequest) (*ReportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Report not implemented")
+}
+func (UnimplementedNimbusServer) Totals(context.Context, *TotalsRequest) (*TotalsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Totals not implemented")
 }
 func (UnimplementedNimbusServer) mustEmbedUnimplementedNimbusServer() {}
 func (UnimplementedNimbusServer) testEmbeddedByValue()                {}
@@ -456,6 +488,24 @@ func _Nimbus_Report_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Nimbus_Totals_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TotalsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServer).Totals(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Nimbus_Totals_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServer).Totals(ctx, req.(*TotalsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Nimbus_ServiceDesc is the grpc.ServiceDesc for Nimbus service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -494,6 +544,10 @@ var Nimbus_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Report",
 			Handler:    _Nimbus_Report_Handler,
+		},
+		{
+			MethodName: "Totals",
+			Handler:    _Nimbus_Totals_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -4,18 +4,24 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
 )
 
-// report summarises the workers for the nimbus leader: every worker
-// known, with its state, its last heartbeat's counters and complete
-// latencies, and every
-// desired worker that does not run, with why.
+// report summarises the workers for the nimbuses: every worker known,
+// with its state, its last heartbeat's counters and complete latencies,
+// every desired worker that does not run, with why, and the totals of
+// every topology this supervisor ran workers of (counters.go). It saves
+// the totals in DIR/counters.json before they are sent, so that no
+// nimbus is ever told more than a restarted supervisor would tell it.
+// Called by Run's loop only.
 func (s *Supervisor) report() *nimbuspb.ReportRequest {
 	r := &nimbuspb.ReportRequest{Supervisor: s.cfg.ID}
+	r.Totals = s.totals()
 	seen := map[int]bool{}
 	for _, w := range s.states {
 		wr := &nimbuspb.WorkerReport{Topology: w.Topology, Port: int32(w.Port), State: string(w.State), Reason: w.Why,
@@ -53,34 +59,69 @@ func (s *Supervisor) report() *nimbuspb.ReportRequest {
 	return r
 }
 
-// reporter sends each report from in to the nimbus leader, and drops it
-// if no leader answers: the next one says it all again. Reports never go
-// to etcd.
+// reporter sends each report from in to every nimbus (the members in
+// etcd), each through a sender of its own so that a slow or dead nimbus
+// delays no other, and again at once to all when the members or the
+// leader change: a nimbus that joins or takes the lead hears of every
+// worker and total without waiting a report period. Reports never go to
+// etcd.
 func (s *Supervisor) reporter(ctx context.Context, in <-chan *nimbuspb.ReportRequest) {
-	failing := false
+	members := s.cfg.Store.Changes(ctx, coord.NimbusPrefix)
+	senders := make(map[string]*sender) // by address
+	var wg sync.WaitGroup
+	defer func() {
+		for _, sd := range senders {
+			sd.cancel()
+		}
+		wg.Wait()
+	}()
+	var last *nimbuspb.ReportRequest
+	readFailed := false
 	for {
-		var r *nimbuspb.ReportRequest
 		select {
 		case <-ctx.Done():
 			return
-		case r = <-in:
-		}
-		client, addr, err := s.nimbus.client(ctx)
-		if err == nil {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err = client.Report(rctx, r)
-			cancel()
-			if err != nil {
-				s.nimbus.failed(addr)
+		case r := <-in:
+			last = r
+			for _, sd := range senders {
+				sd.offer(r)
+			}
+			continue
+		case _, ok := <-members:
+			if !ok {
+				return
 			}
 		}
-		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			s.log.Warn("cannot report to nimbus; retrying with the next report", "err", err)
-			failing = true
-		case err == nil && failing:
-			s.log.Info("reporting to nimbus again", "nimbus", addr)
-			failing = false
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		nims, err := s.cfg.Store.Nimbuses(rctx)
+		cancel()
+		if err != nil {
+			if !readFailed && ctx.Err() == nil {
+				s.log.Warn("cannot read the nimbus members; reporting to those known", "err", err)
+			}
+			readFailed = true
+			continue
+		}
+		readFailed = false
+		addrs := make(map[string]bool, len(nims))
+		for _, m := range nims {
+			addrs[m.Addr] = true
+			if senders[m.Addr] == nil {
+				sd := s.nimbus.sender(ctx, m.Addr)
+				senders[m.Addr] = sd
+				wg.Go(func() { sd.run(s.log) })
+			}
+		}
+		for addr, sd := range senders {
+			if !addrs[addr] {
+				sd.cancel()
+				delete(senders, addr)
+			}
+		}
+		if last != nil {
+			for _, sd := range senders {
+				sd.offer(last)
+			}
 		}
 	}
 }

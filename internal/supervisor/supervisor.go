@@ -115,6 +115,7 @@ type Supervisor struct {
 	launchErr map[int]string
 	crashes   map[int]int           // consecutive quick exits, by port
 	restarts  map[int]*slotRestarts // by port (restarts.go)
+	counters  *counterBook          // the topologies' totals (counters.go)
 
 	// A worker its peers refused (its assignment is not theirs) is
 	// started again only from assignments read after its exit: refusals
@@ -578,6 +579,7 @@ func (s *Supervisor) checkProcs() {
 			p.Alive, p.Connected = false, false
 			changed = true
 			s.exited(p)
+			s.retired(p) // its counters stay in its topology's totals
 			if p.refused {
 				s.refusals++
 				select { // replaces a request not taken yet

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,18 @@ var latencyBounds = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25,
 // on each scrape.
 type collector struct {
 	nimbus Nimbus
+
+	// high holds, per topology id, the largest value each of its
+	// topology and component counters has had: the nimbuses agree to
+	// within a report, and a scrape answered by another nimbus than the
+	// last (the leader died) must not show a counter lower than before,
+	// which Prometheus would read as a reset. The worker processes'
+	// counters are not held: a new worker process starts its series
+	// again from 0, as Prometheus's counter resets allow.
+	mu struct {
+		sync.Mutex
+		high map[string]map[string]float64 // topology id → series → value
+	}
 
 	up, supervisors, slotsTotal, slotsUsed, topologies *prometheus.Desc
 	emitted, acked, failed, workers, workersRunning    *prometheus.Desc
@@ -51,23 +65,23 @@ func newCollector(n Nimbus) *collector {
 	}
 	return &collector{
 		nimbus:         n,
-		up:             d("gale_nimbus_up", "1 if the UI's last scrape reached the nimbus leader, else 0 (and no other gale_ series)."),
+		up:             d("gale_nimbus_up", "1 if the UI's last scrape reached a nimbus (the leader, or another when it cannot answer), else 0 (and no other gale_ series)."),
 		supervisors:    d("gale_cluster_supervisors", "Supervisors alive in the cluster."),
 		slotsTotal:     d("gale_cluster_slots_total", "Worker slots (supervisor ports) in the cluster."),
 		slotsUsed:      d("gale_cluster_slots_used", "Worker slots running a worker."),
 		topologies:     d("gale_cluster_topologies", "Topologies submitted and not killed."),
-		emitted:        d("gale_topology_emitted_total", "Tuples the topology's spouts emitted, since its workers started.", topo...),
-		acked:          d("gale_topology_acked_total", "Tuple trees acked, since the topology's workers started.", topo...),
-		failed:         d("gale_topology_failed_total", "Tuple trees failed, since the topology's workers started.", topo...),
+		emitted:        d("gale_topology_emitted_total", "Tuples the topology's spouts emitted, since the topology was submitted, every worker it ran counted.", topo...),
+		acked:          d("gale_topology_acked_total", "Tuple trees acked, since the topology was submitted, every worker it ran counted.", topo...),
+		failed:         d("gale_topology_failed_total", "Tuple trees failed, since the topology was submitted, every worker it ran counted.", topo...),
 		workers:        d("gale_topology_workers", "Workers the topology asks for (topology.workers).", topo...),
 		workersRunning: d("gale_topology_workers_running", "The topology's workers the supervisors report running and heartbeating.", topo...),
 		executors:      d("gale_topology_executors", "The topology's executors.", topo...),
 		tasks:          d("gale_topology_tasks", "The topology's tasks.", topo...),
 		active:         d("gale_topology_active", "1 if the topology's status is ACTIVE, else 0.", append(topo, "status")...),
 		uptime:         d("gale_topology_uptime_seconds", "Seconds since the topology was submitted.", topo...),
-		latency:        d("gale_topology_complete_latency_seconds", "Tuple trees acked, by complete latency (emit to ack), since the topology's workers started.", topo...),
+		latency:        d("gale_topology_complete_latency_seconds", "Tuple trees acked, by complete latency (emit to ack), since the topology was submitted, every worker it ran counted.", topo...),
 
-		compEmitted:     d("gale_component_emitted_total", "Tuples the component emitted, since its workers started.", comp...),
+		compEmitted:     d("gale_component_emitted_total", "Tuples the component emitted, since the topology was submitted, every worker it ran counted.", comp...),
 		compTransferred: d("gale_component_transferred_total", "Copies of the component's tuples sent to a task in another worker.", comp...),
 		compAcked:       d("gale_component_acked_total", "A spout's trees acked; a bolt's input tuples acked.", comp...),
 		compFailed:      d("gale_component_failed_total", "A spout's trees failed; a bolt's input tuples failed.", comp...),
@@ -128,7 +142,34 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	live := make(map[string]bool, len(list.GetTopologies()))
+	for _, t := range list.GetTopologies() {
+		live[t.GetId()] = true
+	}
+	c.mu.Lock()
+	if c.mu.high == nil {
+		c.mu.high = make(map[string]map[string]float64)
+	}
+	for id := range c.mu.high {
+		if !live[id] {
+			delete(c.mu.high, id) // killed
+		}
+	}
+	c.mu.Unlock()
+	// counter sends a topology's or a component's counter, never lower
+	// than it was (labels[1] is the topology id).
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		id := labels[1]
+		c.mu.Lock()
+		hs := c.mu.high[id]
+		if hs == nil {
+			hs = make(map[string]float64)
+			c.mu.high[id] = hs
+		}
+		key := d.String() + "\x00" + strings.Join(labels, "\x00")
+		v = max(v, hs[key])
+		hs[key] = v
+		c.mu.Unlock()
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	gauge(c.supervisors, float64(len(ci.GetSupervisors())))

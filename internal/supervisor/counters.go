@@ -1,0 +1,312 @@
+package supervisor
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/runstats"
+)
+
+// A supervisor's totals: per topology, the counters of every worker it
+// ran for it, those that ended included, so that the topology's counters
+// never go down when a worker is killed, restarted or moved away. A
+// worker's counters are those of its last heartbeat (what it did after,
+// if it was killed, is not counted); when its process ends they are
+// added to its topology's retired counters. The book is kept in
+// DIR/counters.json, written before every report that changed it is
+// sent, so a restarted supervisor reports at least what it reported
+// before: a saved worker that still runs is adopted with its saved
+// counters until its next heartbeat, one that is gone has them retired.
+// A topology assigned nowhere (killed) is dropped from the book once
+// none of its workers runs here.
+
+// countersFile is the book's file in the supervisor's directory.
+const countersFile = "counters.json"
+
+// counterBook is the supervisor's totals. Owned by Run's loop.
+type counterBook struct {
+	loaded  bool
+	retired map[string][]*nimbuspb.ComponentStats // by topology id
+	// adopted holds, by port, the saved counters of a worker adopted at
+	// the start, until its first heartbeat since.
+	adopted map[int]*nimbuspb.WorkerReport
+	written []byte // the file's content as last written
+}
+
+// book returns the counter book, loading it from DIR/counters.json on
+// first use (after adopt: the workers that still run are known).
+func (s *Supervisor) book() *counterBook {
+	b := s.counters
+	if b == nil {
+		b = &counterBook{retired: map[string][]*nimbuspb.ComponentStats{}, adopted: map[int]*nimbuspb.WorkerReport{}}
+		s.counters = b
+	}
+	if b.loaded {
+		return b
+	}
+	b.loaded = true
+	saved, raw, err := readCounters(filepath.Join(s.cfg.Dir, countersFile))
+	if err != nil {
+		s.log.Error("cannot read the saved counters; the topologies' totals start again from the workers running", "err", err)
+		return b
+	}
+	b.written = raw
+	for _, t := range saved.GetTotals() {
+		b.retired[t.GetTopology()] = t.GetComponents()
+	}
+	for _, w := range saved.GetWorkers() {
+		if p := s.procs[int(w.GetPort())]; p != nil && p.Alive && int32(p.PID) == w.GetPid() && p.LaunchedAt.UnixMilli() == w.GetStartedUnixMs() {
+			b.adopted[int(w.GetPort())] = w
+			continue
+		}
+		b.retire(w.GetTopology(), w.GetComponents())
+	}
+	return b
+}
+
+// readCounters reads a saved book: totals are the retired counters,
+// workers the running workers' counters.
+func readCounters(path string) (*nimbuspb.ReportRequest, []byte, error) {
+	r := &nimbuspb.ReportRequest{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil, nil
+	}
+	if err != nil {
+		return r, nil, err
+	}
+	if err := protojson.Unmarshal(b, r); err != nil {
+		return &nimbuspb.ReportRequest{}, nil, fmt.Errorf("supervisor: %s: %w (move it away to start the counters afresh)", path, err)
+	}
+	return r, b, nil
+}
+
+// retire adds an ended worker's counters to its topology's.
+func (b *counterBook) retire(topology string, cs []*nimbuspb.ComponentStats) {
+	if len(cs) == 0 {
+		return
+	}
+	b.retired[topology] = addComponents(b.retired[topology], cs)
+}
+
+// workerCounts is worker p's counters since it started: its last
+// heartbeat's, or those saved before an adoption until its first.
+func (s *Supervisor) workerCounts(p *proc) []*nimbuspb.ComponentStats {
+	if !p.beat.Time.IsZero() {
+		return totalsOnly(componentStats(p.beat.Spouts, p.beat.Bolts, s.cfg.Host, int32(p.Port)))
+	}
+	if w := s.book().adopted[p.Port]; w != nil && int32(p.PID) == w.GetPid() {
+		return w.GetComponents()
+	}
+	return nil
+}
+
+// retired notes that worker p's process has ended: its counters join
+// its topology's retired ones. Called once per process, when its exit is
+// seen.
+func (s *Supervisor) retired(p *proc) {
+	b := s.book()
+	b.retire(p.Running.Topology, s.workerCounts(p))
+	if w := b.adopted[p.Port]; w != nil && int32(p.PID) == w.GetPid() {
+		delete(b.adopted, p.Port)
+	}
+}
+
+// totals is the book's totals, one per topology in id order, and saves
+// the book if it changed. A topology assigned nowhere whose workers here
+// have all ended is dropped.
+func (s *Supervisor) totals() []*nimbuspb.TopologyTotals {
+	b := s.book()
+	running := map[string][]*nimbuspb.ComponentStats{}
+	saved := &nimbuspb.ReportRequest{Supervisor: s.cfg.ID}
+	for _, port := range slices.Sorted(maps.Keys(s.procs)) {
+		p := s.procs[port]
+		if !p.Alive {
+			continue
+		}
+		cs := s.workerCounts(p)
+		running[p.Running.Topology] = addComponents(running[p.Running.Topology], cs)
+		if len(cs) > 0 {
+			saved.Workers = append(saved.Workers, &nimbuspb.WorkerReport{Topology: p.Running.Topology, Port: int32(p.Port),
+				Pid: int32(p.PID), StartedUnixMs: p.LaunchedAt.UnixMilli(), Components: cs})
+		}
+	}
+	for id := range b.retired {
+		if _, ok := running[id]; !ok && s.known && !s.assigned[id] {
+			delete(b.retired, id) // killed
+		}
+	}
+	ids := slices.Sorted(maps.Keys(b.retired))
+	for id := range running {
+		if _, ok := b.retired[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	out := make([]*nimbuspb.TopologyTotals, 0, len(ids))
+	for _, id := range ids {
+		if r := b.retired[id]; len(r) > 0 {
+			saved.Totals = append(saved.Totals, &nimbuspb.TopologyTotals{Topology: id, Components: r})
+		}
+		out = append(out, &nimbuspb.TopologyTotals{Topology: id, Components: addComponents(b.retired[id], running[id])})
+	}
+	s.saveCounters(saved)
+	return out
+}
+
+// countersJSON is how the book is saved.
+var countersJSON = protojson.MarshalOptions{UseProtoNames: true}
+
+// saveCounters writes the book to DIR/counters.json if it changed.
+func (s *Supervisor) saveCounters(saved *nimbuspb.ReportRequest) {
+	b := s.book()
+	raw, err := countersJSON.Marshal(saved)
+	if err != nil {
+		s.log.Error("cannot encode the counters", "err", err)
+		return
+	}
+	if bytes.Equal(raw, b.written) {
+		return
+	}
+	if err := writeFileAtomic(filepath.Join(s.cfg.Dir, countersFile), raw, 0o600); err != nil {
+		s.log.Error("cannot save the counters", "err", err)
+		return
+	}
+	b.written = raw
+}
+
+// gaugeFields are the ComponentStats fields a total does not keep: they
+// say how a component is now (or list its errors and executors), which
+// only the running workers' reports tell.
+var gaugeFields = map[protoreflect.Name]bool{
+	"tasks": true, "pending": true, "max_pending": true, "capacity": true,
+	"queue_depth": true, "queue_capacity": true, "errors": true, "executors": true,
+}
+
+// totalsOnly is cs without the gauges, errors and executors.
+func totalsOnly(cs []*nimbuspb.ComponentStats) []*nimbuspb.ComponentStats {
+	for _, c := range cs {
+		m := c.ProtoReflect()
+		fds := m.Descriptor().Fields()
+		for i := range fds.Len() {
+			if fd := fds.Get(i); gaugeFields[fd.Name()] {
+				m.Clear(fd)
+			}
+		}
+	}
+	return cs
+}
+
+// addComponents is a + b, component by component (matched by id), in
+// component id order. Neither is changed.
+func addComponents(a, b []*nimbuspb.ComponentStats) []*nimbuspb.ComponentStats {
+	byID := make(map[string]*nimbuspb.ComponentStats, len(a)+len(b))
+	for _, list := range [][]*nimbuspb.ComponentStats{a, b} {
+		for _, c := range list {
+			if sum := byID[c.GetComponent()]; sum != nil {
+				addCounters(sum.ProtoReflect(), c.ProtoReflect())
+			} else {
+				byID[c.GetComponent()] = proto.Clone(c).(*nimbuspb.ComponentStats)
+			}
+		}
+	}
+	out := slices.Collect(maps.Values(byID))
+	slices.SortFunc(out, func(x, y *nimbuspb.ComponentStats) int { return cmp.Compare(x.GetComponent(), y.GetComponent()) })
+	return totalsOnly(out)
+}
+
+var histogramName = (&nimbuspb.LatencyHistogram{}).ProtoReflect().Descriptor().FullName()
+
+// addCounters adds o's counters to m's, in place: numbers, histograms
+// bucket by bucket, and lists of messages element by element, matched
+// by their text fields (a stream's id and component); an element only o
+// has is added.
+func addCounters(m, o protoreflect.Message) {
+	fds := m.Descriptor().Fields()
+	for i := range fds.Len() {
+		fd := fds.Get(i)
+		switch {
+		case fd.IsMap(), gaugeFields[fd.Name()] && m.Descriptor().Name() == "ComponentStats":
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			if !o.Has(fd) {
+				continue
+			}
+			ml := m.Mutable(fd).List()
+			byKey := make(map[string]protoreflect.Message, ml.Len())
+			for j := range ml.Len() {
+				byKey[textKey(ml.Get(j).Message())] = ml.Get(j).Message()
+			}
+			ol := o.Get(fd).List()
+			for j := range ol.Len() {
+				e := ol.Get(j).Message()
+				if me := byKey[textKey(e)]; me != nil {
+					addCounters(me, e)
+				} else {
+					ml.Append(protoreflect.ValueOfMessage(proto.Clone(e.Interface()).ProtoReflect()))
+				}
+			}
+		case fd.IsList():
+		case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == histogramName:
+			if !o.Has(fd) {
+				continue
+			}
+			oh := o.Get(fd).Message().Interface().(*nimbuspb.LatencyHistogram)
+			if !m.Has(fd) {
+				m.Set(fd, protoreflect.ValueOfMessage(proto.Clone(oh).ProtoReflect()))
+				continue
+			}
+			h := m.Mutable(fd).Message().Interface().(*nimbuspb.LatencyHistogram)
+			// Both came from runstats.Latency.Sparse.
+			hl, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+			ol, _ := runstats.LatencyFromSparse(oh.GetBuckets(), oh.GetCounts())
+			hl.Add(&ol)
+			h.Buckets, h.Counts = hl.Sparse()
+		case fd.Kind() == protoreflect.MessageKind:
+			if o.Has(fd) {
+				addCounters(m.Mutable(fd).Message(), o.Get(fd).Message())
+			}
+		default:
+			a, b := m.Get(fd), o.Get(fd)
+			switch fd.Kind() {
+			case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+				m.Set(fd, protoreflect.ValueOfInt64(a.Int()+b.Int()))
+			case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+				m.Set(fd, protoreflect.ValueOfInt32(int32(a.Int()+b.Int())))
+			case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+				m.Set(fd, protoreflect.ValueOfUint64(a.Uint()+b.Uint()))
+			case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+				m.Set(fd, protoreflect.ValueOfUint32(uint32(a.Uint()+b.Uint())))
+			case protoreflect.DoubleKind:
+				m.Set(fd, protoreflect.ValueOfFloat64(a.Float()+b.Float()))
+			case protoreflect.FloatKind:
+				m.Set(fd, protoreflect.ValueOfFloat32(float32(a.Float()+b.Float())))
+			}
+		}
+	}
+}
+
+// textKey is a message's text fields joined: what names a stream.
+func textKey(m protoreflect.Message) string {
+	var b strings.Builder
+	fds := m.Descriptor().Fields()
+	for i := range fds.Len() {
+		if fd := fds.Get(i); fd.Kind() == protoreflect.StringKind && !fd.IsList() {
+			b.WriteString(m.Get(fd).String())
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
