@@ -146,10 +146,11 @@ func sampleTopology(ctx context.Context, c *client, name string, duration, inter
 	}
 }
 
-// takeSample asks nimbus for the topology and the cluster's slots.
+// takeSample asks nimbus for the topology and the cluster's slots: the
+// leader, or another nimbus when the leader cannot answer (a read).
 func takeSample(ctx context.Context, c *client, name string) (doctor.Sample, error) {
 	var s doctor.Sample
-	err := c.call(ctx, func(n nimbuspb.NimbusClient) (err error) {
+	err := c.read(ctx, func(ctx context.Context, n nimbuspb.NimbusClient) (err error) {
 		// All-time counters (window 0): their differences are the rates.
 		s.Info, err = n.Get(ctx, &nimbuspb.GetRequest{Name: name})
 		if err != nil {
