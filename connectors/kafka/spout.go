@@ -46,6 +46,8 @@ const (
 	handoffBatches = 4
 	// fetchErrorPause is the pause after a poll that returned only errors.
 	fetchErrorPause = 100 * time.Millisecond
+	// letterBatch is the most dead letters sent in one batch.
+	letterBatch = 256
 )
 
 // Spout is a gale.Spout reading a consumer group's share of Kafka topics
@@ -97,6 +99,9 @@ type counters struct {
 	dropped                               atomic.Int64
 	committed, commits, commitFailures    atomic.Int64
 	deadLetterFailures, fetchErrs, paused atomic.Int64
+	// done counts the records finished under at-least-once: acked, or
+	// given up and dead-lettered, each once (Progress).
+	done atomic.Int64
 }
 
 type topicPartition struct {
@@ -329,11 +334,22 @@ func (s *Spout) Ack(msgID any) {
 	}
 	s.c.acked.Add(1)
 	s.mu.Lock()
-	if !rec.ps.revoked {
-		rec.ps.offs.ack(rec.r.Offset)
-		s.maybeResumeLocked(rec.ps)
-	}
+	s.doneLocked(rec)
 	s.mu.Unlock()
+}
+
+// doneLocked marks rec finished (acked, or its dead letter stored): its
+// offset may be committed once every one before it is, and it counts as
+// progress. A record of a partition revoked since counts for nothing:
+// its partition's new owner reads it again.
+func (s *Spout) doneLocked(rec *record) {
+	if rec.ps.revoked {
+		return
+	}
+	if rec.ps.offs.ack(rec.r.Offset) {
+		s.c.done.Add(1)
+	}
+	s.maybeResumeLocked(rec.ps)
 }
 
 // Fail hands the record to the retry policy: it is retried after a
@@ -366,12 +382,7 @@ func (s *Spout) Fail(msgID any, reason error) {
 		l := out.Letter
 		l.Source = source(rec.r)
 		l.Key, l.Value = rec.r.Key, rec.r.Value
-		if len(rec.r.Headers) > 0 {
-			l.Headers = make(map[string]string, len(rec.r.Headers))
-			for _, h := range rec.r.Headers {
-				l.Headers[h.Key] = string(h.Value)
-			}
-		}
+		l.Headers = letterHeaders(rec.r.Headers)
 		l.Topology, l.Component = s.tc.TopologyName(), s.tc.ComponentID()
 		l.FirstFailed = rec.firstFailed
 		s.mu.letters = append(s.mu.letters, letter{rec: rec, l: l})
@@ -386,12 +397,16 @@ func (s *Spout) Fail(msgID any, reason error) {
 }
 
 // sendLetters sends the given-up records to the dead-letter sink, in
-// order, and acks each once its letter is stored, until Close. A failed
-// send is logged, counted and tried again deadLetterRetry later; its
-// record stays uncommitted meanwhile. Letters not sent by Close leave
-// their records uncommitted, to be read again.
+// order, in batches of every letter waiting (at most letterBatch:
+// retry.SendAll, one SendBatch if the sink is a retry.BatchSink), and
+// marks each record finished once its letter is stored, until Close. A
+// failed batch is logged, counted and sent again, whole, deadLetterRetry
+// later; its records stay uncommitted meanwhile. Letters not sent by
+// Close leave their records uncommitted, to be read again.
 func (s *Spout) sendLetters() {
 	defer s.wg.Done()
+	var batch []letter
+	var ls []retry.DeadLetter
 	for {
 		select {
 		case <-s.letterC:
@@ -400,36 +415,45 @@ func (s *Spout) sendLetters() {
 		}
 		for {
 			s.mu.Lock()
-			if len(s.mu.letters) == 0 {
-				s.mu.Unlock()
+			batch = append(batch[:0], s.mu.letters[:min(len(s.mu.letters), letterBatch)]...)
+			s.mu.Unlock()
+			if len(batch) == 0 {
 				break
 			}
-			lt := s.mu.letters[0]
-			s.mu.Unlock()
+			ls = ls[:0]
+			for _, lt := range batch {
+				ls = append(ls, lt.l)
+			}
 			ctx, cancel := context.WithTimeout(s.ctx, deadLetterTimeout)
-			err := s.dl.Send(ctx, lt.l)
+			err := retry.SendAll(ctx, s.dl, ls)
 			cancel()
 			if err != nil {
 				if s.ctx.Err() != nil {
 					return
 				}
 				s.c.deadLetterFailures.Add(1)
-				s.log.Error("dead-letter send failed; the record stays uncommitted and is sent again", "source", lt.l.Source, "err", err)
+				s.log.Error("dead-letter send failed; the records stay uncommitted and are sent again",
+					"letters", len(ls), "first", ls[0].Source, "err", err)
 				if !s.pause(deadLetterRetry) {
 					return
 				}
 				continue
 			}
 			s.mu.Lock()
-			if len(s.mu.letters) > 0 && s.mu.letters[0].rec == lt.rec {
-				s.mu.letters[0] = letter{}
-				s.mu.letters = s.mu.letters[1:]
+			// The batch's letters still queued are the queue's head, in
+			// order: a revocation meanwhile only took some out.
+			i := 0
+			for _, lt := range batch {
+				if i < len(s.mu.letters) && s.mu.letters[i].rec == lt.rec {
+					i++
+				}
+				s.doneLocked(lt.rec)
 			}
-			if !lt.rec.ps.revoked {
-				lt.rec.ps.offs.ack(lt.rec.r.Offset)
-				s.maybeResumeLocked(lt.rec.ps)
-			}
+			clear(s.mu.letters[:i])
+			s.mu.letters = s.mu.letters[i:]
 			s.mu.Unlock()
+			clear(batch)
+			clear(ls)
 		}
 	}
 }
@@ -532,9 +556,10 @@ func (s *Spout) partLocked(tp topicPartition, first int64) *partState {
 	return ps
 }
 
-// maybePauseLocked pauses fetching ps at max.uncommitted.offsets.
+// maybePauseLocked pauses fetching ps at max.uncommitted.offsets: its
+// records open (emitted and not finished) and fetched, not emitted.
 func (s *Spout) maybePauseLocked(ps *partState) {
-	if ps.paused || ps.offs.uncommitted()+ps.queued < s.cfg.MaxUncommittedOffsets {
+	if ps.paused || ps.offs.openCount()+ps.queued < s.cfg.MaxUncommittedOffsets {
 		return
 	}
 	ps.paused = true
@@ -542,9 +567,10 @@ func (s *Spout) maybePauseLocked(ps *partState) {
 	s.cl.PauseFetchPartitions(map[string][]int32{ps.tp.topic: {ps.tp.partition}})
 }
 
-// maybeResumeLocked resumes fetching ps once it is below the cap.
+// maybeResumeLocked resumes fetching ps once it is below the cap, as
+// records finish or are emitted.
 func (s *Spout) maybeResumeLocked(ps *partState) {
-	if !ps.paused || ps.offs.uncommitted()+ps.queued >= s.cfg.MaxUncommittedOffsets {
+	if !ps.paused || ps.offs.openCount()+ps.queued >= s.cfg.MaxUncommittedOffsets {
 		return
 	}
 	ps.paused = false
@@ -784,9 +810,24 @@ func (s *Spout) forget(ctx context.Context, parts map[string][]int32, commit boo
 	s.log.Info("partitions released", "partitions", fmt.Sprint(parts), "committed", commit)
 }
 
-// Progress is the number of offsets the spout has committed: records that
-// will never be read again by the group (gale.ProgressReporter).
-func (s *Spout) Progress() int64 { return s.c.committed.Load() }
+// Progress is what the max-spout-pending auto-tuner reads
+// (gale.ProgressReporter): under at-least-once, the records finished,
+// each counted once when its tree is acked or its dead letter stored;
+// under the other guarantees, which emit no trees, the offsets committed.
+//
+// It is not the committed offsets under at-least-once: those move only at
+// each commit (offset.commit.period), so a tuner interval holds one, two
+// or three commits' worth whatever max spout pending is, and the tuner
+// takes that aliasing for falls in progress and cuts the value to the
+// floor. A finished record is committed at the next commit once every
+// record before it is finished too; one that is finished and then read
+// again (the worker died before the commit) is counted again.
+func (s *Spout) Progress() int64 {
+	if s.cfg.ProcessingGuarantee == AtLeastOnce {
+		return s.c.done.Load()
+	}
+	return s.c.committed.Load()
+}
 
 // Stats is a snapshot of a spout's counters.
 type Stats struct {
@@ -928,6 +969,20 @@ func (g *Spouts) Progress() int64 {
 		n += s.Progress()
 	}
 	return n
+}
+
+// letterHeaders are a record's headers for its dead letter, one for one
+// in their order, a null value (nil) kept apart from an empty one; nil
+// for none.
+func letterHeaders(hs []kgo.RecordHeader) retry.Headers {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make(retry.Headers, len(hs))
+	for i, h := range hs {
+		out[i] = retry.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
 }
 
 // source names a record in a dead letter: "kafka:topic/partition@offset".

@@ -33,7 +33,7 @@ func TestAtLeastOnceEndToEnd(t *testing.T) {
 	lt := startTopology(t, "alo", sp, 2, s, nil)
 	defer lt.Stop()
 	waitFor(t, 20*time.Second, "every record processed", func() bool { return s.distinct() == n })
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	got := committed(t, c, "g1", topic)
 	for p := int32(0); p < parts; p++ {
@@ -106,8 +106,11 @@ func TestCommitIsContiguousAckedPrefix(t *testing.T) {
 	if got := committed(t, c, "g", topic)[0]; got != 5 {
 		t.Errorf("committed %d with offset 5 unacked, want 5", got)
 	}
-	if p := sp.Progress(); p != 5 {
-		t.Errorf("Progress %d, want 5", p)
+	if st := sp.Stats(); st.Committed != 5 {
+		t.Errorf("Committed %d, want 5", st.Committed)
+	}
+	if p := sp.Progress(); p != 19 {
+		t.Errorf("Progress %d, want 19: the records acked, committed or not", p)
 	}
 	if letters, err := retry.ReadFile(cfg.DeadLetterFile); err != nil || len(letters) != 0 {
 		t.Errorf("dead letters %+v, %v; want none: a shutdown is not the record's failure", letters, err)
@@ -117,7 +120,7 @@ func TestCommitIsContiguousAckedPrefix(t *testing.T) {
 	s2 := newSeen()
 	lt2 := startTopology(t, "prefix2", sp2, 1, s2, nil)
 	defer lt2.Stop()
-	waitFor(t, 20*time.Second, "the rest committed", func() bool { return sp2.Progress() == 15 })
+	waitFor(t, 20*time.Second, "the rest committed", func() bool { return sp2.Stats().Committed == 15 })
 	lt2.Stop()
 	if missing, _ := s2.missing(20); len(missing) != 5 || missing[4] != 4 || s2.distinct() != 15 {
 		t.Errorf("the second run saw %d values, missing %v; want 5..19 read again from the commit", s2.distinct(), missing)
@@ -225,7 +228,7 @@ func TestPoisonPermanentGoesToDeadLetterFile(t *testing.T) {
 	}
 	lt := startTopology(t, "poison", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if got := s.count("3"); got != 1 {
 		t.Errorf("the permanent failure was delivered %d times, want 1", got)
@@ -301,7 +304,7 @@ func TestPluggableDeadLetterSink(t *testing.T) {
 	}
 	lt := startTopology(t, "plug", sp, 2, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -341,7 +344,7 @@ func TestPoisonTransientGoesToDeadLetterTopic(t *testing.T) {
 	}
 	lt := startTopology(t, "flaky", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if got := s.count("7"); got != 3 {
 		t.Errorf("the failing record was delivered %d times, want 3 (retry.max.attempts)", got)
@@ -379,7 +382,7 @@ func TestNoDeadLetterSinkNeverGivesUp(t *testing.T) {
 	}
 	lt := startTopology(t, "stubborn", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if got := s.count("4"); got != 6 {
 		t.Errorf("the failing record was delivered %d times, want 6: retried until acked", got)
@@ -447,7 +450,7 @@ func TestSeveralTopics(t *testing.T) {
 	s := newSeen()
 	lt := startTopology(t, "topics", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "both topics read and committed", func() bool { return sp.Progress() == 10 })
+	waitFor(t, 20*time.Second, "both topics read and committed", func() bool { return sp.Stats().Committed == 10 })
 	lt.Stop()
 	if missing, dups := s.missing(10); len(missing) > 0 || dups > 0 {
 		t.Errorf("missing %v, %d duplicates", missing, dups)

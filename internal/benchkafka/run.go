@@ -53,6 +53,31 @@ type Config struct {
 	Live io.Writer
 	// Log gets the topology's logs (nil: discarded).
 	Log *slog.Logger
+
+	// The ack mode's topology (BenchTopology), for the auto-tuner's
+	// measurements: Bolts executors of the decoding step (default 1),
+	// each taking BoltLatency per record on top of the decoding, as a
+	// call to a remote service would; MaxSpoutPending is
+	// topology.max.spout.pending (0: unset), AutotuneInterval turns on
+	// topology.max.spout.pending.autotune with that interval (whole
+	// seconds; 0: off).
+	Bolts            int
+	BoltLatency      time.Duration
+	MaxSpoutPending  int
+	AutotuneInterval time.Duration
+}
+
+// Shape is the ack mode's topology settings of a Config.
+type Shape struct {
+	Bolts            int
+	BoltLatency      time.Duration
+	MaxSpoutPending  int
+	AutotuneInterval time.Duration
+}
+
+func (c *Config) shape() Shape {
+	return Shape{Bolts: max(c.Bolts, 1), BoltLatency: c.BoltLatency, MaxSpoutPending: c.MaxSpoutPending,
+		AutotuneInterval: c.AutotuneInterval}
 }
 
 // Validate checks c, naming what is wrong.
@@ -63,6 +88,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("--partitions must be ≥ 1, got %d", c.Partitions))
+	}
+	if c.Bolts < 0 || c.BoltLatency < 0 || c.MaxSpoutPending < 0 {
+		errs = append(errs, fmt.Errorf("--bolts, --bolt-latency and --max-spout-pending must be ≥ 0, got %d, %s and %d",
+			c.Bolts, c.BoltLatency, c.MaxSpoutPending))
+	}
+	if c.AutotuneInterval < 0 || c.AutotuneInterval%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--autotune-interval must be whole seconds (0: the auto-tuner off), got %s", c.AutotuneInterval))
 	}
 	for _, m := range c.Modes {
 		if !slices.Contains(Modes, m) {
@@ -223,7 +255,7 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 	var spouts *kafka.Spouts
 	if mode != ModePlain {
 		var err error
-		if topo, conf, spouts, err = BenchTopology(mode, brokers, Topic, group, tally); err != nil {
+		if topo, conf, spouts, err = BenchTopology(mode, brokers, Topic, group, tally, cfg.shape()); err != nil {
 			return res, err
 		}
 	}

@@ -20,6 +20,7 @@ type kafkaFlags struct {
 	mode       string
 	asJSON     bool
 	cpuprofile string
+	verbose    bool
 }
 
 func newBenchKafkaCmd() *cobra.Command {
@@ -73,6 +74,11 @@ gale exit with status 1, after the report; a missed target does not.`,
 	fl.DurationVar(&f.cfg.Stall, "stall", 30*time.Second, "fail a mode that reads nothing new for this long")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document on stdout and nothing else")
 	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write a pprof CPU profile of each mode's consuming phase to `file`.MODE")
+	fl.IntVar(&f.cfg.Bolts, "bolts", 1, "ack mode: executors of the decoding bolt")
+	fl.DurationVar(&f.cfg.BoltLatency, "bolt-latency", 0, "ack mode: time the decoding bolt takes per record on top of decoding, as a remote call would")
+	fl.IntVar(&f.cfg.MaxSpoutPending, "max-spout-pending", 0, "ack mode: topology.max.spout.pending (0: unset)")
+	fl.DurationVar(&f.cfg.AutotuneInterval, "autotune-interval", 0, "ack mode: turn topology.max.spout.pending.autotune on with this interval, whole seconds (0: off)")
+	fl.BoolVar(&f.verbose, "verbose", false, "log the topology at info level on stderr (the auto-tuner's steps)")
 	cmd.AddCommand(newKafkaBrokerCmd())
 	return cmd
 }
@@ -114,7 +120,11 @@ func runBenchKafka(cmd *cobra.Command, f kafkaFlags) error {
 		live = cmd.ErrOrStderr()
 	}
 	cfg.Live = live
-	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	r, runErr := benchkafka.Run(cmd.Context(), cfg)
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
