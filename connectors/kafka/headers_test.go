@@ -104,4 +104,3 @@ func TestDeadLetterKeepsHeadersExactly(t *testing.T) {
 		})
 	}
 }
-
