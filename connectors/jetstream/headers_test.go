@@ -62,7 +62,7 @@ func TestDeadLetterKeepsHeadersExactly(t *testing.T) {
 			}
 			sp := newSpout(t, cfg)
 			runTopology(t, "headers", sp.New, &recBolt{rec: &recorder{}}, nil)
-			waitFor(t, 30*time.Second, "perm-1 dead-lettered and terminated", func() bool {
+			until(func() bool {
 				st := sp.Stats()
 				return st.DeadLettered == 1 && st.Terminated == 1
 			})
@@ -146,15 +146,9 @@ func TestDeadLettersAreSentInBatches(t *testing.T) {
 	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work",
 		DeadLetters: func(*gale.TopologyContext) (retry.DeadLetterSink, error) { return sink, nil }})
 	runTopology(t, "batches", sp.New, &recBolt{rec: &recorder{}}, nil)
-	tk := time.NewTicker(5 * time.Millisecond) // polling interval, not a wait for a condition
-	defer tk.Stop()
-	for sp.Stats().Permanent < n {
-		<-tk.C
-	}
+	until(func() bool { return sp.Stats().Permanent == n })
 	close(sink.released)
-	for sp.Stats().Terminated < n {
-		<-tk.C
-	}
+	until(func() bool { return sp.Stats().Terminated == n })
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	// The first call, the letters given up while it was held, and at most

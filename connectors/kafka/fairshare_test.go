@@ -92,9 +92,7 @@ func TestWaitingRecordDoesNotStopNewRecords(t *testing.T) {
 				return
 			}
 			close(sink.released)
-			for sp.Stats().Committed < n {
-				<-tk.C
-			}
+			until(func() bool { return sp.Stats().Committed == n })
 			sink.mu.Lock()
 			defer sink.mu.Unlock()
 			if len(sink.letters) != 1 || sink.letters[0].Source != "kafka:"+topic+"/0@0" {
@@ -151,15 +149,9 @@ func TestDeadLettersAreSentInBatches(t *testing.T) {
 	s.decide = func(string, int) error { return gale.Permanent(errBadRecord) }
 	lt := startTopology(t, "batches", sp, 1, s, gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0})
 	defer lt.Stop()
-	tk := time.NewTicker(5 * time.Millisecond) // polling interval, not a wait for a condition
-	defer tk.Stop()
-	for sp.Stats().DeadLettered < n {
-		<-tk.C
-	}
+	until(func() bool { return sp.Stats().DeadLettered == n })
 	close(sink.released)
-	for sp.Stats().Committed < n {
-		<-tk.C
-	}
+	until(func() bool { return sp.Stats().Committed == n })
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	if len(sink.letters) != n || sink.calls > 2 {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -69,7 +68,7 @@ func TestDeadLetterKeepsHeadersExactly(t *testing.T) {
 			s.decide = func(string, int) error { return gale.Permanent(errBadRecord) }
 			lt := startTopology(t, topic, sp, 1, s, nil)
 			defer lt.Stop()
-			waitFor(t, 20*time.Second, "the record dead-lettered and committed", func() bool { return sp.Stats().Committed == 1 })
+			until(func() bool { return sp.Stats().Committed == 1 })
 			lt.Stop()
 			var letter []byte // the letter's JSON
 			if sink == "file" {

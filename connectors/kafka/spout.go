@@ -332,10 +332,10 @@ func (s *Spout) Ack(msgID any) {
 	if !ok {
 		return
 	}
-	s.c.acked.Add(1)
 	s.mu.Lock()
 	s.doneLocked(rec)
 	s.mu.Unlock()
+	s.c.acked.Add(1) // after Progress counted it
 }
 
 // doneLocked marks rec finished (acked, or its dead letter stored): its
