@@ -96,3 +96,15 @@ func (t *offsetTracker) commitPoint() (off int64, ok bool) {
 // openCount is the number of tracked offsets not finished: in flight, or
 // waiting for a retry or for the dead-letter sink.
 func (t *offsetTracker) openCount() int { return t.open }
+
+// pass moves past off, a record not tracked because it finished before
+// (resume.go), as past a gap: the commit point never waits for it. It
+// reports false (and does nothing) if off is not above every offset
+// tracked so far.
+func (t *offsetTracker) pass(off int64) bool {
+	if t.next >= 0 && off < t.next {
+		return false
+	}
+	t.next = off + 1
+	return true
+}

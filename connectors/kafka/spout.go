@@ -90,6 +90,9 @@ type Spout struct {
 		parts   map[topicPartition]*partState
 		owned   map[topicPartition]bool // assigned to this member
 		letters []letter                // given up, waiting for the dead-letter sink
+		// resume holds what the commits fetched for the partitions just
+		// assigned say may be skipped, until their first fetch.
+		resume map[topicPartition]*resumeRange
 	}
 }
 
@@ -102,6 +105,9 @@ type counters struct {
 	// done counts the records finished under at-least-once: acked, or
 	// given up and dead-lettered, each once (Progress).
 	done atomic.Int64
+	// skipped counts the records not emitted because the last owner's
+	// commit said they had finished (resume.go).
+	skipped atomic.Int64
 }
 
 type topicPartition struct {
@@ -123,9 +129,16 @@ type partState struct {
 	queued   int           // fetched, not yet emitted
 	base     int64         // the first offset fetched in this assignment
 	// committed is the last offset committed to Kafka; -1 none.
-	committed int64
-	hwm       int64 // the high watermark the last fetch saw; -1 none
-	paused    bool
+	// committedMeta is that commit's metadata: the open offsets past it
+	// (resume.go).
+	committed     int64
+	committedMeta string
+	// resume is what the last owner's commit says of the records from
+	// the committed offset on: those that finished are skipped. nil once
+	// passed, or when there was none.
+	resume *resumeRange
+	hwm    int64 // the high watermark the last fetch saw; -1 none
+	paused bool
 }
 
 // record is one fetched record and what the spout knows of it; a pointer
@@ -161,6 +174,7 @@ func NewSpout(cfg Config) (*Spout, error) {
 	s := &Spout{cfg: cfg, tracker: retry.NewTracker[*record](policy, rand.Uint64())}
 	s.mu.parts = make(map[topicPartition]*partState)
 	s.mu.owned = make(map[topicPartition]bool)
+	s.mu.resume = make(map[topicPartition]*resumeRange)
 	return s, nil
 }
 
@@ -190,6 +204,7 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
+		kgo.OnOffsetsFetched(s.onFetched),
 		kgo.FetchMaxWait(s.cfg.FetchMaxWait),
 	}
 	if s.cfg.SessionTimeout > 0 {
@@ -295,11 +310,27 @@ func (s *Spout) peekLocked() *record {
 			}
 		}
 		r := &s.ready[s.readyAt]
-		if !r.ps.revoked {
+		ps := r.ps
+		if ps.revoked {
+			s.readyAt++
+			s.c.dropped.Add(1)
+			continue
+		}
+		if ps.resume == nil {
 			return r
 		}
+		if r.r.Offset >= ps.resume.to {
+			ps.resume = nil
+			return r
+		}
+		if !ps.resume.skip(r.r.Offset) || !ps.offs.pass(r.r.Offset) {
+			return r
+		}
+		// Finished before the last owner's commit: not read again.
 		s.readyAt++
-		s.c.dropped.Add(1)
+		ps.queued--
+		s.c.skipped.Add(1)
+		s.maybeResumeLocked(ps)
 	}
 }
 
@@ -551,6 +582,11 @@ func (s *Spout) partLocked(tp topicPartition, first int64) *partState {
 	if ps == nil {
 		ps = &partState{tp: tp, topicV: tp.topic, partV: tp.partition, offs: newOffsetTracker(),
 			emitNext: -1, base: first, committed: -1, hwm: -1}
+		if r := s.mu.resume[tp]; r != nil && s.cfg.ProcessingGuarantee == AtLeastOnce {
+			ps.resume = r
+			ps.committed, ps.committedMeta = r.from, "" // commit the range again, as it shrinks
+			delete(s.mu.resume, tp)
+		}
 		s.mu.parts[tp] = ps
 	}
 	return ps
@@ -618,7 +654,7 @@ func (s *Spout) commitBatch(batch []record) ([]record, error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, commitTimeout)
 	defer cancel()
-	return kept, s.commitOffsets(ctx, offsets, states)
+	return kept, s.commitOffsets(ctx, offsets, states, nil)
 }
 
 // pause waits d, or until Close; it reports false at Close.
@@ -657,10 +693,10 @@ func (s *Spout) commit(ctx context.Context) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	offsets, states := s.toCommitLocked(func(*partState) bool { return true })
+	offsets, states, metas := s.toCommitLocked(func(*partState) bool { return true })
 	s.mu.Unlock()
 	if len(states) > 0 {
-		_ = s.commitOffsets(ctx, offsets, states) // counted and logged
+		_ = s.commitOffsets(ctx, offsets, states, metas) // counted and logged
 	}
 }
 
@@ -672,22 +708,36 @@ func (s *Spout) commitPointLocked(ps *partState) (int64, bool) {
 	return ps.emitNext, ps.emitNext >= 0
 }
 
-func (s *Spout) toCommitLocked(include func(*partState) bool) (map[string]map[int32]kgo.EpochOffset, map[topicPartition]*partState) {
+// toCommitLocked returns the commits of the partitions include picks
+// whose commit point moved, or, under at-least-once, whose open offsets
+// past it changed since the last commit (resume.go): the offsets, the
+// partitions' states, and each commit's metadata.
+func (s *Spout) toCommitLocked(include func(*partState) bool) (map[string]map[int32]kgo.EpochOffset, map[topicPartition]*partState, map[topicPartition]string) {
 	offsets := make(map[string]map[int32]kgo.EpochOffset)
 	states := make(map[topicPartition]*partState)
+	metas := make(map[topicPartition]string)
 	if s.cfg.ProcessingGuarantee == AtMostOnce {
-		return offsets, states // committed before emitting
+		return offsets, states, metas // committed before emitting
 	}
 	for tp, ps := range s.mu.parts {
 		if !include(ps) {
 			continue
 		}
-		if off, ok := s.commitPointLocked(ps); ok && off > ps.committed {
+		off, ok := s.commitPointLocked(ps)
+		if !ok {
+			continue
+		}
+		meta := ""
+		if s.cfg.ProcessingGuarantee == AtLeastOnce {
+			meta = resumeMetadata(tp, &ps.offs)
+		}
+		if off > ps.committed || off == ps.committed && meta != ps.committedMeta {
 			addOffset(offsets, tp, off)
 			states[tp] = ps
+			metas[tp] = meta
 		}
 	}
-	return offsets, states
+	return offsets, states, metas
 }
 
 func addOffset(m map[string]map[int32]kgo.EpochOffset, tp topicPartition, off int64) {
@@ -703,9 +753,22 @@ func addOffset(m map[string]map[int32]kgo.EpochOffset, tp topicPartition, off in
 
 // commitOffsets commits synchronously and records, per partition, what
 // Kafka accepted. It returns the first error, counted and logged.
-func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, states map[topicPartition]*partState) error {
+func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, states map[topicPartition]*partState, metas map[topicPartition]string) error {
 	var err error
 	var resp *kmsg.OffsetCommitResponse
+	if len(metas) > 0 {
+		ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+			for i := range req.Topics {
+				t := &req.Topics[i]
+				for j := range t.Partitions {
+					if m := metas[topicPartition{t.Topic, t.Partitions[j].Partition}]; m != "" {
+						t.Partitions[j].Metadata = &m
+					}
+				}
+			}
+			return nil
+		})
+	}
 	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, r *kmsg.OffsetCommitResponse, e error) {
 		err, resp = e, r
 	})
@@ -725,6 +788,9 @@ func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]
 				if ps != nil && off > ps.committed {
 					s.c.committed.Add(off - max(ps.committed, ps.base))
 					ps.committed = off
+				}
+				if ps != nil && off == ps.committed {
+					ps.committedMeta = metas[tp]
 				}
 			}
 		}
@@ -753,6 +819,24 @@ func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string
 	s.log.Info("partitions assigned", "partitions", fmt.Sprint(assigned))
 }
 
+// onFetched keeps what the commits fetched for the partitions assigned
+// say of the records past them (resume.go), for their first fetch.
+// franz-go calls it after onAssigned, before it fetches the partitions.
+func (s *Spout) onFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	if s.cfg.ProcessingGuarantee != AtLeastOnce {
+		return nil
+	}
+	rs := resumeRanges(resp)
+	s.mu.Lock()
+	for tp, r := range rs {
+		if s.mu.owned[tp] {
+			s.mu.resume[tp] = r
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // onRevoked commits the acked prefix of each revoked partition and
 // forgets its state: its queued records are dropped, its retries
 // forgotten, and acks that come later commit nothing. franz-go calls it
@@ -778,12 +862,13 @@ func (s *Spout) forget(ctx context.Context, parts map[string][]int32, commit boo
 	for t, ps := range parts {
 		for _, p := range ps {
 			delete(s.mu.owned, topicPartition{t, p})
+			delete(s.mu.resume, topicPartition{t, p})
 			if st := s.mu.parts[topicPartition{t, p}]; st != nil {
 				gone[st] = true
 			}
 		}
 	}
-	offsets, states := s.toCommitLocked(func(ps *partState) bool { return gone[ps] })
+	offsets, states, metas := s.toCommitLocked(func(ps *partState) bool { return gone[ps] })
 	for ps := range gone {
 		ps.revoked = true
 		delete(s.mu.parts, ps.tp)
@@ -804,7 +889,7 @@ func (s *Spout) forget(ctx context.Context, parts map[string][]int32, commit boo
 	s.mu.Unlock()
 	if commit && len(states) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
-		_ = s.commitOffsets(cctx, offsets, states) // counted and logged
+		_ = s.commitOffsets(cctx, offsets, states, metas) // counted and logged
 		cancel()
 	}
 	s.log.Info("partitions released", "partitions", fmt.Sprint(parts), "committed", commit)
@@ -852,6 +937,10 @@ type Stats struct {
 	FetchErrors int64
 	// Pauses counts the times a partition reached max.uncommitted.offsets.
 	Pauses int64
+	// Skipped counts the records not read again after a partition moved
+	// to this spout: the last owner's commit said they had finished
+	// (see the package documentation on duplicates).
+	Skipped int64
 	// Partitions is the number of partitions assigned to the spout now.
 	Partitions int
 	// Lag is the consumer lag of the partitions owned: per partition, the
@@ -880,6 +969,7 @@ func (s *Spout) Stats() Stats {
 		CommitFailures:     s.c.commitFailures.Load(),
 		FetchErrors:        s.c.fetchErrs.Load(),
 		Pauses:             s.c.paused.Load(),
+		Skipped:            s.c.skipped.Load(),
 		PartitionLag:       make(map[string]int64),
 	}
 	s.mu.Lock()
@@ -911,6 +1001,7 @@ func (st *Stats) add(o Stats) {
 	st.CommitFailures += o.CommitFailures
 	st.FetchErrors += o.FetchErrors
 	st.Pauses += o.Pauses
+	st.Skipped += o.Skipped
 	st.Lag += o.Lag
 	st.Partitions += o.Partitions
 	for k, v := range o.PartitionLag {
