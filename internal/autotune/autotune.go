@@ -6,9 +6,13 @@
 //
 // It is pure: no goroutines, no clock, no randomness. The caller (the
 // spout executor, on a tick of the runtime's clock) measures the progress
-// made since its last call, what can never be replayed again (trees acked
-// for a hold-and-ack queue, committed offsets for Kafka), and passes it to
-// Step, which returns the value to use until the next call. A Tuner is not
+// made since its last call (trees acked, or what the spout reports: the
+// records a Kafka spout finished, the acks a JetStream spout sent) and the
+// trees that timed out, and passes them to Observe (or the progress alone
+// to Step), which returns the value to use until the next call. Progress
+// must move with the work: a count that moves in steps of its own period
+// (offsets committed once a second) aliases with the interval, and the
+// rules below take the aliasing for falls in progress. A Tuner is not
 // safe for concurrent use: it belongs to the spout's goroutine.
 //
 // # The rules
