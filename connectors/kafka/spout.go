@@ -80,6 +80,11 @@ type Spout struct {
 	// letterC wakes the goroutine sending dead letters; capacity 1.
 	letterC chan struct{}
 
+	// noResume is set once the brokers refused a commit's metadata
+	// (offset.metadata.max.bytes below what resume.go writes): commits go
+	// without it from then on.
+	noResume atomic.Bool
+
 	// commitMu orders commits and revocations: a revocation waits for
 	// a commit in progress, and a commit never includes a partition
 	// revoked meanwhile, so a stale offset never reaches Kafka.
@@ -728,7 +733,7 @@ func (s *Spout) toCommitLocked(include func(*partState) bool) (map[string]map[in
 			continue
 		}
 		meta := ""
-		if s.cfg.ProcessingGuarantee == AtLeastOnce {
+		if s.cfg.ProcessingGuarantee == AtLeastOnce && !s.noResume.Load() {
 			meta = resumeMetadata(tp, &ps.offs)
 		}
 		if off > ps.committed || off == ps.committed && meta != ps.committedMeta {
@@ -781,6 +786,10 @@ func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]
 				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
 					if err == nil {
 						err = fmt.Errorf("partition %s/%d: %w", t.Topic, p.Partition, e)
+					}
+					if errors.Is(e, kerr.OffsetMetadataTooLarge) && metas[tp] != "" && !s.noResume.Swap(true) {
+						s.log.Warn("the brokers refuse the commit metadata that lets a partition's next owner skip the records finished; committing without it (set offset.metadata.max.bytes ≥ 4096 on the brokers)",
+							"bytes", len(metas[tp]))
 					}
 					continue
 				}
