@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,7 +24,7 @@ func TestCommitWithoutMetadataWhenRefused(t *testing.T) {
 		withMeta := false
 		for _, rt := range r.Topics {
 			for _, rp := range rt.Partitions {
-				withMeta = withMeta || rp.Metadata != nil && *rp.Metadata != ""
+				withMeta = withMeta || rp.Metadata != nil && strings.HasPrefix(*rp.Metadata, "gale1:")
 			}
 		}
 		if !withMeta {
