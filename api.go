@@ -229,11 +229,14 @@ func (tc *TopologyContext) ComponentTasks(component string) []int {
 func (tc *TopologyContext) ThisComponentTasks() []int { return tc.ComponentTasks(tc.componentID) }
 
 // ProgressReporter is implemented by a spout that knows its own progress:
-// how much it has done that can never be replayed again, such as the
-// offsets a Kafka spout has committed. The max-spout-pending auto-tuner
+// how many of its messages are done, counted as each is done and each
+// once (a Kafka spout's records finished, a JetStream spout's acks), where
+// that differs from its trees acked (a retried message's every tree is
+// acked or failed, but it is done once). The max-spout-pending auto-tuner
 // (topology.max.spout.pending.autotune) measures progress with it instead
-// of counting acks: for a source that replays from a committed offset, an
-// ack behind a gap is not progress yet.
+// of counting acks. It must move with the work, not in steps of its own:
+// a count that moves only at a periodic commit aliases with the tuner's
+// interval, which then takes its steps for falls in progress.
 type ProgressReporter interface {
 	// Progress returns the cumulative progress; it never decreases. It is
 	// called on the spout's own goroutine.

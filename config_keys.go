@@ -27,8 +27,8 @@ const (
 	// the key's value if set, else from 1000, and moving it every
 	// TopologyMaxSpoutPendingAutotuneIntervalSecs by the spout's progress
 	// over the interval: its trees acked, or what a spout that implements
-	// ProgressReporter reports (committed offsets for Kafka, where acks are
-	// not progress). Each change is logged and the value shows in the
+	// ProgressReporter reports (for Kafka the records finished, each once;
+	// for JetStream the acks sent). Each change is logged and the value shows in the
 	// spout's counters. It has no effect with acking off (bool, default
 	// false). May be set per component.
 	TopologyMaxSpoutPendingAutotune = "topology.max.spout.pending.autotune"

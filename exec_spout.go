@@ -106,6 +106,7 @@ type spoutExec struct {
 	tunePeriod    time.Duration
 	tuneAt        int64 // clock nanos when the current window started
 	tuneProgress  int64 // the progress counted then
+	tuneTimedOut  int64 // the trees timed out by then (failedBy[failedTimeout])
 	pubMaxPending atomic.Int64
 }
 

@@ -85,11 +85,12 @@ func (x *spoutExec) restartTuneWindow() {
 		return
 	}
 	x.tuneAt, x.tuneProgress = x.rt.clock.Now().UnixNano(), x.progress()
+	x.tuneTimedOut = x.failedBy[failedTimeout]
 }
 
 // autotune, on a tune tick, passes the progress made since the window
-// started, scaled to the tune interval, to the tuner and applies its
-// choice. A tick while the spout is inactive restarts the window without
+// started and the trees that timed out meanwhile, scaled to the tune
+// interval, to the tuner and applies its choice. A tick while the spout is inactive restarts the window without
 // a step; so does one less than half an interval into it (a system
 // ticker's tick that came late, then one on time), which keeps its
 // progress for the next.
@@ -103,13 +104,14 @@ func (x *spoutExec) autotune() {
 	if elapsed < x.tunePeriod/2 {
 		return
 	}
-	total := x.progress()
-	delta := total - x.tuneProgress
+	total, timedOut := x.progress(), x.failedBy[failedTimeout]
+	delta, late := total-x.tuneProgress, timedOut-x.tuneTimedOut
 	if elapsed != x.tunePeriod {
-		delta = int64(float64(delta) * float64(x.tunePeriod) / float64(elapsed))
+		scale := float64(x.tunePeriod) / float64(elapsed)
+		delta, late = int64(float64(delta)*scale), int64(float64(late)*scale)
 	}
-	x.tuneAt, x.tuneProgress = now, total
-	d := x.tuner.Step(delta)
+	x.tuneAt, x.tuneProgress, x.tuneTimedOut = now, total, timedOut
+	d := x.tuner.Observe(autotune.Interval{Progress: delta, TimedOut: late})
 	if !d.Changed() {
 		x.rt.log.Debug("max spout pending kept", "component", x.comp.id, "value", d.New,
 			"action", d.Action.String(), "progress", d.Progress, "baseline", d.Baseline)

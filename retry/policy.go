@@ -11,7 +11,16 @@
 // leaving room for new messages. A spout gives a message up by sending
 // its DeadLetter to a DeadLetterSink first and only then acking or
 // committing it at the source, so a crash between the two leaves a
-// duplicate dead letter, never a lost message.
+// duplicate dead letter, never a lost message. A sink that can store many
+// letters at once implements BatchSink (FileSink does: one fsync a
+// batch); SendAll uses it when it can.
+//
+// A DeadLetter keeps the message's key, value and Headers as bytes: the
+// headers as a list of Header (key, value), in order, a key as often as
+// the message has it and a null value (nil) apart from an empty one, as
+// Kafka and NATS carry them. The JSONL file FileSink writes has them as
+// {"key": ..., "value": base64 or null}; ReadFile also reads files
+// written before, whose headers were an object of strings.
 //
 // The connectors (connectors/kafka, connectors/jetstream) use it; so can
 // any spout.

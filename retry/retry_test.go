@@ -290,3 +290,77 @@ func TestFileSink(t *testing.T) {
 		t.Fatalf("read back %+v", got)
 	}
 }
+
+// exactHeaders are headers a map[string]string cannot keep: a repeated
+// key (its values in order), a binary value, a null value and an empty
+// one.
+var exactHeaders = Headers{
+	{Key: "trace", Value: []byte("a")},
+	{Key: "bin", Value: []byte{0xff, 0x00, 0xfe, '\n'}},
+	{Key: "trace", Value: []byte("b")},
+	{Key: "null", Value: nil},
+	{Key: "empty", Value: []byte{}},
+}
+
+// sameHeaders reports whether got is want exactly: keys, order, bytes,
+// and a null value told from an empty one.
+func sameHeaders(got, want Headers) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].Key != want[i].Key || (got[i].Value == nil) != (want[i].Value == nil) ||
+			string(got[i].Value) != string(want[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFileSinkKeepsHeadersExactly: a letter's headers come back from the
+// file as they went in, and a batch of letters is written whole.
+func TestFileSinkKeepsHeadersExactly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dead.jsonl")
+	s, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var batch []DeadLetter
+	for i := range 3 {
+		batch = append(batch, DeadLetter{Source: fmt.Sprintf("kafka:t/0@%d", i), Value: []byte{byte(i)}, Headers: exactHeaders, GaveUp: t0})
+	}
+	if err := SendAll(context.Background(), s, batch); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("ReadFile: %d letters, %v; want 3", len(got), err)
+	}
+	for i, l := range got {
+		if l.Source != batch[i].Source || !sameHeaders(l.Headers, exactHeaders) {
+			t.Errorf("letter %d: %s with headers %q, want %s with %q", i, l.Source, l.Headers, batch[i].Source, exactHeaders)
+		}
+	}
+	if v := got[0].Headers.Values("trace"); len(v) != 2 || string(v[0]) != "a" || string(v[1]) != "b" {
+		t.Errorf(`Values("trace") = %q, want ["a" "b"]`, v)
+	}
+}
+
+// TestReadFileOldHeaders: a file written before headers were a list (an
+// object of strings) is still read, its headers sorted by key.
+func TestReadFileOldHeaders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.jsonl")
+	line := `{"source":"kafka:t/0@1","value":"eA==","headers":{"z":"2","a":"1"},"attempts":1,"class":"permanent","last_error":"x","gave_up":"2026-12-01T12:00:00Z"}` + "\n"
+	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("ReadFile: %+v, %v", got, err)
+	}
+	want := Headers{{Key: "a", Value: []byte("1")}, {Key: "z", Value: []byte("2")}}
+	if !sameHeaders(got[0].Headers, want) || string(got[0].Value) != "x" {
+		t.Errorf("read %q, value %q; want %q, value x", got[0].Headers, got[0].Value, want)
+	}
+}

@@ -38,8 +38,13 @@
 //     permanent failure is logged at error level, with the message, and
 //     terminated. Letters
 //     are sent in order by a goroutine the spout owns, so the spout never
-//     waits for the sink; a send that fails keeps the message (its
-//     ack.wait extended) and is tried again after the policy's backoff. A
+//     waits for the sink, in batches of every letter waiting
+//     (retry.BatchSink: one fsync, or one wait for the PubAcks of a
+//     batch published at once); a batch that fails keeps its messages
+//     (their ack.wait extended) and is sent again after the policy's
+//     backoff. A letter keeps the message's headers exactly
+//     (retry.Headers): every value of every key, in order, the keys
+//     sorted (a nats.Header is a map). A
 //     crash between the send and the termination leaves a duplicate dead
 //     letter, not a lost message (a letter to a subject carries the
 //     Nats-Msg-Id "deadletter:" + its source, so the stream's duplicate
@@ -60,8 +65,10 @@
 // it is twice the timeout); messages held for a quarter of it, waiting to
 // be emitted or in flight, have it extended. Progress (the
 // gale.ProgressReporter the max-spout-pending auto-tuner reads) is the
-// number of acks sent: for a hold-and-ack queue an ack is a message never
-// delivered again.
+// number of acks sent, counted as each is sent: for a hold-and-ack queue
+// an ack is a message never delivered again, and the count moves with
+// the acks themselves, with no period of its own to alias with the
+// tuner's interval (as the Kafka spout's committed offsets did).
 //
 // The spout's default stream has the fields FieldSubject (string),
 // FieldData ([]byte), FieldSequence (uint64, the stream sequence) and

@@ -16,11 +16,16 @@ type letter struct {
 	l retry.DeadLetter
 }
 
+// letterBatch is the most dead letters sent in one batch.
+const letterBatch = 256
+
 // letterBox sends dead letters on a goroutine the spout owns, so that
-// NextTuple, Ack and Fail never wait for the sink. For each letter, in
-// order: send it (and wait until it is stored), then terminate its
-// message. A send that fails extends the message's ack.wait and is tried
-// again after the policy's backoff (at most half of ack.wait), until it
+// NextTuple, Ack and Fail never wait for the sink. It takes every letter
+// waiting (up to letterBatch), in order, sends them in one batch
+// (retry.SendAll: one SendBatch if the sink is a retry.BatchSink) and
+// waits until they are stored, then terminates their messages. A batch
+// that fails extends its messages' ack.wait and is sent again, whole,
+// after the policy's backoff (at most half of ack.wait), until it
 // succeeds or the spout closes; the letters behind it wait. Its queue
 // holds at most max.ack.pending letters: every one is a message the
 // server counts unacked, so the spout never has more.
@@ -35,9 +40,9 @@ type letterBox struct {
 	in     chan *letter
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// left is the letter being sent when the box stopped; read after
+	// left is the batch being sent when the box stopped; read after
 	// stop.
-	left *letter
+	left []*letter
 }
 
 func startLetterBox(sink retry.DeadLetterSink, p retry.Policy, timeout, ackWait time.Duration, capacity int, c *spoutCounters, log *slog.Logger) *letterBox {
@@ -66,25 +71,41 @@ func (b *letterBox) add(lt *letter) {
 
 func (b *letterBox) run(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	batch := make([]*letter, 0, letterBatch)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case lt := <-b.in:
-			if !b.deliver(ctx, lt, rng) {
-				b.left = lt
-				return
+			batch = append(batch[:0], lt)
+		}
+	more:
+		for len(batch) < letterBatch {
+			select {
+			case lt := <-b.in:
+				batch = append(batch, lt)
+			default:
+				break more
 			}
 		}
+		if !b.deliver(ctx, batch, rng) {
+			b.left = append([]*letter(nil), batch...)
+			return
+		}
+		clear(batch)
 	}
 }
 
-// deliver sends lt until it is stored and terminates its message; false
-// if ctx ended first.
-func (b *letterBox) deliver(ctx context.Context, lt *letter, rng *rand.Rand) bool {
+// deliver sends batch until it is stored and terminates its messages;
+// false if ctx ended first.
+func (b *letterBox) deliver(ctx context.Context, batch []*letter, rng *rand.Rand) bool {
+	ls := make([]retry.DeadLetter, len(batch))
+	for i, lt := range batch {
+		ls[i] = lt.l
+	}
 	for tries := 1; ; tries++ {
 		sctx, cancel := context.WithTimeout(ctx, b.timeout)
-		err := b.sink.Send(sctx, lt.l)
+		err := retry.SendAll(sctx, b.sink, ls)
 		cancel()
 		if err == nil {
 			break
@@ -93,9 +114,11 @@ func (b *letterBox) deliver(ctx context.Context, lt *letter, rng *rand.Rand) boo
 			return false
 		}
 		b.c.deadLetterErrors.Add(1)
-		b.log.Error("jetstream dead letter not stored; the message stays unacked and the letter is sent again",
-			"source", lt.l.Source, "try", tries, "err", err)
-		_ = lt.h.msg.InProgress()
+		b.log.Error("jetstream dead letters not stored; their messages stay unacked and the letters are sent again",
+			"letters", len(ls), "first", ls[0].Source, "try", tries, "err", err)
+		for _, lt := range batch {
+			_ = lt.h.msg.InProgress()
+		}
 		t := time.NewTimer(min(b.policy.Backoff(tries, rng.Float64()), b.ackWait/2))
 		select {
 		case <-ctx.Done():
@@ -104,8 +127,10 @@ func (b *letterBox) deliver(ctx context.Context, lt *letter, rng *rand.Rand) boo
 		case <-t.C:
 		}
 	}
-	b.c.deadLettered.Add(1)
-	terminate(lt, b.c, b.log)
+	for _, lt := range batch {
+		b.c.deadLettered.Add(1)
+		terminate(lt, b.c, b.log)
+	}
 	return true
 }
 
@@ -123,11 +148,8 @@ func terminate(lt *letter, c *spoutCounters, log *slog.Logger) {
 func (b *letterBox) stop() []*letter {
 	b.cancel()
 	b.wg.Wait()
-	var out []*letter
-	if b.left != nil {
-		out = append(out, b.left)
-		b.left = nil
-	}
+	out := b.left
+	b.left = nil
 	for {
 		select {
 		case lt := <-b.in:

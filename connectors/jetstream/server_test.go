@@ -342,3 +342,14 @@ func runTopology(t testing.TB, name string, spout func() gale.Spout, bolt *recBo
 	t.Cleanup(lt.Stop)
 	return lt
 }
+
+// until polls cond every 5 ms until it holds, with no deadline: a test
+// that never gets there is ended by go test's -timeout, which names it,
+// and a busy machine only makes it slower.
+func until(cond func() bool) {
+	tk := time.NewTicker(5 * time.Millisecond) // polling interval, not a wait for a condition
+	defer tk.Stop()
+	for !cond() {
+		<-tk.C
+	}
+}

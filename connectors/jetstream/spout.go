@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -462,7 +464,7 @@ func (s *Spout) giveUp(h *held, attempts int, class gale.FailureClass, reason er
 	l := retry.DeadLetter{
 		Source:      source(h),
 		Value:       h.msg.Data(),
-		Headers:     flatHeaders(h.msg.Headers()),
+		Headers:     letterHeaders(h.msg.Headers()),
 		Topology:    s.tc.TopologyName(),
 		Component:   s.tc.ComponentID(),
 		Attempts:    attempts,
@@ -520,14 +522,17 @@ func source(h *held) string {
 	return fmt.Sprintf("jetstream:%s/%s#%d", h.meta.Stream, h.msg.Subject(), h.meta.Sequence.Stream)
 }
 
-func flatHeaders(h nats.Header) map[string]string {
+// letterHeaders are a message's headers for its dead letter: the keys
+// sorted (a nats.Header is a map), each key's values in their order, as
+// sent (NATS keeps the keys' case as published); nil for none.
+func letterHeaders(h nats.Header) retry.Headers {
 	if len(h) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(h))
-	for k, v := range h {
-		if len(v) > 0 {
-			out[k] = v[0]
+	var out retry.Headers
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			out = append(out, retry.Header{Key: k, Value: []byte(v)})
 		}
 	}
 	return out

@@ -89,7 +89,7 @@ func TestMaxUncommittedOffsetsPausesFetching(t *testing.T) {
 		})
 		(*release.Load())()
 	}
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	if m := most.Load(); m > limit+poll-1 || pauses < n/(limit+poll) {
 		t.Errorf("the bolt held up to %d records, %d pauses; want ≤ %d held, ≥ %d pauses", m, pauses, limit+poll-1, n/(limit+poll))
 	}
@@ -131,7 +131,7 @@ func TestDeadLetterFailureHoldsTheCommit(t *testing.T) {
 	if got := committed(t, c, "g", topic)[0]; got > 4 {
 		t.Errorf("committed %d while the dead letter of offset 4 was refused, want ≤ 4", got)
 	}
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Progress() == n })
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if recs := readAll(t, c, "dead", 1); len(recs) != 1 || string(recs[0].Key) != "k4" {
 		t.Errorf("dead-letter topic: %d records, key %q; want 1, k4", len(recs), recs[0].Key)

@@ -66,11 +66,16 @@ type Config struct {
 	// read from: earliest (default) or latest.
 	AutoOffsetReset string `json:"auto.offset.reset"`
 	// MaxUncommittedOffsets caps the records of one partition the spout
-	// holds past its commit point (in flight, waiting for a retry, acked
-	// behind one that is not, or fetched and not yet emitted): at the cap
-	// the partition's fetching pauses until acks move the commit point.
-	// Records fetched before the pause took effect are still emitted, so
-	// the cap may be passed by up to a poll's worth. Default 10000.
+	// holds open: emitted and not finished (in flight, waiting for a
+	// retry, or waiting for the dead-letter sink), or fetched and not yet
+	// emitted. At the cap the partition's fetching pauses until records
+	// finish. Records finished behind an open one (acked, but not yet
+	// committable) do not count: the spout keeps no memory for them, so
+	// a record waiting out its retry backoff never stops new records
+	// (a failure storm never starves new messages), and only the records
+	// that wait for retries themselves can fill the cap. Records fetched
+	// before the pause took effect are still emitted, so the cap may be
+	// passed by up to a poll's worth. Default 10000.
 	MaxUncommittedOffsets int `json:"max.uncommitted.offsets"`
 	// MaxPollRecords is the most records handed from the fetcher to the
 	// spout at once. Default 500.

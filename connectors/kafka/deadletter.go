@@ -15,8 +15,10 @@ import (
 // Kafka topic: the letter as JSON (retry.DeadLetter's encoding, key and
 // value in base64) in the record's value, the given-up record's key as
 // the record's key, so that a compacted or keyed topic keeps per-key
-// order. Send returns once the brokers acknowledged the record. Safe for
-// concurrent use.
+// order, and its headers (retry.Headers: every one, in order, a null
+// value kept null) both in the letter and as the record's headers. Send
+// returns once the brokers acknowledged the record; SendBatch
+// (retry.BatchSink) produces many at once. Safe for concurrent use.
 type DeadLetterTopic struct {
 	cl    *kgo.Client
 	topic string
@@ -49,14 +51,41 @@ func OpenDeadLetterTopic(cfg Config) (*DeadLetterTopic, error) {
 
 // Send produces l and waits for the brokers' acknowledgement.
 func (d *DeadLetterTopic) Send(ctx context.Context, l retry.DeadLetter) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return fmt.Errorf("kafka dead-letter topic: encode %s: %w", l.Source, err)
+	return d.SendBatch(ctx, []retry.DeadLetter{l})
+}
+
+// SendBatch produces every letter of ls at once and waits until the
+// brokers acknowledged them all (retry.BatchSink); the error is the first
+// one's.
+func (d *DeadLetterTopic) SendBatch(ctx context.Context, ls []retry.DeadLetter) error {
+	recs := make([]*kgo.Record, len(ls))
+	for i, l := range ls {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return fmt.Errorf("kafka dead-letter topic: encode %s: %w", l.Source, err)
+		}
+		recs[i] = &kgo.Record{Topic: d.topic, Key: l.Key, Value: b, Headers: recordHeaders(l.Headers)}
 	}
-	if err := d.cl.ProduceSync(ctx, &kgo.Record{Topic: d.topic, Key: l.Key, Value: b}).FirstErr(); err != nil {
-		return fmt.Errorf("kafka dead-letter topic %s: produce %s: %w", d.topic, l.Source, err)
+	for i, r := range d.cl.ProduceSync(ctx, recs...) {
+		if r.Err != nil {
+			return fmt.Errorf("kafka dead-letter topic %s: produce %s: %w", d.topic, ls[i].Source, r.Err)
+		}
 	}
 	return nil
+}
+
+// recordHeaders are the given-up record's headers, for its letter's
+// record too: a tool that replays the topic finds them where Kafka puts
+// them, as well as in the letter.
+func recordHeaders(hs retry.Headers) []kgo.RecordHeader {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kgo.RecordHeader, len(hs))
+	for i, h := range hs {
+		out[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+	}
+	return out
 }
 
 // Close closes the client if OpenDeadLetterTopic made it.
@@ -80,7 +109,7 @@ func (s logSink) Send(_ context.Context, l retry.DeadLetter) error {
 
 func (logSink) Close() error { return nil }
 
-var _ retry.DeadLetterSink = (*DeadLetterTopic)(nil)
+var _ retry.BatchSink = (*DeadLetterTopic)(nil)
 
 // kgoLogger routes franz-go's warnings and errors to slog.
 type kgoLogger struct{ log *slog.Logger }

@@ -35,12 +35,15 @@
 //     permanent (gale.Permanent) or the attempts are spent. A given-up
 //     record is sent to the dead-letter sink first (deadletter.file,
 //     deadletter.topic, or a sink of the program's own: Config.DeadLetters)
-//     and only then counted as acked, so a poison
-//     message never stalls its
-//     partition and a crash between the two leaves a duplicate letter,
-//     never a lost record. After a crash, the partitions' next owners
-//     read again from the committed offsets: records are processed at
-//     least once, some twice. With no dead-letter sink configured,
+//     and only then counted as acked, so a poison message never stalls
+//     its partition and a crash between the two leaves a duplicate
+//     letter, never a lost record. The letters waiting are sent together,
+//     in batches (retry.BatchSink: one fsync, one produce round trip, one
+//     wait for the acks a batch), and keep the record's headers exactly:
+//     every one, in order, a repeated key repeated, bytes as bytes, a
+//     null value null (retry.Headers). After a crash, the partitions'
+//     next owners read again from the committed offsets: records are
+//     processed at least once, some twice (see Duplicates, below). With no dead-letter sink configured,
 //     nothing is given up for running out of attempts (a record is
 //     retried until acked: a poison message then holds its partition's
 //     commit back), and a permanent failure is logged at error level,
@@ -56,16 +59,44 @@
 // records fetched from it and not yet emitted are dropped, its retries
 // forgotten, and acks that arrive later for it commit nothing; its new
 // owner reads again from the committed offset. max.uncommitted.offsets
-// caps the records of one partition held past its commit point: fetching
-// from the partition pauses at the cap and resumes as acks move the
-// commit point, so a stuck record bounds memory rather than grow it.
+// caps the records of one partition held open: emitted and not finished
+// (in flight, waiting for a retry or for the dead-letter sink) or fetched
+// and not yet emitted. Fetching from the partition pauses at the cap and
+// resumes as records finish, so a failure storm bounds memory rather than
+// grow it. Records finished behind an open one do not count (the spout
+// keeps nothing for them), so one record waiting out its backoff, or its
+// dead letter, never stops new records at the default cap.
+//
+// # Duplicates
+//
+// Each commit's metadata (Kafka's per-partition commit metadata, under
+// its default 4096 bytes) names the offsets still open past the committed
+// one, up to the newest emitted. A partition's next owner reads it with
+// the committed offset and skips the records of that range that had
+// finished (Stats().Skipped). So what a crash or a rebalance makes the
+// topology process again is bounded, per partition, by
+//
+//	the records open at the last commit (in flight: at most
+//	topology.max.spout.pending per spout task; or waiting for a retry)
+//	+ the records emitted since it (offset.commit.period's worth)
+//
+// and, past about 1,200 open records in a partition, the range beyond
+// the ones the metadata can hold. The trees in flight through a killed
+// worker fail at their message timeout and are emitted again: they are
+// the first term. `gale bench kafka --mode kill` measures the duplicates
+// of a worker killed mid-stream against this bound (docs/performance.md).
+// Another consumer of the group ignores the metadata and reads again
+// everything from the committed offset.
 //
 // A failed commit (the broker refused it, or it timed out) is logged and
 // counted in Stats().CommitFailures and retried at the next period; it
-// never stops the topology. Progress (gale.ProgressReporter) is the
-// number of offsets committed. Stats has the counters: emitted, acked,
-// failed, retries and dead-lettered, committed offsets, commit failures
-// and the consumer lag per partition.
+// never stops the topology. Progress (gale.ProgressReporter, what the
+// max-spout-pending auto-tuner reads) is, under at-least-once, the
+// records finished (acked, or dead-lettered), each once, as they finish:
+// not the committed offsets, which move only at each commit and so
+// alias with the tuner's interval. Stats has the counters: emitted,
+// acked, failed, retries and dead-lettered, committed offsets, commit
+// failures, skipped records and the consumer lag per partition.
 //
 // NextTuple never waits for the broker: goroutines the spout owns (from
 // Open to Close) fetch, handing records over a bounded queue, commit, and
@@ -92,7 +123,7 @@
 //	client.id                default gale
 //	processing.guarantee     at-least-once (default), at-most-once, no-guarantee
 //	auto.offset.reset        earliest (default) or latest, for a partition with no commit
-//	max.uncommitted.offsets  per partition, default 10000
+//	max.uncommitted.offsets  per partition, open records; default 10000
 //	max.poll.records         records handed over per poll, default 500
 //	offset.commit.period.ms  default 1000
 //	fetch.max.wait.ms        default 500

@@ -83,7 +83,7 @@ func Example() {
 	if err := <-done; err != nil {
 		panic(err)
 	}
-	fmt.Println("offsets committed:", spouts.Progress())
+	fmt.Println("offsets committed:", spouts.Stats().Committed)
 	// Output:
 	// hello from partition 0 at offset 0
 	// hola from partition 0 at offset 1

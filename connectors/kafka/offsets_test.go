@@ -12,29 +12,29 @@ func TestOffsetTrackerCommitPoint(t *testing.T) {
 		track []int64
 		ack   []int64
 		want  int64 // commit point; -1: none yet
-		unc   int   // uncommitted
+		open  int   // not acked
 	}
 	cases := []struct {
 		name  string
 		steps []step
 	}{
 		{"nothing tracked has no commit point", []step{{want: -1}}},
-		{"tracked, none acked: the first offset", []step{{track: []int64{5, 6, 7}, want: 5, unc: 3}}},
+		{"tracked, none acked: the first offset", []step{{track: []int64{5, 6, 7}, want: 5, open: 3}}},
 		{"in-order acks move the point", []step{
-			{track: []int64{5, 6, 7}, ack: []int64{5}, want: 6, unc: 2},
-			{ack: []int64{6, 7}, want: 8, unc: 0},
+			{track: []int64{5, 6, 7}, ack: []int64{5}, want: 6, open: 2},
+			{ack: []int64{6, 7}, want: 8, open: 0},
 		}},
 		{"an ack behind a held-back one holds the point", []step{
-			{track: []int64{0, 1, 2, 3}, ack: []int64{1, 2, 3}, want: 0, unc: 4},
-			{ack: []int64{0}, want: 4, unc: 0},
+			{track: []int64{0, 1, 2, 3}, ack: []int64{1, 2, 3}, want: 0, open: 1},
+			{ack: []int64{0}, want: 4, open: 0},
 		}},
 		{"gaps in offsets are not waited for", []step{
-			{track: []int64{10, 13, 20}, ack: []int64{10, 13}, want: 20, unc: 1},
+			{track: []int64{10, 13, 20}, ack: []int64{10, 13}, want: 20, open: 1},
 			{ack: []int64{20}, want: 21},
 		}},
 		{"tracking after a drained prefix", []step{
 			{track: []int64{0, 1}, ack: []int64{0, 1}, want: 2},
-			{track: []int64{2, 3}, ack: []int64{3}, want: 2, unc: 2},
+			{track: []int64{2, 3}, ack: []int64{3}, want: 2, open: 1},
 		}},
 	}
 	for _, tc := range cases {
@@ -55,8 +55,8 @@ func TestOffsetTrackerCommitPoint(t *testing.T) {
 				if !ok {
 					got = -1
 				}
-				if got != s.want || tr.uncommitted() != s.unc {
-					t.Errorf("step %d: commit point %d, uncommitted %d; want %d, %d", i, got, tr.uncommitted(), s.want, s.unc)
+				if got != s.want || tr.openCount() != s.open {
+					t.Errorf("step %d: commit point %d, open %d; want %d, %d", i, got, tr.openCount(), s.want, s.open)
 				}
 			}
 		})
@@ -83,8 +83,8 @@ func TestOffsetTrackerRefuses(t *testing.T) {
 
 // TestOffsetTrackerRandom acks a random order of offsets with random gaps
 // and checks, after every ack, that the commit point is the offset after
-// the longest acked prefix and that memory stays proportional to what is
-// tracked past it.
+// the longest acked prefix and that memory stays proportional to the
+// offsets not acked, not to the span past the commit point.
 func TestOffsetTrackerRandom(t *testing.T) {
 	seed := testseed.Seed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0))
@@ -111,18 +111,18 @@ func TestOffsetTrackerRandom(t *testing.T) {
 			}
 			acked[a] = true
 			want := offs[len(offs)-1] + 1 // all acked: after the last tracked
-			unc := 0
-			for k, x := range offs {
+			for _, x := range offs {
 				if !acked[x] {
-					want, unc = x, len(offs)-k
+					want = x
 					break
 				}
 			}
-			if got, _ := tr.commitPoint(); got != want || tr.uncommitted() != unc {
-				t.Fatalf("round %d: commit point %d, uncommitted %d; want %d, %d", round, got, tr.uncommitted(), want, unc)
+			open := len(pending)
+			if got, _ := tr.commitPoint(); got != want || tr.openCount() != open {
+				t.Fatalf("round %d: commit point %d, open %d; want %d, %d", round, got, tr.openCount(), want, open)
 			}
-			if len(tr.offs) > 2*unc+256 {
-				t.Fatalf("round %d: %d offsets kept for %d uncommitted", round, len(tr.offs), unc)
+			if len(tr.offs)-tr.head > 2*open+256 {
+				t.Fatalf("round %d: %d offsets kept for %d open", round, len(tr.offs)-tr.head, open)
 			}
 		}
 	}

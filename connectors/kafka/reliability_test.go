@@ -138,7 +138,7 @@ func TestKillWithoutDrainLosesNothing(t *testing.T) {
 		t.Errorf("lost in the crash: %d records, first %v", len(missing), missing[:min(len(missing), 10)])
 	}
 	t.Logf("%d records, %d processed before the kill: %d duplicates (%.1f%%); committed %d before, %d after",
-		n, before, dups, 100*float64(dups)/n, sp1.Progress(), sp2.Progress())
+		n, before, dups, 100*float64(dups)/n, sp1.Stats().Committed, sp2.Stats().Committed)
 }
 
 // TestCommitFailureIsRetried: the broker refuses the first three offset

@@ -46,6 +46,8 @@ const (
 	handoffBatches = 4
 	// fetchErrorPause is the pause after a poll that returned only errors.
 	fetchErrorPause = 100 * time.Millisecond
+	// letterBatch is the most dead letters sent in one batch.
+	letterBatch = 256
 )
 
 // Spout is a gale.Spout reading a consumer group's share of Kafka topics
@@ -78,6 +80,11 @@ type Spout struct {
 	// letterC wakes the goroutine sending dead letters; capacity 1.
 	letterC chan struct{}
 
+	// noResume is set once the brokers refused a commit's metadata
+	// (offset.metadata.max.bytes below what resume.go writes): commits go
+	// without it from then on.
+	noResume atomic.Bool
+
 	// commitMu orders commits and revocations: a revocation waits for
 	// a commit in progress, and a commit never includes a partition
 	// revoked meanwhile, so a stale offset never reaches Kafka.
@@ -88,6 +95,9 @@ type Spout struct {
 		parts   map[topicPartition]*partState
 		owned   map[topicPartition]bool // assigned to this member
 		letters []letter                // given up, waiting for the dead-letter sink
+		// resume holds what the commits fetched for the partitions just
+		// assigned say may be skipped, until their first fetch.
+		resume map[topicPartition]*resumeRange
 	}
 }
 
@@ -97,6 +107,12 @@ type counters struct {
 	dropped                               atomic.Int64
 	committed, commits, commitFailures    atomic.Int64
 	deadLetterFailures, fetchErrs, paused atomic.Int64
+	// done counts the records finished under at-least-once: acked, or
+	// given up and dead-lettered, each once (Progress).
+	done atomic.Int64
+	// skipped counts the records not emitted because the last owner's
+	// commit said they had finished (resume.go).
+	skipped atomic.Int64
 }
 
 type topicPartition struct {
@@ -118,9 +134,16 @@ type partState struct {
 	queued   int           // fetched, not yet emitted
 	base     int64         // the first offset fetched in this assignment
 	// committed is the last offset committed to Kafka; -1 none.
-	committed int64
-	hwm       int64 // the high watermark the last fetch saw; -1 none
-	paused    bool
+	// committedMeta is that commit's metadata: the open offsets past it
+	// (resume.go).
+	committed     int64
+	committedMeta string
+	// resume is what the last owner's commit says of the records from
+	// the committed offset on: those that finished are skipped. nil once
+	// passed, or when there was none.
+	resume *resumeRange
+	hwm    int64 // the high watermark the last fetch saw; -1 none
+	paused bool
 }
 
 // record is one fetched record and what the spout knows of it; a pointer
@@ -156,6 +179,7 @@ func NewSpout(cfg Config) (*Spout, error) {
 	s := &Spout{cfg: cfg, tracker: retry.NewTracker[*record](policy, rand.Uint64())}
 	s.mu.parts = make(map[topicPartition]*partState)
 	s.mu.owned = make(map[topicPartition]bool)
+	s.mu.resume = make(map[topicPartition]*resumeRange)
 	return s, nil
 }
 
@@ -185,6 +209,7 @@ func (s *Spout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
+		kgo.OnOffsetsFetched(s.onFetched),
 		kgo.FetchMaxWait(s.cfg.FetchMaxWait),
 	}
 	if s.cfg.SessionTimeout > 0 {
@@ -290,11 +315,27 @@ func (s *Spout) peekLocked() *record {
 			}
 		}
 		r := &s.ready[s.readyAt]
-		if !r.ps.revoked {
+		ps := r.ps
+		if ps.revoked {
+			s.readyAt++
+			s.c.dropped.Add(1)
+			continue
+		}
+		if ps.resume == nil {
 			return r
 		}
+		if r.r.Offset >= ps.resume.to {
+			ps.resume = nil
+			return r
+		}
+		if !ps.resume.skip(r.r.Offset) || !ps.offs.pass(r.r.Offset) {
+			return r
+		}
+		// Finished before the last owner's commit: not read again.
 		s.readyAt++
-		s.c.dropped.Add(1)
+		ps.queued--
+		s.c.skipped.Add(1)
+		s.maybeResumeLocked(ps)
 	}
 }
 
@@ -327,13 +368,24 @@ func (s *Spout) Ack(msgID any) {
 	if !ok {
 		return
 	}
-	s.c.acked.Add(1)
 	s.mu.Lock()
-	if !rec.ps.revoked {
-		rec.ps.offs.ack(rec.r.Offset)
-		s.maybeResumeLocked(rec.ps)
-	}
+	s.doneLocked(rec)
 	s.mu.Unlock()
+	s.c.acked.Add(1) // after Progress counted it
+}
+
+// doneLocked marks rec finished (acked, or its dead letter stored): its
+// offset may be committed once every one before it is, and it counts as
+// progress. A record of a partition revoked since counts for nothing:
+// its partition's new owner reads it again.
+func (s *Spout) doneLocked(rec *record) {
+	if rec.ps.revoked {
+		return
+	}
+	if rec.ps.offs.ack(rec.r.Offset) {
+		s.c.done.Add(1)
+	}
+	s.maybeResumeLocked(rec.ps)
 }
 
 // Fail hands the record to the retry policy: it is retried after a
@@ -366,12 +418,7 @@ func (s *Spout) Fail(msgID any, reason error) {
 		l := out.Letter
 		l.Source = source(rec.r)
 		l.Key, l.Value = rec.r.Key, rec.r.Value
-		if len(rec.r.Headers) > 0 {
-			l.Headers = make(map[string]string, len(rec.r.Headers))
-			for _, h := range rec.r.Headers {
-				l.Headers[h.Key] = string(h.Value)
-			}
-		}
+		l.Headers = letterHeaders(rec.r.Headers)
 		l.Topology, l.Component = s.tc.TopologyName(), s.tc.ComponentID()
 		l.FirstFailed = rec.firstFailed
 		s.mu.letters = append(s.mu.letters, letter{rec: rec, l: l})
@@ -386,12 +433,16 @@ func (s *Spout) Fail(msgID any, reason error) {
 }
 
 // sendLetters sends the given-up records to the dead-letter sink, in
-// order, and acks each once its letter is stored, until Close. A failed
-// send is logged, counted and tried again deadLetterRetry later; its
-// record stays uncommitted meanwhile. Letters not sent by Close leave
-// their records uncommitted, to be read again.
+// order, in batches of every letter waiting (at most letterBatch:
+// retry.SendAll, one SendBatch if the sink is a retry.BatchSink), and
+// marks each record finished once its letter is stored, until Close. A
+// failed batch is logged, counted and sent again, whole, deadLetterRetry
+// later; its records stay uncommitted meanwhile. Letters not sent by
+// Close leave their records uncommitted, to be read again.
 func (s *Spout) sendLetters() {
 	defer s.wg.Done()
+	var batch []letter
+	var ls []retry.DeadLetter
 	for {
 		select {
 		case <-s.letterC:
@@ -400,36 +451,45 @@ func (s *Spout) sendLetters() {
 		}
 		for {
 			s.mu.Lock()
-			if len(s.mu.letters) == 0 {
-				s.mu.Unlock()
+			batch = append(batch[:0], s.mu.letters[:min(len(s.mu.letters), letterBatch)]...)
+			s.mu.Unlock()
+			if len(batch) == 0 {
 				break
 			}
-			lt := s.mu.letters[0]
-			s.mu.Unlock()
+			ls = ls[:0]
+			for _, lt := range batch {
+				ls = append(ls, lt.l)
+			}
 			ctx, cancel := context.WithTimeout(s.ctx, deadLetterTimeout)
-			err := s.dl.Send(ctx, lt.l)
+			err := retry.SendAll(ctx, s.dl, ls)
 			cancel()
 			if err != nil {
 				if s.ctx.Err() != nil {
 					return
 				}
 				s.c.deadLetterFailures.Add(1)
-				s.log.Error("dead-letter send failed; the record stays uncommitted and is sent again", "source", lt.l.Source, "err", err)
+				s.log.Error("dead-letter send failed; the records stay uncommitted and are sent again",
+					"letters", len(ls), "first", ls[0].Source, "err", err)
 				if !s.pause(deadLetterRetry) {
 					return
 				}
 				continue
 			}
 			s.mu.Lock()
-			if len(s.mu.letters) > 0 && s.mu.letters[0].rec == lt.rec {
-				s.mu.letters[0] = letter{}
-				s.mu.letters = s.mu.letters[1:]
+			// The batch's letters still queued are the queue's head, in
+			// order: a revocation meanwhile only took some out.
+			i := 0
+			for _, lt := range batch {
+				if i < len(s.mu.letters) && s.mu.letters[i].rec == lt.rec {
+					i++
+				}
+				s.doneLocked(lt.rec)
 			}
-			if !lt.rec.ps.revoked {
-				lt.rec.ps.offs.ack(lt.rec.r.Offset)
-				s.maybeResumeLocked(lt.rec.ps)
-			}
+			clear(s.mu.letters[:i])
+			s.mu.letters = s.mu.letters[i:]
 			s.mu.Unlock()
+			clear(batch)
+			clear(ls)
 		}
 	}
 }
@@ -527,14 +587,20 @@ func (s *Spout) partLocked(tp topicPartition, first int64) *partState {
 	if ps == nil {
 		ps = &partState{tp: tp, topicV: tp.topic, partV: tp.partition, offs: newOffsetTracker(),
 			emitNext: -1, base: first, committed: -1, hwm: -1}
+		if r := s.mu.resume[tp]; r != nil && s.cfg.ProcessingGuarantee == AtLeastOnce {
+			ps.resume = r
+			ps.committed, ps.committedMeta = r.from, "" // commit the range again, as it shrinks
+			delete(s.mu.resume, tp)
+		}
 		s.mu.parts[tp] = ps
 	}
 	return ps
 }
 
-// maybePauseLocked pauses fetching ps at max.uncommitted.offsets.
+// maybePauseLocked pauses fetching ps at max.uncommitted.offsets: its
+// records open (emitted and not finished) and fetched, not emitted.
 func (s *Spout) maybePauseLocked(ps *partState) {
-	if ps.paused || ps.offs.uncommitted()+ps.queued < s.cfg.MaxUncommittedOffsets {
+	if ps.paused || ps.offs.openCount()+ps.queued < s.cfg.MaxUncommittedOffsets {
 		return
 	}
 	ps.paused = true
@@ -542,9 +608,10 @@ func (s *Spout) maybePauseLocked(ps *partState) {
 	s.cl.PauseFetchPartitions(map[string][]int32{ps.tp.topic: {ps.tp.partition}})
 }
 
-// maybeResumeLocked resumes fetching ps once it is below the cap.
+// maybeResumeLocked resumes fetching ps once it is below the cap, as
+// records finish or are emitted.
 func (s *Spout) maybeResumeLocked(ps *partState) {
-	if !ps.paused || ps.offs.uncommitted()+ps.queued >= s.cfg.MaxUncommittedOffsets {
+	if !ps.paused || ps.offs.openCount()+ps.queued >= s.cfg.MaxUncommittedOffsets {
 		return
 	}
 	ps.paused = false
@@ -592,7 +659,7 @@ func (s *Spout) commitBatch(batch []record) ([]record, error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, commitTimeout)
 	defer cancel()
-	return kept, s.commitOffsets(ctx, offsets, states)
+	return kept, s.commitOffsets(ctx, offsets, states, nil)
 }
 
 // pause waits d, or until Close; it reports false at Close.
@@ -631,10 +698,10 @@ func (s *Spout) commit(ctx context.Context) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	offsets, states := s.toCommitLocked(func(*partState) bool { return true })
+	offsets, states, metas := s.toCommitLocked(func(*partState) bool { return true })
 	s.mu.Unlock()
 	if len(states) > 0 {
-		_ = s.commitOffsets(ctx, offsets, states) // counted and logged
+		_ = s.commitOffsets(ctx, offsets, states, metas) // counted and logged
 	}
 }
 
@@ -646,22 +713,36 @@ func (s *Spout) commitPointLocked(ps *partState) (int64, bool) {
 	return ps.emitNext, ps.emitNext >= 0
 }
 
-func (s *Spout) toCommitLocked(include func(*partState) bool) (map[string]map[int32]kgo.EpochOffset, map[topicPartition]*partState) {
+// toCommitLocked returns the commits of the partitions include picks
+// whose commit point moved, or, under at-least-once, whose open offsets
+// past it changed since the last commit (resume.go): the offsets, the
+// partitions' states, and each commit's metadata.
+func (s *Spout) toCommitLocked(include func(*partState) bool) (map[string]map[int32]kgo.EpochOffset, map[topicPartition]*partState, map[topicPartition]string) {
 	offsets := make(map[string]map[int32]kgo.EpochOffset)
 	states := make(map[topicPartition]*partState)
+	metas := make(map[topicPartition]string)
 	if s.cfg.ProcessingGuarantee == AtMostOnce {
-		return offsets, states // committed before emitting
+		return offsets, states, metas // committed before emitting
 	}
 	for tp, ps := range s.mu.parts {
 		if !include(ps) {
 			continue
 		}
-		if off, ok := s.commitPointLocked(ps); ok && off > ps.committed {
+		off, ok := s.commitPointLocked(ps)
+		if !ok {
+			continue
+		}
+		meta := ""
+		if s.cfg.ProcessingGuarantee == AtLeastOnce && !s.noResume.Load() {
+			meta = resumeMetadata(tp, &ps.offs)
+		}
+		if off > ps.committed || off == ps.committed && meta != ps.committedMeta {
 			addOffset(offsets, tp, off)
 			states[tp] = ps
+			metas[tp] = meta
 		}
 	}
-	return offsets, states
+	return offsets, states, metas
 }
 
 func addOffset(m map[string]map[int32]kgo.EpochOffset, tp topicPartition, off int64) {
@@ -677,9 +758,22 @@ func addOffset(m map[string]map[int32]kgo.EpochOffset, tp topicPartition, off in
 
 // commitOffsets commits synchronously and records, per partition, what
 // Kafka accepted. It returns the first error, counted and logged.
-func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, states map[topicPartition]*partState) error {
+func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, states map[topicPartition]*partState, metas map[topicPartition]string) error {
 	var err error
 	var resp *kmsg.OffsetCommitResponse
+	if len(metas) > 0 {
+		ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+			for i := range req.Topics {
+				t := &req.Topics[i]
+				for j := range t.Partitions {
+					if m := metas[topicPartition{t.Topic, t.Partitions[j].Partition}]; m != "" {
+						t.Partitions[j].Metadata = &m
+					}
+				}
+			}
+			return nil
+		})
+	}
 	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, r *kmsg.OffsetCommitResponse, e error) {
 		err, resp = e, r
 	})
@@ -693,12 +787,19 @@ func (s *Spout) commitOffsets(ctx context.Context, offsets map[string]map[int32]
 					if err == nil {
 						err = fmt.Errorf("partition %s/%d: %w", t.Topic, p.Partition, e)
 					}
+					if errors.Is(e, kerr.OffsetMetadataTooLarge) && metas[tp] != "" && !s.noResume.Swap(true) {
+						s.log.Warn("the brokers refuse the commit metadata that lets a partition's next owner skip the records finished; committing without it (set offset.metadata.max.bytes ≥ 4096 on the brokers)",
+							"bytes", len(metas[tp]))
+					}
 					continue
 				}
 				ps, off := states[tp], offsets[t.Topic][p.Partition].Offset
 				if ps != nil && off > ps.committed {
 					s.c.committed.Add(off - max(ps.committed, ps.base))
 					ps.committed = off
+				}
+				if ps != nil && off == ps.committed {
+					ps.committedMeta = metas[tp]
 				}
 			}
 		}
@@ -727,6 +828,24 @@ func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string
 	s.log.Info("partitions assigned", "partitions", fmt.Sprint(assigned))
 }
 
+// onFetched keeps what the commits fetched for the partitions assigned
+// say of the records past them (resume.go), for their first fetch.
+// franz-go calls it after onAssigned, before it fetches the partitions.
+func (s *Spout) onFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	if s.cfg.ProcessingGuarantee != AtLeastOnce {
+		return nil
+	}
+	rs := resumeRanges(resp)
+	s.mu.Lock()
+	for tp, r := range rs {
+		if s.mu.owned[tp] {
+			s.mu.resume[tp] = r
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // onRevoked commits the acked prefix of each revoked partition and
 // forgets its state: its queued records are dropped, its retries
 // forgotten, and acks that come later commit nothing. franz-go calls it
@@ -752,12 +871,13 @@ func (s *Spout) forget(ctx context.Context, parts map[string][]int32, commit boo
 	for t, ps := range parts {
 		for _, p := range ps {
 			delete(s.mu.owned, topicPartition{t, p})
+			delete(s.mu.resume, topicPartition{t, p})
 			if st := s.mu.parts[topicPartition{t, p}]; st != nil {
 				gone[st] = true
 			}
 		}
 	}
-	offsets, states := s.toCommitLocked(func(ps *partState) bool { return gone[ps] })
+	offsets, states, metas := s.toCommitLocked(func(ps *partState) bool { return gone[ps] })
 	for ps := range gone {
 		ps.revoked = true
 		delete(s.mu.parts, ps.tp)
@@ -778,15 +898,30 @@ func (s *Spout) forget(ctx context.Context, parts map[string][]int32, commit boo
 	s.mu.Unlock()
 	if commit && len(states) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
-		_ = s.commitOffsets(cctx, offsets, states) // counted and logged
+		_ = s.commitOffsets(cctx, offsets, states, metas) // counted and logged
 		cancel()
 	}
 	s.log.Info("partitions released", "partitions", fmt.Sprint(parts), "committed", commit)
 }
 
-// Progress is the number of offsets the spout has committed: records that
-// will never be read again by the group (gale.ProgressReporter).
-func (s *Spout) Progress() int64 { return s.c.committed.Load() }
+// Progress is what the max-spout-pending auto-tuner reads
+// (gale.ProgressReporter): under at-least-once, the records finished,
+// each counted once when its tree is acked or its dead letter stored;
+// under the other guarantees, which emit no trees, the offsets committed.
+//
+// It is not the committed offsets under at-least-once: those move only at
+// each commit (offset.commit.period), so a tuner interval holds one, two
+// or three commits' worth whatever max spout pending is, and the tuner
+// takes that aliasing for falls in progress and cuts the value to the
+// floor. A finished record is committed at the next commit once every
+// record before it is finished too; one that is finished and then read
+// again (the worker died before the commit) is counted again.
+func (s *Spout) Progress() int64 {
+	if s.cfg.ProcessingGuarantee == AtLeastOnce {
+		return s.c.done.Load()
+	}
+	return s.c.committed.Load()
+}
 
 // Stats is a snapshot of a spout's counters.
 type Stats struct {
@@ -811,6 +946,10 @@ type Stats struct {
 	FetchErrors int64
 	// Pauses counts the times a partition reached max.uncommitted.offsets.
 	Pauses int64
+	// Skipped counts the records not read again after a partition moved
+	// to this spout: the last owner's commit said they had finished
+	// (see the package documentation on duplicates).
+	Skipped int64
 	// Partitions is the number of partitions assigned to the spout now.
 	Partitions int
 	// Lag is the consumer lag of the partitions owned: per partition, the
@@ -839,6 +978,7 @@ func (s *Spout) Stats() Stats {
 		CommitFailures:     s.c.commitFailures.Load(),
 		FetchErrors:        s.c.fetchErrs.Load(),
 		Pauses:             s.c.paused.Load(),
+		Skipped:            s.c.skipped.Load(),
 		PartitionLag:       make(map[string]int64),
 	}
 	s.mu.Lock()
@@ -870,6 +1010,7 @@ func (st *Stats) add(o Stats) {
 	st.CommitFailures += o.CommitFailures
 	st.FetchErrors += o.FetchErrors
 	st.Pauses += o.Pauses
+	st.Skipped += o.Skipped
 	st.Lag += o.Lag
 	st.Partitions += o.Partitions
 	for k, v := range o.PartitionLag {
@@ -928,6 +1069,20 @@ func (g *Spouts) Progress() int64 {
 		n += s.Progress()
 	}
 	return n
+}
+
+// letterHeaders are a record's headers for its dead letter, one for one
+// in their order, a null value (nil) kept apart from an empty one; nil
+// for none.
+func letterHeaders(hs []kgo.RecordHeader) retry.Headers {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make(retry.Headers, len(hs))
+	for i, h := range hs {
+		out[i] = retry.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
 }
 
 // source names a record in a dead letter: "kafka:topic/partition@offset".

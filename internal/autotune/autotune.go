@@ -6,9 +6,13 @@
 //
 // It is pure: no goroutines, no clock, no randomness. The caller (the
 // spout executor, on a tick of the runtime's clock) measures the progress
-// made since its last call, what can never be replayed again (trees acked
-// for a hold-and-ack queue, committed offsets for Kafka), and passes it to
-// Step, which returns the value to use until the next call. A Tuner is not
+// made since its last call (trees acked, or what the spout reports: the
+// records a Kafka spout finished, the acks a JetStream spout sent) and the
+// trees that timed out, and passes them to Observe (or the progress alone
+// to Step), which returns the value to use until the next call. Progress
+// must move with the work: a count that moves in steps of its own period
+// (offsets committed once a second) aliases with the interval, and the
+// rules below take the aliasing for falls in progress. A Tuner is not
 // safe for concurrent use: it belongs to the spout's goroutine.
 //
 // # The rules
@@ -41,10 +45,17 @@
 //
 // (*) Except after a decrease that answered a fall in progress, when
 // progress falls again by more than that decrease's share of the value
-// (plus the tolerance): below the best value progress falls no faster
-// than the value, so a steeper fall says the topology is still sinking
+// (plus the tolerance) and trees timed out over the interval (more than
+// Tolerance of those that ended in it): the topology is still sinking
 // (trees already queued too deep keep timing out), and the tuner
-// decreases again instead of going back up into the flood.
+// decreases again instead of going back up into the flood. Without time
+// outs a steeper fall is no flood: below the best value progress falls
+// faster than the value wherever trees spend part of their time in
+// flight outside the work (on the wire, in the acker), so the best value
+// v·(work+transit)/work is where progress stops growing, and below it a
+// cut of a quarter costs more than a quarter. Taking that for a flood
+// cut the value again and again, to the floor, on a topology of a few
+// executors of a short bolt (issue 22's Kafka bench: 8 executors, 2 ms).
 //
 // After five no-changes in a row the tuner probes: with an increase, as
 // the seed says, unless an increase went back for want of a gain and no
@@ -199,11 +210,24 @@ func New(c Config) (*Tuner, error) {
 // Value is the max spout pending to use.
 func (t *Tuner) Value() int { return t.value }
 
-// Step takes the progress made over the interval since the last call (a
-// negative one counts as 0: a counter that started again) and returns the
-// decision; the new value is also Value's from then on.
-func (t *Tuner) Step(progress int64) Decision {
-	progress = max(progress, 0)
+// Interval is what the caller measured over the interval since its last
+// call.
+type Interval struct {
+	// Progress is the progress made (a negative one counts as 0: a
+	// counter that started again).
+	Progress int64
+	// TimedOut is the trees that timed out (topology.message.timeout.secs)
+	// over the interval: the mark of a flood.
+	TimedOut int64
+}
+
+// Step is Observe of an interval with progress and no tree timed out.
+func (t *Tuner) Step(progress int64) Decision { return t.Observe(Interval{Progress: progress}) }
+
+// Observe takes what the interval since the last call measured and
+// returns the decision; the new value is also Value's from then on.
+func (t *Tuner) Observe(iv Interval) Decision {
+	progress := max(iv.Progress, 0)
 	d := Decision{Old: t.value, Progress: progress, Baseline: t.baseline, HasBaseline: t.steps > 0}
 	t.steps++
 	if !d.HasBaseline {
@@ -226,8 +250,8 @@ func (t *Tuner) Step(progress int64) Decision {
 		switch {
 		case cmp >= 0:
 			a = Decrease
-		case t.cut > 0 && t.drop(progress) > t.cut+t.tol:
-			a = Decrease // still falling, by more than the cut explains
+		case t.cut > 0 && t.drop(progress) > t.cut+t.tol && t.flooding(progress, iv.TimedOut):
+			a = Decrease // still falling, by more than the cut explains, and timing out
 		default:
 			a = Back
 			if t.probing {
@@ -310,6 +334,12 @@ func (t *Tuner) compare(progress, base int64) int {
 		return 1
 	}
 	return -1
+}
+
+// flooding reports whether more than Tolerance of the trees that ended
+// over an interval timed out.
+func (t *Tuner) flooding(progress, timedOut int64) bool {
+	return timedOut > 0 && float64(timedOut) > t.tol*float64(progress+timedOut)
 }
 
 // drop is the relative fall in progress from the baseline, 0 if none.

@@ -54,8 +54,8 @@ func TestStep(t *testing.T) {
 			// Compared with the progress at 56, not the 500 at 42.
 			{820, NoChange, 56},
 		}},
-		{"a decrease answering a fall, then a steeper fall, decreases again", Config{Start: 1000}, []step{
-			{1000, Increase, 1250}, {500, Decrease, 625}, {0, Decrease, 1},
+		{"a decrease answering a fall, then a steeper fall without time-outs, goes back", Config{Start: 1000}, []step{
+			{1000, Increase, 1250}, {500, Decrease, 625}, {0, Back, 1250},
 		}},
 		{"a decrease answering a fall, then a fall no steeper than the cut, goes back", Config{Start: 100}, []step{
 			{1000, Increase, 125}, {1000, Back, 100}, {900, Decrease, 75}, {700, Back, 100},
@@ -113,6 +113,32 @@ func TestStep(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStillSinking: after a decrease that answered a fall, a steeper fall
+// with trees timing out is a flood, which the tuner answers with another
+// decrease; the same fall with a few time-outs (no more than Tolerance of
+// the trees that ended) is not.
+func TestStillSinking(t *testing.T) {
+	for _, c := range []struct {
+		timedOut int64
+		action   Action
+		value    int
+	}{
+		{timedOut: 900, action: Decrease, value: 125},
+		{timedOut: 5, action: Back, value: 1250},
+	} {
+		tu, err := New(Config{Start: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tu.Step(1000)                              // increase to 1250
+		tu.Observe(Interval{500, 500})             // a fall: decrease to 625
+		d := tu.Observe(Interval{100, c.timedOut}) // 80% less, the cut was 50%
+		if d.Action != c.action || d.New != c.value {
+			t.Errorf("%d timed out: got %v →%d, want %v →%d", c.timedOut, d.Action, d.New, c.action, c.value)
+		}
 	}
 }
 
@@ -176,6 +202,12 @@ type service struct {
 	c, l, timeout float64 // calls, seconds, seconds
 	source        float64 // trees per second the source offers; 0 = no limit
 	dt            float64 // seconds per simulation step
+	// transit is the time a tree spends in flight besides its queueing
+	// and its call: on the wire to the bolt and its ack's way to the
+	// spout. Its trees hold a slot without working, so below the best
+	// value progress falls faster than the value (progress ∝ v, but
+	// the best value is c·(l+transit)/l).
+	transit float64
 
 	now     float64
 	cohorts []cohort // queued tuples by the time they were emitted, oldest first
@@ -186,12 +218,14 @@ type service struct {
 
 type cohort struct{ at, n float64 }
 
-// run runs for d seconds at max pending v and returns the trees acked.
-func (s *service) run(v int, d float64) (acked float64) {
+// run runs for d seconds at max pending v and returns the trees acked
+// and those that timed out.
+func (s *service) run(v int, d float64) (acked, timedOut float64) {
 	for end := s.now + d - s.dt/2; s.now < end; {
 		s.now += s.dt
 		for s.dead < len(s.cohorts) && s.now-s.cohorts[s.dead].at > s.timeout {
 			s.live -= s.cohorts[s.dead].n
+			timedOut += s.cohorts[s.dead].n
 			s.dead++
 		}
 		if room := float64(v) - s.live; room > 0 {
@@ -202,8 +236,18 @@ func (s *service) run(v int, d float64) (acked float64) {
 			s.queued += room
 			s.live += room
 		}
-		work := min(s.queued, s.c) * s.dt / s.l
-		for work > 1e-9 && len(s.cohorts) > 0 {
+		arrived := s.queued
+		if s.transit > 0 {
+			arrived = 0
+			for _, h := range s.cohorts {
+				if s.now-h.at < s.transit || arrived >= s.c {
+					break
+				}
+				arrived += h.n
+			}
+		}
+		work := min(arrived, s.c) * s.dt / s.l
+		for work > 1e-9 && len(s.cohorts) > 0 && s.now-s.cohorts[0].at >= s.transit {
 			h := &s.cohorts[0]
 			take := min(work, h.n)
 			h.n, work, s.queued = h.n-take, work-take, s.queued-take
@@ -217,7 +261,7 @@ func (s *service) run(v int, d float64) (acked float64) {
 			}
 		}
 	}
-	return acked
+	return acked, timedOut
 }
 
 // bestFixed sweeps max pending 1, 2, 4, … 2^17 as the bench does, each
@@ -227,7 +271,8 @@ func bestFixed(proto service) (v int, rate float64) {
 	for p := 1; p <= 1<<17; p *= 2 {
 		s := proto
 		s.run(p, 40)
-		if r := s.run(p, 20) / 20; r > rate*1.001 {
+		if a, _ := s.run(p, 20); a/20 > rate*1.001 {
+			r := a / 20
 			v, rate = p, r
 		}
 	}
@@ -239,29 +284,38 @@ func TestConvergesOnSimulatedSystem(t *testing.T) {
 	fast := service{c: 64, l: 0.010, timeout: 2, dt: 0.005}
 	slow := fast
 	slow.source = 2000 // below the 6400/s the service could do
+	// The Kafka bench of issue 22: 8 executors of a 2 ms bolt, whose
+	// trees spend about a millisecond more in flight, so the best value
+	// is small (about 12) and below it progress falls faster than the
+	// value; measured over 2 s on a busy machine, ±10%.
+	knee := service{c: 8, l: 0.002, transit: 0.001, timeout: 30, dt: 0.0005}
 	for _, c := range []struct {
 		name  string
 		sys   service
 		start int
+		noise float64
 	}{
-		{"from 1", fast, 1},
-		{"from 100000, a flood of timeouts", fast, 100000},
-		{"from 1000, queueing without timeouts", fast, 1000},
-		{"a slow source from 1", slow, 1},
-		{"a slow source from 100000", slow, 100000},
+		{"from 1", fast, 1, 0.03},
+		{"from 100000, a flood of timeouts", fast, 100000, 0.03},
+		{"from 1000, queueing without timeouts", fast, 1000, 0.03},
+		{"a slow source from 1", slow, 1, 0.03},
+		{"a slow source from 100000", slow, 100000, 0.03},
+		{"a sharp knee at a small value, noisy, from 1000", knee, 1000, 0.1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			const interval, noise = 1.0, 0.03
+			const interval = 1.0
+			noise := c.noise
 			rng := rand.New(rand.NewPCG(seed, uint64(c.start)))
 			tu, err := New(Config{Start: c.start})
 			if err != nil {
 				t.Fatal(err)
 			}
 			bestV, bestRate := bestFixed(c.sys)
-			if flood := c.sys; flood.source == 0 {
+			if flood := c.sys; flood.source == 0 && flood.transit == 0 {
 				// The simulation must show what the tuner is to avoid.
 				flood.run(100000, 40)
-				if r := flood.run(100000, 20) / 20; r > 0.1*bestRate {
+				if a, _ := flood.run(100000, 20); a/20 > 0.1*bestRate {
+					r := a / 20
 					t.Fatalf("fixed at 100000 the service acks %.0f/s, want a flood (< 10%% of the best %.0f/s)", r, bestRate)
 				}
 			}
@@ -273,9 +327,9 @@ func TestConvergesOnSimulatedSystem(t *testing.T) {
 			lo, hi := math.MaxInt, 0
 			for i := range steps {
 				v := tu.Value()
-				acked := sys.run(v, interval)
+				acked, timedOut := sys.run(v, interval)
 				p := acked * (1 + noise*(2*rng.Float64()-1))
-				d := tu.Step(int64(p))
+				d := tu.Observe(Interval{Progress: int64(p), TimedOut: int64(timedOut)})
 				if d.Changed() && len(trace) < 80 {
 					trace = append(trace, fmt.Sprintf("%d:%v→%d(%d)", i, d.Action, d.New, d.Progress))
 				}

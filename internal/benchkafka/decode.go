@@ -3,6 +3,7 @@ package benchkafka
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/gale-stream/gale"
 )
@@ -18,6 +19,9 @@ type Decode struct {
 	Field   string
 	Tally   *Tally
 	Forward bool
+	// Latency is slept per input before it is acked: a remote service's
+	// call (the auto-tuner's bench).
+	Latency time.Duration
 	idx     int
 }
 
@@ -60,6 +64,9 @@ func (d *Decode) Execute(t *gale.Tuple) {
 			d.Collector.Fail(t, err)
 			return
 		}
+	}
+	if d.Latency > 0 {
+		time.Sleep(d.Latency)
 	}
 	d.Collector.Ack(t)
 }

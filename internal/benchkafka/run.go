@@ -49,10 +49,43 @@ type Config struct {
 	// CPUProfile, if set, is where each mode's CPU profile of its
 	// consuming phase goes: CPUProfile.MODE.
 	CPUProfile string
+	// WorkerArgs are the arguments before "--spec FILE" that make Exe
+	// a worker process (for gale: "worker"), for the kill mode, whose
+	// workers' logs go to WorkerLogs (nil: discarded).
+	WorkerArgs []string
+	WorkerLogs io.Writer
+	// Rate, for the kill mode, produces the records while the topology
+	// reads them, about Rate a second, rather than all before (0).
+	Rate float64
 	// Live gets a line per phase (nil: nothing).
 	Live io.Writer
 	// Log gets the topology's logs (nil: discarded).
 	Log *slog.Logger
+
+	// The ack mode's topology (BenchTopology), for the auto-tuner's
+	// measurements: Bolts executors of the decoding step (default 1),
+	// each taking BoltLatency per record on top of the decoding, as a
+	// call to a remote service would; MaxSpoutPending is
+	// topology.max.spout.pending (0: unset), AutotuneInterval turns on
+	// topology.max.spout.pending.autotune with that interval (whole
+	// seconds; 0: off).
+	Bolts            int
+	BoltLatency      time.Duration
+	MaxSpoutPending  int
+	AutotuneInterval time.Duration
+}
+
+// Shape is the ack mode's topology settings of a Config.
+type Shape struct {
+	Bolts            int
+	BoltLatency      time.Duration
+	MaxSpoutPending  int
+	AutotuneInterval time.Duration
+}
+
+func (c *Config) shape() Shape {
+	return Shape{Bolts: max(c.Bolts, 1), BoltLatency: c.BoltLatency, MaxSpoutPending: c.MaxSpoutPending,
+		AutotuneInterval: c.AutotuneInterval}
 }
 
 // Validate checks c, naming what is wrong.
@@ -64,9 +97,16 @@ func (c *Config) Validate() error {
 	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("--partitions must be ≥ 1, got %d", c.Partitions))
 	}
+	if c.Bolts < 0 || c.BoltLatency < 0 || c.MaxSpoutPending < 0 {
+		errs = append(errs, fmt.Errorf("--bolts, --bolt-latency and --max-spout-pending must be ≥ 0, got %d, %s and %d",
+			c.Bolts, c.BoltLatency, c.MaxSpoutPending))
+	}
+	if c.AutotuneInterval < 0 || c.AutotuneInterval%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--autotune-interval must be whole seconds (0: the auto-tuner off), got %s", c.AutotuneInterval))
+	}
 	for _, m := range c.Modes {
-		if !slices.Contains(Modes, m) {
-			errs = append(errs, fmt.Errorf(`--mode must be "plain", "noack" or "ack" (or unset: all three), got %q`, m))
+		if !slices.Contains(Modes, m) && m != ModeKill {
+			errs = append(errs, fmt.Errorf(`--mode must be "plain", "noack", "ack" or "kill" (or unset: the first three), got %q`, m))
 		}
 	}
 	if c.Exe == "" {
@@ -117,7 +157,9 @@ type Report struct {
 	// mode of the pair did not run or failed, or CPU cannot be read.
 	NoAckVsPlain *float64 `json:"noack_vs_plain_cpu"`
 	AckVsNoAck   *float64 `json:"ack_vs_noack_cpu"`
-	Error        string   `json:"error,omitempty"`
+	// Kill is the kill mode's measurement of duplicates, when it ran.
+	Kill  *KillResult `json:"kill,omitempty"`
+	Error string      `json:"error,omitempty"`
 }
 
 // WarmShare is the share of the ids a mode reads before its measurement
@@ -177,7 +219,13 @@ func run(ctx context.Context, cfg Config, b *Broker, r *Report) error {
 	fmt.Fprintf(cfg.Live, "bench kafka: produced in %.1f s\n", r.ProduceSeconds)
 	var errs []error
 	for i, mode := range cfg.Modes {
-		res, err := runMode(ctx, cfg, b, mode, "bench-"+mode+"-"+strconv.Itoa(i))
+		var res Result
+		var err error
+		if mode == ModeKill {
+			res, r.Kill, err = runKill(ctx, cfg, b, "bench-"+mode+"-"+strconv.Itoa(i))
+		} else {
+			res, err = runMode(ctx, cfg, b, mode, "bench-"+mode+"-"+strconv.Itoa(i))
+		}
 		if err != nil {
 			res.Error = err.Error()
 			errs = append(errs, fmt.Errorf("mode %s: %w", mode, err))
@@ -223,7 +271,7 @@ func runMode(ctx context.Context, cfg Config, b *Broker, mode, group string) (Re
 	var spouts *kafka.Spouts
 	if mode != ModePlain {
 		var err error
-		if topo, conf, spouts, err = BenchTopology(mode, brokers, Topic, group, tally); err != nil {
+		if topo, conf, spouts, err = BenchTopology(mode, brokers, Topic, group, tally, cfg.shape()); err != nil {
 			return res, err
 		}
 	}

@@ -102,9 +102,10 @@ func Build(params map[string]string) (*gale.Topology, gale.Config, error) {
 // BenchTopology builds the topology of mode noack or ack: the Kafka
 // spout reading topic in group from the brokers → Decode, counting the
 // ids in tally. noack runs the spout with no-guarantee and no ackers;
-// ack at-least-once with one acker. The spouts' factory is returned for
-// their counters.
-func BenchTopology(mode string, brokers []string, topic, group string, tally *Tally) (*gale.Topology, gale.Config, *kafka.Spouts, error) {
+// ack at-least-once with one acker, and sh's decoding executors, latency
+// and max spout pending (noack ignores them). The spouts' factory is
+// returned for their counters.
+func BenchTopology(mode string, brokers []string, topic, group string, tally *Tally, sh Shape) (*gale.Topology, gale.Config, *kafka.Spouts, error) {
 	cfg := kafka.Config{BootstrapServers: brokers, Topic: topic, GroupID: group}
 	conf := gale.Config{}
 	switch mode {
@@ -114,6 +115,13 @@ func BenchTopology(mode string, brokers []string, topic, group string, tally *Ta
 	case ModeAck:
 		cfg.ProcessingGuarantee = kafka.AtLeastOnce
 		conf[gale.TopologyAckerExecutors] = 1
+		if sh.MaxSpoutPending > 0 {
+			conf[gale.TopologyMaxSpoutPending] = sh.MaxSpoutPending
+		}
+		if sh.AutotuneInterval > 0 {
+			conf[gale.TopologyMaxSpoutPendingAutotune] = true
+			conf[gale.TopologyMaxSpoutPendingAutotuneIntervalSecs] = int(sh.AutotuneInterval / time.Second)
+		}
 	default:
 		return nil, nil, nil, fmt.Errorf("benchkafka: mode %q has no topology", mode)
 	}
@@ -123,7 +131,11 @@ func BenchTopology(mode string, brokers []string, topic, group string, tally *Ta
 	}
 	b := gale.NewTopologyBuilder()
 	b.SetSpout(SpoutID, spouts.New, 1)
-	b.SetBolt(DecoderID, func() gale.Bolt { return &Decode{Field: kafka.FieldValue, Tally: tally} }, 1).ShuffleGrouping(SpoutID)
+	bolts, latency := 1, time.Duration(0)
+	if mode == ModeAck {
+		bolts, latency = max(sh.Bolts, 1), sh.BoltLatency
+	}
+	b.SetBolt(DecoderID, func() gale.Bolt { return &Decode{Field: kafka.FieldValue, Tally: tally, Latency: latency} }, bolts).ShuffleGrouping(SpoutID)
 	topo, err := b.Build()
 	return topo, conf, spouts, err
 }

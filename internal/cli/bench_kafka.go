@@ -12,6 +12,7 @@ import (
 
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchkafka"
+	"github.com/gale-stream/gale/internal/workerproc"
 )
 
 // kafkaFlags are the flags of `bench kafka`.
@@ -20,6 +21,11 @@ type kafkaFlags struct {
 	mode       string
 	asJSON     bool
 	cpuprofile string
+	verbose    bool
+}
+
+func init() {
+	workerproc.Register(benchkafka.KillFactory, benchkafka.WorkerFactory)
 }
 
 func newBenchKafkaCmd() *cobra.Command {
@@ -42,6 +48,24 @@ topic's start:
   ack    the same topology with acking on: the spout at-least-once, committing
          only what is acked (experiment 3).
 
+Two more modes run only when named with --mode:
+
+  ack with --bolts, --bolt-latency, --max-spout-pending, --autotune-interval
+         the ack mode's topology shaped for the max-spout-pending
+         auto-tuner's measurement: --bolts executors of the decoding bolt,
+         each taking --bolt-latency a record (a remote call), with a fixed
+         topology.max.spout.pending or the auto-tuner on (--verbose logs
+         its steps);
+  kill   the crash tests' topology (the Kafka spout → decode → the Kafka
+         sink, writing to a second topic) in 2 worker processes, 2 spout
+         tasks of max spout pending 500 and a 5 s message timeout; worker 0
+         is killed with SIGKILL once 30% of the ids are in the output
+         topic, and started again. It reports the duplicates in the
+         output against their bound: the trees in flight (2 × 500) plus
+         the records of an offset.commit.period (1 s) at the rate before
+         the kill. --rate produces the records while the topology reads
+         them (about so many a second) instead of all before.
+
 Each mode is measured in its steady state, from when the decoding step has
 seen 10% of the ids (the client connected, the group joined, the heap grown)
 until it has seen every one: the wall time, messages per second, and this
@@ -59,7 +83,9 @@ ack ≤ 2× noack (the seed measured about 3× for Storm's reliability).
 "broker_cpu_seconds", "lost", "duplicates", "committed" (the offsets the
 topology's spout committed by its close; not for plain) and "error" when it
 failed), "noack_vs_plain_cpu" and "ack_vs_noack_cpu" (null unless both
-modes ran), and "error". A lost id or a mode that failed makes
+modes ran), "kill" (with the kill mode: "messages_per_sec_before_kill",
+"in_flight", "commit_period_records", "bound", "recover_seconds",
+"restarts"), and "error". A lost id or a mode that failed makes
 gale exit with status 1, after the report; a missed target does not.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,10 +95,16 @@ gale exit with status 1, after the report; a missed target does not.`,
 	fl := cmd.Flags()
 	fl.IntVar(&f.cfg.Messages, "messages", f.cfg.Messages, "records to produce, and to read in each mode")
 	fl.IntVar(&f.cfg.Partitions, "partitions", f.cfg.Partitions, "partitions of the topic")
-	fl.StringVar(&f.mode, "mode", "", `"plain", "noack" or "ack" (default: all three, in that order)`)
+	fl.StringVar(&f.mode, "mode", "", `"plain", "noack", "ack" or "kill" (default: the first three, in that order)`)
 	fl.DurationVar(&f.cfg.Stall, "stall", 30*time.Second, "fail a mode that reads nothing new for this long")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document on stdout and nothing else")
 	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write a pprof CPU profile of each mode's consuming phase to `file`.MODE")
+	fl.IntVar(&f.cfg.Bolts, "bolts", 1, "ack mode: executors of the decoding bolt")
+	fl.DurationVar(&f.cfg.BoltLatency, "bolt-latency", 0, "ack mode: time the decoding bolt takes per record on top of decoding, as a remote call would")
+	fl.IntVar(&f.cfg.MaxSpoutPending, "max-spout-pending", 0, "ack mode: topology.max.spout.pending (0: unset)")
+	fl.DurationVar(&f.cfg.AutotuneInterval, "autotune-interval", 0, "ack mode: turn topology.max.spout.pending.autotune on with this interval, whole seconds (0: off)")
+	fl.Float64Var(&f.cfg.Rate, "rate", 0, "kill mode: produce the records while the topology reads them, about this many a second (0: all before)")
+	fl.BoolVar(&f.verbose, "verbose", false, "log the topology at info level on stderr (the auto-tuner's steps)")
 	cmd.AddCommand(newKafkaBrokerCmd())
 	return cmd
 }
@@ -87,7 +119,7 @@ func newKafkaBrokerCmd() *cobra.Command {
 		Hidden: true,
 		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchkafka.ServeBroker(cmd.Context(), partitions, []string{benchkafka.Topic}, cmd.InOrStdin(), cmd.OutOrStdout())
+			return benchkafka.ServeBroker(cmd.Context(), partitions, []string{benchkafka.Topic, benchkafka.OutputTopic, benchkafka.PacedTopic}, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().IntVar(&partitions, "partitions", partitions, "partitions of the bench's topic")
@@ -105,6 +137,7 @@ func runBenchKafka(cmd *cobra.Command, f kafkaFlags) error {
 	}
 	cfg.Exe = exe
 	cfg.Args = []string{"bench", "kafka", "broker", "--partitions", strconv.Itoa(cfg.Partitions)}
+	cfg.WorkerArgs = []string{"worker"}
 	cfg.CPUProfile = f.cpuprofile
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
@@ -114,7 +147,11 @@ func runBenchKafka(cmd *cobra.Command, f kafkaFlags) error {
 		live = cmd.ErrOrStderr()
 	}
 	cfg.Live = live
-	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	r, runErr := benchkafka.Run(cmd.Context(), cfg)
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
@@ -148,6 +185,20 @@ func printKafkaReport(w io.Writer, r *benchkafka.Report) {
 	fmt.Fprintln(w)
 	ratio("noack / plain", r.NoAckVsPlain, benchkafka.TargetNoAckVsPlain)
 	ratio("ack / noack", r.AckVsNoAck, benchkafka.TargetAckVsNoAck)
+	if k := r.Kill; k != nil {
+		dups := int64(0)
+		for _, run := range r.Runs {
+			if run.Mode == benchkafka.ModeKill {
+				dups = run.Duplicates
+			}
+		}
+		verdict := "met"
+		if dups > k.Bound {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(w, "kill: %d duplicates after worker 0 was killed; bound %d = %d in flight + %d in an offset.commit.period (%.0f/s): %s; every id in the output %.1f s after the kill, %d restarts\n",
+			dups, k.Bound, k.InFlight, k.CommitPeriodRecords, k.PerSec, verdict, k.RecoverSeconds, k.Restarts)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}

@@ -70,7 +70,7 @@ func TestBenchKafkaFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--mode", "fast"}, `--mode must be "plain", "noack" or "ack"`},
+		{[]string{"--mode", "fast"}, `--mode must be "plain", "noack", "ack" or "kill"`},
 		{[]string{"--messages", "0"}, "--messages must be ≥ 1, got 0"},
 		{[]string{"--partitions", "-1"}, "--partitions must be ≥ 1, got -1"},
 	} {
@@ -79,4 +79,37 @@ func TestBenchKafkaFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
 		}
 	}
+}
+
+// TestBenchKafkaKill runs the kill mode for real, small: a worker process
+// is killed and started again, no id is lost, and the report holds the
+// duplicates and their bound (logged, not asserted against each other:
+// the bound's rate term depends on how busy the machine is).
+func TestBenchKafkaKill(t *testing.T) {
+	t.Setenv(galeMainEnv, "1") // the broker and the workers are this binary, as gale
+	code, stdout, stderr := runGale(t, "bench", "kafka", "--mode", "kill", "--messages", "20000", "--json")
+	var r struct {
+		Runs []struct {
+			Mode       string `json:"mode"`
+			Lost       int64  `json:"lost"`
+			Duplicates int64  `json:"duplicates"`
+			Error      string `json:"error"`
+		} `json:"runs"`
+		Kill *struct {
+			InFlight int64 `json:"in_flight"`
+			Bound    int64 `json:"bound"`
+			Restarts int   `json:"restarts"`
+		} `json:"kill"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s\nstderr: %s", err, stdout, stderr)
+	}
+	if code != exitOK || r.Error != "" || len(r.Runs) != 1 || r.Runs[0].Mode != "kill" || r.Runs[0].Lost != 0 {
+		t.Fatalf("exit %d, error %q, runs %+v: want 0, none, one kill run losing nothing\nstderr: %s", code, r.Error, r.Runs, stderr)
+	}
+	if k := r.Kill; k == nil || k.InFlight != 1000 || k.Bound < k.InFlight || k.Restarts != 1 {
+		t.Fatalf("kill %+v: want in_flight 1000, bound ≥ it, 1 restart", k)
+	}
+	t.Logf("%d duplicates, bound %d", r.Runs[0].Duplicates, r.Kill.Bound)
 }
