@@ -28,6 +28,7 @@ func init() {
 			}
 			ro.Clock = c
 		}
+		ro.spoutMirrors = opts.SpoutMirrors
 		w, err := startWorker(name, conf, t, asg, ro, opts.Listener)
 		if err != nil {
 			return nil, err // not a nil *workerShare in a non-nil Handle

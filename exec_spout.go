@@ -8,6 +8,7 @@ import (
 
 	"github.com/gale-stream/gale/internal/autotune"
 	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 // spoutTask is one spout instance with its collector and in-flight trees.
@@ -85,6 +86,10 @@ type spoutExec struct {
 	pubEmitted, pubAcked, pubFailed atomic.Int64
 	pubFailedBy                     [failReasons]atomic.Int64
 	pubTransferred                  atomic.Int64
+	// mirror, if set, is where the counters are mirrored for a kill -9
+	// to keep (worker.Options.SpoutMirrors): acked and failed before the
+	// spout's Ack or Fail, the others as they are published.
+	mirror worker.SpoutMirror
 	// latency: the complete latency of the trees acked, recorded by its
 	// goroutine, read by spoutStats.
 	latency runstats.LatencyRecorder
@@ -135,6 +140,20 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 		x.pubMaxPending.Store(int64(x.maxPending * n))
 	}
 	return x
+}
+
+// mirrorSpouts gives each spout executor its mirror (see
+// worker.Options.SpoutMirrors). Called before any executor runs.
+func (rt *runtime) mirrorSpouts(f func([]worker.SpoutSlot) []worker.SpoutMirror) {
+	slots := make([]worker.SpoutSlot, len(rt.spoutExecs))
+	for i, x := range rt.spoutExecs {
+		slots[i] = worker.SpoutSlot{Component: x.comp.id, FirstTask: int(x.first)}
+	}
+	for i, m := range f(slots) {
+		if i < len(rt.spoutExecs) {
+			rt.spoutExecs[i].mirror = m
+		}
+	}
 }
 
 // call runs a user callback, applying the panic policy.
@@ -259,6 +278,9 @@ func (x *spoutExec) run() {
 		for _, t := range x.tasks {
 			for i, id := range t.deferred {
 				x.acked++
+				if x.mirror.Acked != nil {
+					x.mirror.Acked.Store(x.acked)
+				}
 				x.call(t, func() { t.spout.Ack(id) })
 				if x.rt.obs.Ack != nil {
 					x.rt.obs.Ack(x.comp.id, int(t.em.task), id)
@@ -393,6 +415,9 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 					}
 					x.latency.Record(time.Duration(now - e.emitted))
 				}
+				if x.mirror.Acked != nil {
+					x.mirror.Acked.Store(x.acked)
+				}
 				x.call(t, func() { t.spout.Ack(e.msgID) })
 				if x.rt.obs.Ack != nil {
 					x.rt.obs.Ack(x.comp.id, int(m.task), e.msgID)
@@ -439,6 +464,9 @@ const (
 func (x *spoutExec) fail(t *spoutTask, msgID any, reason error, why int) {
 	x.failed++
 	x.failedBy[why]++
+	if x.mirror.Failed != nil {
+		x.mirror.Failed.Store(x.failed)
+	}
 	x.call(t, func() { t.spout.Fail(msgID, reason) })
 	if x.rt.obs.Fail != nil {
 		x.rt.obs.Fail(x.comp.id, int(t.em.task), msgID, reason)
@@ -586,6 +614,12 @@ func (x *spoutExec) publishCounts(emits int) {
 		x.pubFailedBy[i].Store(x.failedBy[i])
 	}
 	x.pubTransferred.Store(x.out.transferred)
+	if x.mirror.Emitted != nil {
+		x.mirror.Emitted.Store(int64(emits))
+	}
+	if x.mirror.Transferred != nil {
+		x.mirror.Transferred.Store(x.out.transferred)
+	}
 	if !x.stats {
 		return
 	}

@@ -292,6 +292,8 @@ type RunOptions struct {
 	FileConfig Config
 	// hooks are the test-only settings (bridge.SetHooks).
 	hooks bridge.Hooks
+	// spoutMirrors is worker.Options.SpoutMirrors, for a worker process.
+	spoutMirrors func([]worker.SpoutSlot) []worker.SpoutMirror
 }
 
 func newRuntime(name string, topo *Topology, conf Config, opts RunOptions) (*runtime, error) {

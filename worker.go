@@ -76,6 +76,9 @@ func startWorker(name string, conf Config, topo *Topology, asg worker.Assignment
 	if err != nil {
 		return nil, err
 	}
+	if opts.spoutMirrors != nil {
+		rt.mirrorSpouts(opts.spoutMirrors)
+	}
 	if ln == nil {
 		ln, err = net.Listen("tcp", asg.Workers[asg.Worker])
 		if err != nil {

@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/gale-stream/gale/internal/countfile"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
 )
@@ -119,10 +121,68 @@ func (s *Supervisor) workerCounts(p *proc) []*nimbuspb.ComponentStats {
 // seen.
 func (s *Supervisor) retired(p *proc) {
 	b := s.book()
-	b.retire(p.Running.Topology, s.workerCounts(p))
+	b.retire(p.Running.Topology, s.withCountFile(p, s.workerCounts(p)))
 	if w := b.adopted[p.Port]; w != nil && int32(p.PID) == w.GetPid() {
 		delete(b.adopted, p.Port)
 	}
+}
+
+// countsFile is the name of a worker's counter file in its directory
+// (internal/countfile).
+const countsFile = "counts"
+
+// countsPath is the counter file of the worker on port.
+func (s *Supervisor) countsPath(port int) string {
+	return filepath.Join(s.cfg.Dir, "workers", strconv.Itoa(port), countsFile)
+}
+
+// withCountFile is cs, the last heartbeat's counters of ended worker p,
+// with each spout's acked, failed, emitted and transferred raised to
+// what p's counter file holds (the counts of a worker killed since its
+// heartbeat), if the file is whole and p's (its topology and pid). The
+// file is removed. cs is not changed.
+func (s *Supervisor) withCountFile(p *proc, cs []*nimbuspb.ComponentStats) []*nimbuspb.ComponentStats {
+	path := s.countsPath(p.Port)
+	l, counts, err := countfile.Read(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("ignored the worker's counter file", "port", p.Port, "pid", p.PID, "err", err)
+		}
+		return cs
+	}
+	if l.Topology != p.Running.Topology || l.PID != p.PID {
+		s.log.Warn("ignored a counter file of another worker", "port", p.Port, "pid", p.PID, "file_pid", l.PID, "file_topology", l.Topology)
+		return cs
+	}
+	countfile.Remove(path)
+	byComp := map[string]*countfile.Counts{}
+	for i, sl := range l.Slots {
+		c := byComp[sl.Component]
+		if c == nil {
+			c = &countfile.Counts{}
+			byComp[sl.Component] = c
+		}
+		c.Acked += counts[i].Acked
+		c.Failed += counts[i].Failed
+		c.Emitted += counts[i].Emitted
+		c.Transferred += counts[i].Transferred
+	}
+	out := make([]*nimbuspb.ComponentStats, 0, len(cs)+len(byComp))
+	for _, c := range cs {
+		if f := byComp[c.GetComponent()]; f != nil && c.GetKind() == "spout" {
+			c = proto.Clone(c).(*nimbuspb.ComponentStats)
+			c.Acked, c.Failed = max(c.Acked, f.Acked), max(c.Failed, f.Failed)
+			c.Emitted, c.Transferred = max(c.Emitted, f.Emitted), max(c.Transferred, f.Transferred)
+			delete(byComp, c.GetComponent())
+		}
+		out = append(out, c)
+	}
+	for _, id := range slices.Sorted(maps.Keys(byComp)) {
+		f := byComp[id]
+		out = append(out, &nimbuspb.ComponentStats{Component: id, Kind: "spout",
+			Acked: f.Acked, Failed: f.Failed, Emitted: f.Emitted, Transferred: f.Transferred})
+	}
+	return out
 }
 
 // totals is the book's totals, one per topology in id order, and saves

@@ -889,7 +889,7 @@ func (s *Supervisor) start(d Desired) (pid int, spec string, err error) {
 		Listen:      listen,
 		HeartbeatMS: int(s.cfg.WorkerHeartbeat / time.Millisecond), LogLevel: s.cfg.WorkerLogLevel,
 		Supervised: &workerproc.Supervised{TopologyID: d.Topology, Version: d.Version, Port: d.Port, Active: d.Active,
-			Control: s.sock, Assignment: d.Assignment},
+			Control: s.sock, Assignment: d.Assignment, Counts: s.countsPath(d.Port)},
 	}
 	b, err := json.MarshalIndent(ws, "", "  ")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -73,6 +74,24 @@ type Options struct {
 	// nil, the worker listens on Workers[Worker] itself. The worker owns
 	// it once it has started.
 	Listener net.Listener
+	// SpoutMirrors, if set, is called once before any executor runs with
+	// this worker's spout executors, and returns where each (same order)
+	// mirrors its counters; a shorter result, or nil fields, mirror
+	// nothing. A spout executor stores its acked and failed counts there
+	// before the spout's Ack or Fail is called, and its emitted and
+	// transferred counts when it publishes them (internal/countfile).
+	SpoutMirrors func(slots []SpoutSlot) []SpoutMirror
+}
+
+// SpoutSlot is one spout executor of a worker.
+type SpoutSlot struct {
+	Component string
+	FirstTask int
+}
+
+// SpoutMirror is where a spout executor mirrors its counters.
+type SpoutMirror struct {
+	Acked, Failed, Emitted, Transferred *atomic.Int64
 }
 
 // Handle is a running worker. Its methods are safe for concurrent use.

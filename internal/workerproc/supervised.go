@@ -15,6 +15,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/countfile"
 	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/scheduler"
 	"github.com/gale-stream/gale/internal/transport"
@@ -61,6 +62,11 @@ type Supervised struct {
 	// Assignment is this worker's assignment; Spec.Worker and
 	// Spec.Workers must agree with it.
 	Assignment worker.Assignment `json:"assignment"`
+	// Counts, if set, is the file (in the worker's directory) where the
+	// worker's spout executors mirror their counters, mapped shared, so
+	// that the supervisor reads what a worker killed with -9 counted
+	// since its last heartbeat (internal/countfile). Empty: none.
+	Counts string `json:"counts,omitempty"`
 }
 
 func (s *Supervised) validate(spec Spec) []error {
@@ -111,8 +117,37 @@ const (
 // runSupervised runs a supervised worker once its listener is bound.
 func runSupervised(ctx context.Context, spec Spec, conf gale.Config, eff *gale.Effective, built *Built, ln net.Listener, log *slog.Logger) error {
 	sv := spec.Supervised
-	w, err := bridge.StartWorker(spec.Topology, conf, built.Topology, sv.Assignment,
-		worker.Options{Logger: log, Listener: ln}, bridge.Hooks{})
+	opts := worker.Options{Logger: log, Listener: ln}
+	if sv.Counts != "" {
+		var counts *countfile.File
+		defer func() {
+			if counts != nil {
+				counts.Close() // after the worker has stopped
+			}
+		}()
+		opts.SpoutMirrors = func(slots []worker.SpoutSlot) []worker.SpoutMirror {
+			l := countfile.Layout{Topology: sv.TopologyID, PID: os.Getpid(), Assignment: sv.Version,
+				Fingerprint: Fingerprint(sv.Assignment), Slots: make([]countfile.Slot, len(slots))}
+			for i, s := range slots {
+				l.Slots[i] = countfile.Slot{Component: s.Component, FirstTask: s.FirstTask}
+			}
+			f, err := countfile.Create(sv.Counts, l)
+			if err != nil {
+				if errors.Is(err, countfile.ErrUnsupported) {
+					return nil
+				}
+				log.Warn("no counter file: the counts since the last heartbeat are lost if this worker is killed", "file", sv.Counts, "err", err)
+				return nil
+			}
+			counts = f
+			out := make([]worker.SpoutMirror, len(slots))
+			for i := range out {
+				out[i] = worker.SpoutMirror{Acked: f.Counter(i, 0), Failed: f.Counter(i, 1), Emitted: f.Counter(i, 2), Transferred: f.Counter(i, 3)}
+			}
+			return out
+		}
+	}
+	w, err := bridge.StartWorker(spec.Topology, conf, built.Topology, sv.Assignment, opts, bridge.Hooks{})
 	if err != nil {
 		return err
 	}

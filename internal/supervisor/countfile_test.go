@@ -1,0 +1,164 @@
+//go:build unix
+
+package supervisor
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/workerproc"
+)
+
+func init() {
+	workerproc.Register("run:acksource", ackSourceFactory)
+}
+
+// ackSourceFactory is ticks whose spout tells a source outside the
+// worker of every ack, one line per ack on the unix socket params.sock,
+// from inside Ack: what a queue that deletes a message on its ack sees.
+// A worker that cannot dial it (a restarted one) tells no one.
+func ackSourceFactory(raw json.RawMessage) (*workerproc.Built, error) {
+	var p struct {
+		Sock string `json:"sock"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("source", func() gale.Spout { return &ackSourceSpout{sock: p.Sock} }, 1)
+	b.SetBolt("sink", func() gale.Bolt { return &sinkBolt{} }, 1).ShuffleGrouping("source")
+	topo, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return &workerproc.Built{Topology: topo}, nil
+}
+
+type ackSourceSpout struct {
+	gale.BaseSpout
+	sock string
+	conn net.Conn
+	n    int
+	last time.Time
+}
+
+func (*ackSourceSpout) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("n") }
+
+func (s *ackSourceSpout) Open(_ *gale.TopologyContext, c *gale.SpoutCollector) error {
+	s.Collector = c
+	s.conn, _ = net.Dial("unix", s.sock)
+	return nil
+}
+
+func (s *ackSourceSpout) NextTuple() {
+	if time.Since(s.last) < time.Millisecond {
+		time.Sleep(200 * time.Microsecond) // an idle spout, not a busy loop
+		return
+	}
+	s.last = time.Now()
+	s.n++
+	s.Collector.Emit(s.n, s.n)
+}
+
+func (s *ackSourceSpout) Ack(any) {
+	if s.conn != nil {
+		s.conn.Write([]byte("a\n"))
+	}
+}
+
+func (s *ackSourceSpout) Close() {
+	if s.conn != nil {
+		s.conn.Close()
+	}
+}
+
+// spoutAcked is the acked count of component id in cs.
+func spoutAcked(cs []*nimbuspb.ComponentStats, id string) int64 {
+	for _, c := range cs {
+		if c.GetComponent() == id {
+			return c.GetAcked()
+		}
+	}
+	return 0
+}
+
+// TestSupervisorKeepsTheCountsOfAKilledWorker: a worker killed with -9
+// long after its last heartbeat keeps, in its topology's totals, every
+// ack its source saw: its spout's counts reach the worker's counter
+// file before the spout's Ack runs, and the supervisor folds the file
+// in when the process ends. Without the file the totals keep only the
+// last heartbeat's.
+func TestSupervisorKeepsTheCountsOfAKilledWorker(t *testing.T) {
+	tc := newTestCluster(t)
+	dir := shortDir(t)
+	ports := freePorts(t, 2)
+	cfg := tc.supervisorConfig(t, dir, ports)
+	// One heartbeat at the first ack, then none: every later ack is
+	// known to the worker and its source only.
+	cfg.WorkerHeartbeat, cfg.WorkerTimeout = time.Hour, 2*time.Hour
+	sock := filepath.Join(dir, "src.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	runSupervisor(t, cfg)
+
+	asg := coord.Assignment{Topology: "t1", Name: "acks", Version: 1, Active: true, Artifact: tc.art, Factory: "acksource",
+		Params:  map[string]string{"sock": sock},
+		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[1]}}}
+	if err := tc.store.PutAssignment(t.Context(), asg); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	tc.nimbus.waitReport(t, "a valid worker that acked", validOn(ports[1], &pid, true))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close() // the restarted worker tells no one
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	var seen int64
+	const killAt = 300
+	for seen < killAt && sc.Scan() {
+		seen++
+	}
+	if seen < killAt {
+		t.Fatalf("the source saw %d acks, then the worker went away (%v)", seen, sc.Err())
+	}
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() { // what it told the source until it died
+		seen++
+	}
+	r := tc.nimbus.waitReport(t, "the killed worker retired", func(r *nimbuspb.ReportRequest) bool {
+		w := workerOn(r, ports[1])
+		return len(r.GetTotals()) > 0 && (w == nil || w.Pid != pid)
+	})
+	var running int64
+	for _, w := range r.Workers {
+		running += spoutAcked(w.GetComponents(), "source")
+	}
+	var total int64
+	for _, tt := range r.GetTotals() {
+		if tt.GetTopology() == "t1" {
+			total = spoutAcked(tt.GetComponents(), "source")
+		}
+	}
+	if retired := total - running; retired < seen {
+		t.Errorf("the killed worker's acked in the totals: %d (total %d less %d running), want ≥ the %d its source saw", retired, total, running, seen)
+	} else {
+		t.Logf("the killed worker's acked in the totals: %d, its source saw %d", retired, seen)
+	}
+}
+
