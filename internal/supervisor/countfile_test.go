@@ -161,4 +161,3 @@ func TestSupervisorKeepsTheCountsOfAKilledWorker(t *testing.T) {
 		t.Logf("the killed worker's acked in the totals: %d, its source saw %d", retired, seen)
 	}
 }
-
