@@ -1,7 +1,10 @@
 package gale
 
 import (
+	"sync/atomic"
 	"testing"
+
+	"github.com/gale-stream/gale/internal/worker"
 )
 
 type benchSpout struct{ BaseSpout }
@@ -65,6 +68,52 @@ func BenchmarkBoltEmit(b *testing.B) {
 						}
 					}
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkSpoutAck measures a spout executor's handling of its trees'
+// completions, per tree: find the tree, count it, call the spout's Ack;
+// with a counter mirror (worker.Options.SpoutMirrors, a supervised
+// worker's counter file) and without.
+func BenchmarkSpoutAck(b *testing.B) {
+	for _, mirrored := range []bool{false, true} {
+		name := "nomirror"
+		if mirrored {
+			name = "mirror"
+		}
+		b.Run(name, func(b *testing.B) {
+			tb := NewTopologyBuilder()
+			tb.SetSpout("s", func() Spout { return &benchSpout{} }, 1)
+			tb.SetBolt("split", func() Bolt { return &benchBolt{} }, 1).ShuffleGrouping("s")
+			topo, err := tb.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt, err := newRuntime("bench", topo, nil, RunOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if mirrored {
+				var c [4]atomic.Int64
+				rt.mirrorSpouts(func(s []worker.SpoutSlot) []worker.SpoutMirror {
+					return []worker.SpoutMirror{{Acked: &c[0], Failed: &c[1], Emitted: &c[2], Transferred: &c[3]}}
+				})
+			}
+			x := rt.spoutExecs[0]
+			t := x.tasks[0]
+			const batch = 64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += batch {
+				ab := rt.getAckBatch()
+				for j := range batch {
+					root := uint64(i + j + 1)
+					t.pending.put(root, pendingEntry{msgID: nil})
+					ab.msgs = append(ab.msgs, ackMsg{kind: msgComplete, task: x.first, root: root})
+				}
+				x.handleCtl(ab)
 			}
 		})
 	}
