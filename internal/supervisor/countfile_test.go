@@ -5,14 +5,21 @@ package supervisor
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/countfile"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
@@ -159,5 +166,72 @@ func TestSupervisorKeepsTheCountsOfAKilledWorker(t *testing.T) {
 		t.Errorf("the killed worker's acked in the totals: %d (total %d less %d running), want ≥ the %d its source saw", retired, total, running, seen)
 	} else {
 		t.Logf("the killed worker's acked in the totals: %d, its source saw %d", retired, seen)
+	}
+}
+
+// TestWithCountFile: an ended worker's counter file raises its spouts'
+// counters to the file's, never lowers them, leaves the bolts alone and
+// is removed; a file of another worker or topology, or garbage, changes
+// nothing.
+func TestWithCountFile(t *testing.T) {
+	dir := t.TempDir()
+	s := &Supervisor{cfg: Config{Dir: dir}, log: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	p := &proc{Observed: Observed{Port: 6700, PID: 4242, Running: Desired{Topology: "t1"}}}
+	os.MkdirAll(filepath.Dir(s.countsPath(p.Port)), 0o755)
+	hb := []*nimbuspb.ComponentStats{
+		{Component: "a", Kind: "spout", Acked: 10, Failed: 5, Emitted: 20, Transferred: 20},
+		{Component: "sink", Kind: "bolt", Acked: 7},
+	}
+	write := func(l countfile.Layout, counts ...countfile.Counts) {
+		t.Helper()
+		f, err := countfile.Create(s.countsPath(p.Port), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for i, c := range counts {
+			f.Counter(i, 0).Store(c.Acked)
+			f.Counter(i, 1).Store(c.Failed)
+			f.Counter(i, 2).Store(c.Emitted)
+			f.Counter(i, 3).Store(c.Transferred)
+		}
+	}
+	slots := []countfile.Slot{{Component: "a", FirstTask: 1}, {Component: "a", FirstTask: 2}, {Component: "b", FirstTask: 3}}
+	write(countfile.Layout{Topology: "t1", PID: 4242, Slots: slots},
+		countfile.Counts{Acked: 8, Failed: 1, Emitted: 15, Transferred: 15}, countfile.Counts{Acked: 6, Emitted: 9, Transferred: 9},
+		countfile.Counts{Acked: 3, Emitted: 3, Transferred: 3})
+	got := s.withCountFile(p, hb)
+	want := []*nimbuspb.ComponentStats{
+		{Component: "a", Kind: "spout", Acked: 14, Failed: 5, Emitted: 24, Transferred: 24},
+		{Component: "sink", Kind: "bolt", Acked: 7},
+		{Component: "b", Kind: "spout", Acked: 3, Emitted: 3, Transferred: 3},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if !proto.Equal(got[i], want[i]) {
+			t.Errorf("component %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	if hb[0].Acked != 10 {
+		t.Errorf("the heartbeat's counters were changed: %v", hb[0])
+	}
+	if _, err := os.Stat(s.countsPath(p.Port)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the counter file is still there after its fold: %v", err)
+	}
+
+	for name, l := range map[string]countfile.Layout{
+		"another pid":      {Topology: "t1", PID: 1, Slots: slots[:1]},
+		"another topology": {Topology: "t2", PID: 4242, Slots: slots[:1]},
+	} {
+		write(l, countfile.Counts{Acked: 1000})
+		if got := s.withCountFile(p, hb); got[0].Acked != 10 {
+			t.Errorf("%s: the file's counts were taken: %v", name, got)
+		}
+	}
+	os.WriteFile(s.countsPath(p.Port), []byte("garbage"), 0o600)
+	if got := s.withCountFile(p, hb); got[0].Acked != 10 {
+		t.Errorf("garbage: %v", got)
 	}
 }
