@@ -74,7 +74,9 @@ func (s *Supervisor) book() *counterBook {
 			b.adopted[int(w.GetPort())] = w
 			continue
 		}
-		b.retire(w.GetTopology(), w.GetComponents())
+		// Ended while no supervisor ran: its counter file is as it left it.
+		gone := &proc{Observed: Observed{Port: int(w.GetPort()), PID: int(w.GetPid()), Running: Desired{Topology: w.GetTopology()}}}
+		b.retire(w.GetTopology(), s.withCountFile(gone, w.GetComponents()))
 	}
 	return b
 }

@@ -101,9 +101,16 @@ func spoutAcked(cs []*nimbuspb.ComponentStats, id string) int64 {
 // long after its last heartbeat keeps, in its topology's totals, every
 // ack its source saw: its spout's counts reach the worker's counter
 // file before the spout's Ack runs, and the supervisor folds the file
-// in when the process ends. Without the file the totals keep only the
-// last heartbeat's.
+// in when the process ends, or when a supervisor started after it finds
+// it gone. Without the file the totals keep only the last heartbeat's.
 func TestSupervisorKeepsTheCountsOfAKilledWorker(t *testing.T) {
+	t.Run("supervisor running", func(t *testing.T) { testKilledWorkerCounts(t, false) })
+	t.Run("supervisor down", func(t *testing.T) { testKilledWorkerCounts(t, true) })
+}
+
+// testKilledWorkerCounts is TestSupervisorKeepsTheCountsOfAKilledWorker,
+// with the supervisor stopped over the kill if down.
+func testKilledWorkerCounts(t *testing.T, down bool) {
 	tc := newTestCluster(t)
 	dir := shortDir(t)
 	ports := freePorts(t, 2)
@@ -117,7 +124,7 @@ func TestSupervisorKeepsTheCountsOfAKilledWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	runSupervisor(t, cfg)
+	stop := runSupervisor(t, cfg)
 
 	asg := coord.Assignment{Topology: "t1", Name: "acks", Version: 1, Active: true, Artifact: tc.art, Factory: "acksource",
 		Params:  map[string]string{"sock": sock},
@@ -142,11 +149,17 @@ func TestSupervisorKeepsTheCountsOfAKilledWorker(t *testing.T) {
 	if seen < killAt {
 		t.Fatalf("the source saw %d acks, then the worker went away (%v)", seen, sc.Err())
 	}
+	if down {
+		stop()
+	}
 	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	for sc.Scan() { // what it told the source until it died
 		seen++
+	}
+	if down {
+		runSupervisor(t, cfg)
 	}
 	r := tc.nimbus.waitReport(t, "the killed worker retired", func(r *nimbuspb.ReportRequest) bool {
 		w := workerOn(r, ports[1])
