@@ -35,7 +35,9 @@ type Options struct {
 	Config gale.Config
 	// Sources replaces spouts by id with fixed inputs: each Values is
 	// emitted once on the spout's default stream with its index (an int)
-	// as the message id. Failed tuples are not replayed.
+	// as the message id, by one of the spout's tasks (task i of n emits
+	// values i, i+n, i+2n...), as Storm's FixedTupleSpout does. Failed
+	// tuples are not replayed.
 	Sources map[string][]gale.Values
 	// Clock, if set, is the clock the topology runs on; Complete advances
 	// it while the topology is idle with trees pending. Default: a new
@@ -130,12 +132,23 @@ func (r *Result) Errors() []gale.ComponentError {
 }
 
 // FixedSpout emits fixed values on its default stream, one per NextTuple,
-// with the index as message id. It does not replay.
+// with the index as message id. It does not replay. Each value is emitted
+// once by the spout as a whole: with n tasks, the task of index i emits
+// values i, i+n, i+2n..., so that every task may be given the same Values.
 type FixedSpout struct {
 	gale.BaseSpout
 	Fields []string
 	Values []gale.Values
-	next   int
+	// next is the index of the next value this task emits; step is the
+	// number of the spout's tasks.
+	next, step int
+}
+
+// Open keeps the collector and picks this task's share of Values.
+func (s *FixedSpout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
+	s.Collector = c
+	s.next, s.step = tc.TaskIndex(), max(len(tc.ThisComponentTasks()), 1)
+	return nil
 }
 
 // DeclareOutputFields declares the default stream with Fields.
@@ -147,7 +160,7 @@ func (s *FixedSpout) NextTuple() {
 		return
 	}
 	i := s.next
-	s.next++
+	s.next += max(s.step, 1)
 	s.Collector.Emit(i, s.Values[i]...)
 }
 
