@@ -54,6 +54,10 @@ type Options struct {
 	RecycleTuples bool
 }
 
+// defaultStart is the time a Clock made by Complete or NewBoltHarness
+// starts at.
+var defaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Ack is a spout message that was acked: its tree completed.
 type Ack struct {
 	MsgID any
@@ -174,7 +178,7 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 		opts.Timeout = 60 * time.Second
 	}
 	if opts.Clock == nil {
-		opts.Clock = NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		opts.Clock = NewClock(defaultStart)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
