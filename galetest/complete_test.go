@@ -246,6 +246,44 @@ func TestCompleteSourcesParallelSpout(t *testing.T) {
 	}
 }
 
+// TestCompleteHorizon: with a horizon, Complete runs that much simulated
+// time, the clock driving tick tuples, even once no tree is pending;
+// without one it returns as soon as the input is done.
+func TestCompleteHorizon(t *testing.T) {
+	for _, tc := range []struct {
+		horizon   time.Duration
+		wantTicks int
+	}{{0, 0}, {60 * time.Second, 6}, {65 * time.Second, 6}, {5 * time.Second, 0}} {
+		t.Run(fmt.Sprint(tc.horizon), func(t *testing.T) {
+			b := gale.NewTopologyBuilder()
+			b.SetSpout("s", fixed(3), 1)
+			b.SetBolt("ticker", func() gale.Bolt {
+				return &bolt{fields: []string{"secs"}, execute: func(b *bolt, in *gale.Tuple) {
+					if in.IsTick() {
+						b.Collector.Emit(nil, in.Value(0))
+						return
+					}
+					b.Collector.Ack(in)
+				}}
+			}, 2).ShuffleGrouping("s").AddConfiguration(gale.TopologyTickTupleFreqSecs, 10)
+			res, err := run(t, b, galetest.Options{Horizon: tc.horizon})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ints(res.Acked("s")); !slices.Equal(got, rangeInts(3)) {
+				t.Errorf("acked %v, want 0..2", got)
+			}
+			// Each of the two tasks sees every tick.
+			if got := len(res.Emitted("ticker")); got != 2*tc.wantTicks {
+				t.Errorf("%d ticks seen by 2 tasks, want %d each", got, tc.wantTicks)
+			}
+			if res.Elapsed != tc.horizon {
+				t.Errorf("Elapsed %s, want the horizon, %s", res.Elapsed, tc.horizon)
+			}
+		})
+	}
+}
+
 // TestCompleteKillWorker: under the kill-worker policy a bolt's panic makes
 // Complete return a *gale.PanicError.
 func TestCompleteKillWorker(t *testing.T) {

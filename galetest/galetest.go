@@ -43,6 +43,15 @@ type Options struct {
 	// it while the topology is idle with trees pending. Default: a new
 	// Clock at 2026-01-01T00:00:00Z.
 	Clock *Clock
+	// Horizon, if positive, is the simulated time Complete runs for at
+	// least: it returns once the clock has moved Horizon and no tree is
+	// pending, rather than as soon as no tree is, so that a topology
+	// driven by tick tuples (topology.tick.tuple.freq.secs) does its
+	// work. Complete moves the clock in steps of at most
+	// topology.message.timeout.secs / 10 and waits for the ticks of each
+	// step to be handled: with a 60 s horizon, a bolt ticking every 10 s
+	// sees 6 ticks.
+	Horizon time.Duration
 	// Timeout bounds the real time Complete may take; default 60s.
 	Timeout time.Duration
 	// Logger receives the runtime's logs; default: discarded.
@@ -168,8 +177,8 @@ func (s *FixedSpout) NextTuple() {
 	s.Collector.Emit(i, s.Values[i]...)
 }
 
-// Complete runs topo until it has nothing left to do and returns what it
-// saw. The topology is stopped in order before Complete returns.
+// Complete runs topo until it has nothing left to do (and, with
+// Options.Horizon, until the horizon has passed) and returns what it saw. The topology is stopped in order before Complete returns.
 func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, error) {
 	if opts.Name == "" {
 		opts.Name = "galetest"
@@ -275,12 +284,18 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			if err != nil {
 				return fmt.Errorf("galetest: topology did not complete within %s (%d trees pending): %w", opts.Timeout, lt.Pending(), err)
 			}
+			step := hooks.TimeoutTick()
 			if pending == 0 {
-				return nil
+				left := opts.Horizon - opts.Clock.Now().Sub(start)
+				if left <= 0 {
+					return nil
+				}
+				step = min(step, left)
 			}
-			// Idle with trees pending: let simulated time pass so they
-			// time out (or a tick tuple moves things along).
-			opts.Clock.Advance(hooks.TimeoutTick())
+			// Idle with trees pending, or before the horizon: let
+			// simulated time pass so that trees time out and tick tuples
+			// move things along.
+			opts.Clock.Advance(step)
 			// Wait until the topology has handled the ticks (timeouts,
 			// tick tuples) before looking for quiet again.
 			if err := opts.Clock.WaitHandled(ctx); err != nil {
