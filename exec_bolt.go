@@ -174,7 +174,16 @@ func (x *boltExec) run() {
 	defer x.cleanup()
 	tk := x.tk
 	defer tk.Stop()
-	ticks := tk.C()
+	// A tick waits behind the input queued before it, as in Storm, where
+	// the tick is put on the executor's receive queue: taking it off
+	// its channel notes how many batches are then queued (ahead, aheadR
+	// for in and rin), which go first. While it waits (waiting), ticks
+	// is nil, so no second one is taken. The queues have a single
+	// consumer, this goroutine, so the batches ahead are exactly the
+	// next ones taken.
+	tickC := tk.C()
+	ticks := tickC
+	waiting, ahead, aheadR := false, 0, 0
 	for n := 0; ; n++ {
 		ticked := false
 		var in *batch
@@ -195,10 +204,19 @@ func (x *boltExec) run() {
 			goruntime.Gosched()
 		}
 		switch {
-		case len(ticks) > 0:
-			<-ticks
+		case waiting && ahead == 0 && aheadR == 0:
+			// The input queued before the tick is done.
+			waiting, ticks = false, tickC
 			x.deliverTicks()
 			ticked = true
+		case len(ticks) > 0:
+			<-ticks
+			if ahead, aheadR = len(x.in), len(x.rin); ahead == 0 && aheadR == 0 {
+				x.deliverTicks()
+				ticked = true
+			} else {
+				waiting, ticks = true, nil
+			}
 		case len(x.wakeC) > 0:
 			<-x.wakeC
 			x.runWakes()
@@ -210,9 +228,15 @@ func (x *boltExec) run() {
 		case len(x.rin) > 0 && (n&1 == 1 || len(x.in) == 0):
 			// Local and remote input take turns.
 			in = <-x.rin
+			if aheadR > 0 {
+				aheadR--
+			}
 			x.dequeued(in)
 		case len(x.in) > 0:
 			in = <-x.in
+			if ahead > 0 {
+				ahead--
+			}
 			x.dequeued(in)
 		default:
 			select {
