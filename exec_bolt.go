@@ -90,6 +90,11 @@ type boltExec struct {
 	// at the start of the window (prev) and of the next one (cur).
 	capMu           sync.Mutex
 	capPrev, capCur capMark
+
+	// A tick taken off tk and held (held) until the input batches queued
+	// before it have been taken: ahead more from in, aheadR from rin.
+	held          bool
+	ahead, aheadR int
 }
 
 // procSample is the input tuple an executor is timing the process latency
@@ -174,16 +179,10 @@ func (x *boltExec) run() {
 	defer x.cleanup()
 	tk := x.tk
 	defer tk.Stop()
-	// A tick waits behind the input queued before it, as in Storm, where
-	// the tick is put on the executor's receive queue: taking it off
-	// its channel notes how many batches are then queued (ahead, aheadR
-	// for in and rin), which go first. While it waits (waiting), ticks
-	// is nil, so no second one is taken. The queues have a single
-	// consumer, this goroutine, so the batches ahead are exactly the
-	// next ones taken.
+	// A tick waits behind the input queued before it (tickTaken); while
+	// it is held, ticks is nil, so no second one is taken.
 	tickC := tk.C()
 	ticks := tickC
-	waiting, ahead, aheadR := false, 0, 0
 	for n := 0; ; n++ {
 		ticked := false
 		var in *batch
@@ -204,18 +203,10 @@ func (x *boltExec) run() {
 			goruntime.Gosched()
 		}
 		switch {
-		case waiting && ahead == 0 && aheadR == 0:
-			// The input queued before the tick is done.
-			waiting, ticks = false, tickC
-			x.deliverTicks()
-			ticked = true
 		case len(ticks) > 0:
 			<-ticks
-			if ahead, aheadR = len(x.in), len(x.rin); ahead == 0 && aheadR == 0 {
-				x.deliverTicks()
-				ticked = true
-			} else {
-				waiting, ticks = true, nil
+			if ticked = x.tickTaken(); !ticked {
+				ticks = nil
 			}
 		case len(x.wakeC) > 0:
 			<-x.wakeC
@@ -228,25 +219,32 @@ func (x *boltExec) run() {
 		case len(x.rin) > 0 && (n&1 == 1 || len(x.in) == 0):
 			// Local and remote input take turns.
 			in = <-x.rin
-			if aheadR > 0 {
-				aheadR--
-			}
 			x.dequeued(in)
+			if x.held && x.tookAhead(true) {
+				ticks, ticked = tickC, true
+			}
 		case len(x.in) > 0:
 			in = <-x.in
-			if ahead > 0 {
-				ahead--
-			}
 			x.dequeued(in)
+			if x.held && x.tookAhead(false) {
+				ticks, ticked = tickC, true
+			}
 		default:
 			select {
 			case in = <-x.in:
 				x.dequeued(in)
+				if x.held && x.tookAhead(false) {
+					ticks, ticked = tickC, true
+				}
 			case in = <-x.rin:
 				x.dequeued(in)
+				if x.held && x.tookAhead(true) {
+					ticks, ticked = tickC, true
+				}
 			case <-ticks:
-				x.deliverTicks()
-				ticked = true
+				if ticked = x.tickTaken(); !ticked {
+					ticks = nil
+				}
 			case <-x.wakeC:
 				x.runWakes()
 			case <-x.fb.wakeC():
@@ -464,6 +462,44 @@ func (x *boltExec) runWakes() {
 			}()
 		}
 	}
+}
+
+// tickTaken handles a tick just taken off the ticker. As in Storm, where
+// the tick tuple joins the executor's receive queue, it goes after the
+// input already queued: with nothing queued it is delivered now, and
+// tickTaken returns true; otherwise it is held, noting how many batches
+// are queued ahead of it, and delivered by tookAhead once they have been
+// taken. The queues have one consumer, this executor, so those batches
+// are exactly the next ones it takes from each queue. (While one queue
+// drains its batches ahead, batches that came after the tick may be taken
+// from the other, in the queues' usual alternation.)
+func (x *boltExec) tickTaken() bool {
+	x.ahead, x.aheadR = len(x.in), len(x.rin)
+	if x.ahead == 0 && x.aheadR == 0 {
+		x.deliverTicks()
+		return true
+	}
+	x.held = true
+	return false
+}
+
+// tookAhead counts a batch processed from rin (remote) or in while a tick
+// is held, and delivers the tick if no batch queued before it remains. It
+// reports whether it delivered it.
+func (x *boltExec) tookAhead(remote bool) bool {
+	if remote {
+		if x.aheadR > 0 {
+			x.aheadR--
+		}
+	} else if x.ahead > 0 {
+		x.ahead--
+	}
+	if x.ahead > 0 || x.aheadR > 0 {
+		return false
+	}
+	x.held = false
+	x.deliverTicks()
+	return true
 }
 
 func (x *boltExec) deliverTicks() {

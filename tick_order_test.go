@@ -1,140 +1,111 @@
-package gale_test
+package gale
 
 import (
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/gale-stream/gale"
 )
 
-// handClock is a gale.Clock whose tickers fire only when the test sends
-// on them, so a test knows a tick is waiting before the bolt looks.
-type handClock struct {
-	mu      sync.Mutex
-	tickers map[time.Duration][]chan time.Time
+// chanTicker is a Ticker whose ticks the test sends, so that it knows a
+// tick is waiting before the executor looks.
+type chanTicker chan time.Time
+
+func (c chanTicker) C() <-chan time.Time { return c }
+func (chanTicker) Stop()                 {}
+
+// recordBolt runs its execute on each input, on the executor's goroutine.
+type recordBolt struct {
+	BaseBolt
+	execute func(in *Tuple)
 }
 
-func (c *handClock) Now() time.Time { return time.Unix(0, 0) }
-
-func (c *handClock) NewTicker(d time.Duration) gale.Ticker {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.tickers[d] = append(c.tickers[d], ch)
-	return handTicker(ch)
-}
-
-// fire sends one tick on every ticker of period d, which must exist.
-func (c *handClock) fire(t *testing.T, d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.tickers[d]) == 0 {
-		t.Fatalf("no ticker of period %s", d)
-	}
-	for _, ch := range c.tickers[d] {
-		ch <- time.Unix(0, 0)
-	}
-}
-
-type handTicker chan time.Time
-
-func (h handTicker) C() <-chan time.Time { return h }
-func (handTicker) Stop()                 {}
-
-// burstSpout emits one tuple in a round of its own; once the bolt holds
-// it, n more in the next round; and closes flushed in the round after,
-// when those n have been sent to the bolt's queue. (A round calls
-// NextTuple until a call emits nothing, then sends what it emitted.)
-type burstSpout struct {
-	gale.BaseSpout
-	n       int
-	calls   int
-	holding <-chan struct{}
-	flushed chan struct{}
-}
-
-func (*burstSpout) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("i") }
-
-func (s *burstSpout) NextTuple() {
-	s.calls++
-	switch s.calls {
-	case 1:
-		s.Collector.Emit(nil, 0)
-	case 3:
-		<-s.holding
-		for i := 1; i <= s.n; i++ {
-			s.Collector.Emit(nil, i)
-		}
-	case 4:
-		close(s.flushed)
-	}
-}
-
-// execBolt is a Bolt made of its Execute.
-type execBolt struct {
-	gale.BaseBolt
-	execute func(b *execBolt, in *gale.Tuple)
-}
-
-func (*execBolt) DeclareOutputFields(gale.OutputDeclarer) {}
-func (b *execBolt) Execute(in *gale.Tuple)                { b.execute(b, in) }
+func (*recordBolt) DeclareOutputFields(OutputDeclarer) {}
+func (b *recordBolt) Execute(in *Tuple)                { b.execute(in) }
 
 // TestTickWaitsBehindQueuedInput: a tick is delivered after the tuples
-// queued before it, as in Storm, not ahead of them. The bolt holds its
-// first tuple until n more are queued and a tick is waiting; then it sees
-// the n tuples, then the tick.
+// queued before it, local and from other workers, as in Storm, where the
+// tick joins the executor's receive queue. The bolt holds its first tuple
+// while the test queues more batches on both queues and then a tick; once
+// released, it must execute every queued tuple before the tick.
 func TestTickWaitsBehindQueuedInput(t *testing.T) {
-	const n = 200
-	const freq = 7 * time.Second
-	clock := &handClock{tickers: map[time.Duration][]chan time.Time{}}
-	release, holding := make(chan struct{}), make(chan struct{})
-	spout := &burstSpout{n: n, holding: holding, flushed: make(chan struct{})}
-	var seen []string // "t" per tuple, "tick" per tick: the bolt's goroutine, then read after done
-	done := make(chan struct{})
-	b := gale.NewTopologyBuilder()
-	b.SetSpout("s", func() gale.Spout { return spout }, 1)
-	b.SetBolt("b", func() gale.Bolt {
-		return &execBolt{execute: func(b *execBolt, in *gale.Tuple) {
-			if in.IsTick() {
-				seen = append(seen, "tick")
-				close(done)
-				return
-			}
-			if len(seen) == 0 {
-				close(holding)
-				<-release
-			}
-			seen = append(seen, "t")
-			b.Collector.Ack(in)
-		}}
-	}, 1).ShuffleGrouping("s").AddConfiguration(gale.TopologyTickTupleFreqSecs, int(freq/time.Second))
-	topo, err := b.Build()
+	const local, remote = 6, 4 // batches queued behind the held one
+	hold, holding, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var seen []int // the order executed, -1 the tick
+	index := map[*Tuple]int{}
+	bolt := &recordBolt{}
+	bolt.execute = func(in *Tuple) {
+		if in.IsTick() {
+			mu.Lock()
+			seen = append(seen, -1)
+			mu.Unlock()
+			close(done)
+			return
+		}
+		if next := index[in]; next == 0 {
+			close(holding)
+			<-hold
+		}
+		mu.Lock()
+		seen = append(seen, index[in])
+		mu.Unlock()
+	}
+	tb := NewTopologyBuilder()
+	tb.SetSpout("s", func() Spout { return &benchSpout{} }, 1)
+	tb.SetBolt("b", func() Bolt { return bolt }, 1).ShuffleGrouping("s").
+		AddConfiguration(TopologyTickTupleFreqSecs, 5)
+	topo, err := tb.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lt, err := gale.StartLocal("tick-order", gale.Config{gale.TopologyAckerExecutors: 0}, topo,
-		gale.RunOptions{Logger: testLogger(t), Clock: clock})
+	rt, err := newRuntime("tick-order", topo, Config{TopologyAckerExecutors: 0}, RunOptions{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lt.Stop()
+	x := rt.boltExecs[0]
+	x.rin = make(chan *batch, remote) // as a worker with peers has
+	task := x.tasks[0]
+	if err := task.bolt.Prepare(task.tc, task.coll); err != nil {
+		t.Fatal(err)
+	}
+	ticks := make(chanTicker, 1)
+	x.tk = ticks
+	rt.wg.Add(1)
+	go x.run()
+	defer rt.stop(0)
+
+	si := rt.comps["s"].streams[DefaultStream]
+	next := 0
+	batchOf := func(n int) *batch {
+		b := rt.getBatch()
+		b.task = int32(rt.comps["b"].firstTask)
+		for range n {
+			tp := &Tuple{src: si}
+			index[tp] = next
+			next++
+			b.tuples = append(b.tuples, tp)
+		}
+		return b
+	}
+	x.in <- batchOf(1)
 	<-holding
-	<-spout.flushed
-	clock.fire(t, freq) // the tick is now waiting on the ticker's channel
-	close(release)
+	for range local {
+		x.in <- batchOf(3)
+	}
+	for range remote {
+		x.rin <- batchOf(2)
+	}
+	ticks <- time.Time{}
+	close(hold)
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the bolt never saw the tick")
+	case <-time.After(time.Minute):
+		t.Fatal("the bolt never got the tick")
 	}
-	tick := -1
-	for i, s := range seen {
-		if s == "tick" {
-			tick = i
-		}
-	}
-	if tick != n+1 {
-		t.Errorf("the tick came after %d tuples, want after all %d queued before it (the held one and %d)", tick, n+1, n)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != next+1 || seen[next] != -1 {
+		t.Fatalf("the bolt saw %v (-1 is the tick); want all %d tuples queued before the tick, then the tick", seen, next)
 	}
 }
