@@ -117,4 +117,3 @@ func cloneGrouping(g GroupingDef) GroupingDef {
 	g.Fields = slices.Clone(g.Fields)
 	return g
 }
-

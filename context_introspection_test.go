@@ -56,7 +56,7 @@ func TestContextIntrospection(t *testing.T) {
 	}
 	wantSources := map[gale.StreamID]gale.GroupingDef{
 		{Component: "count", Stream: gale.DefaultStream}: {Type: gale.GroupingGlobal},
-		{Component: "words", Stream: "lengths"}:         {Type: gale.GroupingShuffle},
+		{Component: "words", Stream: "lengths"}:          {Type: gale.GroupingShuffle},
 	}
 	if s := join.Sources(); !reflect.DeepEqual(s, wantSources) {
 		t.Errorf("join's Sources() = %v, want %v", s, wantSources)
