@@ -154,9 +154,6 @@ const (
 	// writes. 10 s detects a lost machine sooner and still rides out a
 	// leader election of a few seconds in an external etcd cluster.
 	NimbusSupervisorTimeoutSecs = "nimbus.supervisor.timeout.secs"
-	// NimbusTaskTimeoutSecs is how long an executor may go without a
-	// heartbeat before nimbus reassigns it (int, default 30, ≥ 1).
-	NimbusTaskTimeoutSecs = "nimbus.task.timeout.secs"
 	// NimbusMonitorFreqSecs is how often nimbus checks heartbeats and
 	// reassigns work (int, default 10, ≥ 1).
 	NimbusMonitorFreqSecs = "nimbus.monitor.freq.secs"
@@ -471,8 +468,6 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"port of the nimbus API (Storm's key name; not Thrift)", intPort},
 	{NimbusSupervisorTimeoutSecs, configInt, 10, ScopeCluster,
 		"seconds without a heartbeat before a supervisor is declared dead", intAtLeast(1)},
-	{NimbusTaskTimeoutSecs, configInt, 30, ScopeCluster,
-		"seconds without a heartbeat before an executor is reassigned", intAtLeast(1)},
 	{NimbusMonitorFreqSecs, configInt, 10, ScopeCluster,
 		"seconds between nimbus's heartbeat checks", intAtLeast(1)},
 	{NimbusAuthToken, configString, nil, ScopeCluster,
