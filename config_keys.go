@@ -55,8 +55,13 @@ const (
 	// 32768; Gale's queues move batches, so a smaller queue keeps the same
 	// throughput with less memory and less queueing delay under overload.
 	TopologyExecutorReceiveBufferSize = "topology.executor.receive.buffer.size"
-	// TopologyTransferBufferSize is the capacity, in tuples, of each worker's
-	// outbound transfer queue (int, default 1000, ≥ 1).
+	// TopologyTransferBufferSize is, in Gale, the capacity in frames of the
+	// queue to each peer worker: the frames a worker's executors have
+	// encoded for the peer and its connection has not yet written, each a
+	// batch of up to TopologyProducerBatchSize tuples (int, default 256,
+	// ≥ 1). A full queue blocks the executor sending to that peer, as a
+	// full executor queue does. Storm's key counts the tuples of one queue
+	// per worker, default 1000.
 	TopologyTransferBufferSize = "topology.transfer.buffer.size"
 	// TopologyProducerBatchSize is, in Gale, the most tuples a producer puts
 	// on a queue in one batch (int, default 100, ≥ 1).
@@ -411,8 +416,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"seconds between tick tuples to each bolt (unset = none)", intAtLeast(1)},
 	{TopologyExecutorReceiveBufferSize, configInt, 1024, ScopeTopology,
 		"capacity in tuples of each executor's input queue", intAtLeast(1)},
-	{TopologyTransferBufferSize, configInt, 1000, ScopeTopology,
-		"capacity in tuples of each worker's transfer queue", intAtLeast(1)},
+	{TopologyTransferBufferSize, configInt, 256, ScopeTopology,
+		"capacity in frames (each a batch of tuples) of the queue to each peer worker", intAtLeast(1)},
 	{TopologyProducerBatchSize, configInt, 100, ScopeTopology,
 		"most tuples a producer puts on a queue in one batch", intAtLeast(1)},
 	{TopologyDebug, configBool, false, ScopeComponent,

@@ -32,7 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyAckerExecutors, nil},
 		{TopologyTickTupleFreqSecs, nil},
 		{TopologyExecutorReceiveBufferSize, 1024},
-		{TopologyTransferBufferSize, 1000},
+		{TopologyTransferBufferSize, 256},
 		{TopologyProducerBatchSize, 100},
 		{TopologyDebug, false},
 		{TopologyMaxTaskParallelism, nil},

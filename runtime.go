@@ -126,6 +126,9 @@ type runtime struct {
 	wireStreams []wireStream
 	ackPool     sync.Pool
 	queueCap    int // an executor's queue, in batches
+	// peerQueue bounds the frames waiting for each peer's connection, and
+	// the frame buffers it gives back (topology.transfer.buffer.size).
+	peerQueue int
 	spins       int // yields before an idle executor parks (spinsFor)
 
 	feedback map[feedbackEdge]bool // edges closing a cycle (feedback.go)
@@ -345,6 +348,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 	rt.timeout = time.Duration(secs) * time.Second
 	rt.batchSize, _ = eff.Int(TopologyProducerBatchSize)
 	rt.batchSize = max(rt.batchSize, 1)
+	rt.peerQueue, _ = eff.Int(TopologyTransferBufferSize)
 	rt.policy = eff.String(TopologyComponentPanicPolicy)
 	rt.stats = eff.Bool(TopologyStatsEnabled)
 	rt.sampleEvery = runstats.ExecuteSampleEvery
