@@ -129,7 +129,7 @@ type runtime struct {
 	// peerQueue bounds the frames waiting for each peer's connection, and
 	// the frame buffers it gives back (topology.transfer.buffer.size).
 	peerQueue int
-	spins       int // yields before an idle executor parks (spinsFor)
+	spins     int // yields before an idle executor parks (spinsFor)
 
 	feedback map[feedbackEdge]bool // edges closing a cycle (feedback.go)
 	fbBudget feedbackBudget        // what the feedback queues may hold

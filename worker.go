@@ -376,7 +376,6 @@ const peerLinger = 30 * time.Microsecond
 // gather before writing them.
 const grantLinger = peerLinger
 
-
 // connected runs on every (re)connection to the peer.
 func (p *peer) connected() {
 	p.refill()
