@@ -72,6 +72,7 @@ type runtime struct {
 	conf      *Effective
 	clock     Clock
 	log       *slog.Logger
+	debugLog  *slog.Logger // topology.debug's lines (bridge.Hooks.DebugLogger)
 	seed      uint64
 	quit      chan struct{}
 	batchSize int
@@ -344,6 +345,10 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 		rt.log = slog.Default()
 	}
 	rt.log = rt.log.With("topology", name)
+	rt.debugLog = rt.log
+	if opts.hooks.DebugLogger != nil {
+		rt.debugLog = opts.hooks.DebugLogger.With("topology", name)
+	}
 	secs, _ := eff.Int(TopologyMessageTimeoutSecs)
 	rt.timeout = time.Duration(secs) * time.Second
 	rt.batchSize, _ = eff.Int(TopologyProducerBatchSize)
