@@ -66,8 +66,10 @@ const (
 	// TopologyProducerBatchSize is, in Gale, the most tuples a producer puts
 	// on a queue in one batch (int, default 100, ≥ 1).
 	TopologyProducerBatchSize = "topology.producer.batch.size"
-	// TopologyDebug logs every emitted tuple (bool, default false). May be
-	// set per component.
+	// TopologyDebug logs every emitted tuple, at INFO, with the emitting
+	// component, task, stream, values and target tasks (bool, default
+	// false). `gale run` shows these lines although it logs from WARN.
+	// May be set per component.
 	TopologyDebug = "topology.debug"
 	// TopologyMaxTaskParallelism caps the executors and tasks of each
 	// component (int, default unset = no cap, ≥ 1). May be set per component.
