@@ -657,7 +657,7 @@ func ResolveConfig(file, topology Config) (*Effective, error) {
 // the component's own config, which may set only the keys Storm allows per
 // component (TopologyDebug, TopologyMaxSpoutPending,
 // TopologyMaxTaskParallelism, TopologyTickTupleFreqSecs and Gale's
-// TopologyComponentPanicPolicy and TopologyTupleReuse). e must be the topology-level config from
+// TopologyComponentPanicPolicy and TopologyTupleReuse) and user keys. e must be the topology-level config from
 // ResolveConfig, not another component's; e is not modified.
 func (e *Effective) ForComponent(id string, component Config) (*Effective, error) {
 	if e.component != "" {
