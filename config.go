@@ -657,8 +657,9 @@ func ResolveConfig(file, topology Config) (*Effective, error) {
 // the component's own config, which may set only the keys Storm allows per
 // component (TopologyDebug, TopologyMaxSpoutPending,
 // TopologyMaxTaskParallelism, TopologyTickTupleFreqSecs and Gale's
-// TopologyComponentPanicPolicy and TopologyTupleReuse) and user keys. e must be the topology-level config from
-// ResolveConfig, not another component's; e is not modified.
+// TopologyComponentPanicPolicy and TopologyTupleReuse) and user keys. e
+// must be the topology-level config from ResolveConfig, not another
+// component's; e is not modified.
 func (e *Effective) ForComponent(id string, component Config) (*Effective, error) {
 	if e.component != "" {
 		panic(fmt.Sprintf("gale: ForComponent(%q) called on the config of component %q; call it on the topology's config", id, e.component))
