@@ -186,10 +186,13 @@ func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f run
 		live = stderr
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// topology.debug's lines, one per emit, are INFO: they show, as
+	// Storm's do, while the rest of the run logs from WARN.
+	debugLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var r running
 	where := "in this process"
 	if f.workers == 1 {
-		r, err = startLocal(t.Name, conf, file, topo, log)
+		r, err = startLocal(t.Name, conf, file, topo, log, debugLog)
 	} else {
 		where = fmt.Sprintf("in %d worker processes", f.workers)
 		r, err = startWorkers(t.Name, eff, file, params, f.workers, stderr)
@@ -347,8 +350,12 @@ type local struct {
 	lt *gale.LocalTopology
 }
 
-func startLocal(name string, conf, file gale.Config, topo *gale.Topology, log *slog.Logger) (*local, error) {
-	lt, err := gale.StartLocal(name, conf, topo, gale.RunOptions{Logger: log, FileConfig: file})
+// startLocal starts the topology in this process, logging to log and
+// topology.debug's lines to debugLog.
+func startLocal(name string, conf, file gale.Config, topo *gale.Topology, log, debugLog *slog.Logger) (*local, error) {
+	opts := gale.RunOptions{Logger: log, FileConfig: file}
+	bridge.SetHooks(&opts, bridge.Hooks{DebugLogger: debugLog})
+	lt, err := gale.StartLocal(name, conf, topo, opts)
 	if err != nil {
 		return nil, err
 	}

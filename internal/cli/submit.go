@@ -194,7 +194,8 @@ func parseParams(flag string, kvs []string) (map[string]string, error) {
 }
 
 // parseSettings reads -c KEY=VALUE settings, each value a YAML scalar, and
-// checks them as a topology config layer.
+// checks them as a topology config layer: topology.* keys and user keys
+// (any key outside Gale's and Storm's namespaces, such as starter.top.n).
 func parseSettings(kvs []string) (gale.Config, error) {
 	var errs []error
 	c := gale.Config{}
@@ -207,15 +208,16 @@ func parseSettings(kvs []string) (gale.Config, error) {
 		case c[k] != nil:
 			errs = append(errs, fmt.Errorf("-c %s is given twice", k))
 			continue
-		case !strings.HasPrefix(k, "topology."):
-			errs = append(errs, fmt.Errorf("-c %s: -c sets topology.* keys only; set cluster keys in gale.yaml (--file)", k))
-			continue
 		}
 		var val any
 		if err := yaml.Unmarshal([]byte(v), &val); err != nil || val == nil {
 			// Not YAML, or empty: the text itself, for the key's type
 			// check to judge.
 			val = v
+		}
+		if _, err := gale.ResolveConfig(nil, gale.Config{k: val}); errors.Is(err, gale.ErrForbiddenOverride) && !strings.HasPrefix(k, "topology.") {
+			errs = append(errs, fmt.Errorf("-c %s: -c sets topology.* keys and user keys only; set cluster keys in gale.yaml (--file)", k))
+			continue
 		}
 		c[k] = val
 	}
