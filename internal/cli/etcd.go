@@ -12,13 +12,14 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 )
 
 // newEtcdCmd is the hidden `etcd`: an embedded single-node etcd in a
 // process of its own, which `dev` starts and tests stop and restart.
 func newEtcdCmd(opts *Options) *cobra.Command {
 	var dir, listen string
-	var tls coord.EmbeddedConfig
+	var tls etcdembed.Config
 	cmd := &cobra.Command{
 		Use:   "etcd --dir DIR [--listen URL] [--cert-file FILE --key-file FILE [--trusted-ca-file FILE --client-cert-auth]]",
 		Short: "Run a single-node etcd for a dev cluster (started by dev)",
@@ -38,7 +39,7 @@ certificate of that CA, as etcd's flags of the same names do.`,
 			if tls.ClientCertAuth && tls.TrustedCAFile == "" {
 				return usageError{errors.New("--client-cert-auth needs --trusted-ca-file: the CA whose client certificates etcd accepts")}
 			}
-			e, err := coord.StartEmbedded(tls)
+			e, err := etcdembed.Start(tls)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -21,7 +22,7 @@ import (
 // once it does, leads a cluster of one, and on SIGTERM resigns and
 // leaves the members before it exits 0.
 func TestNimbusServesAndLeavesOnSIGTERM(t *testing.T) {
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

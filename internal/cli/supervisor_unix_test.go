@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 )
 
 // TestSupervisorCommand runs `gale supervisor` against an embedded etcd:
@@ -17,7 +18,7 @@ import (
 // etcd, stops in order on SIGTERM, and keeps its id in --dir, so that a
 // restart with another --id is refused.
 func TestSupervisorCommand(t *testing.T) {
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestSupervisorCommandRefusesWildcardHost(t *testing.T) {
 // idle supervisor out of etcd and says it is drained; the supervisor stays
 // up until SIGTERM. Without a supervisor in DIR it says none answers.
 func TestSupervisorDrainCommand(t *testing.T) {
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package coord
+// Package etcdembed runs a single-node etcd inside the process: the
+// coordination store of the stock binary's `gale etcd` and `gale dev`, and
+// of the tests. It is apart from internal/coord so that a user's binary,
+// which talks to etcd as a client only, does not link etcd's server.
+package etcdembed
 
 import (
 	"errors"
@@ -11,16 +15,16 @@ import (
 	"go.uber.org/zap"
 )
 
-// Embedded is a single-node etcd run inside this process: the
+// Etcd is a single-node etcd run inside this process: the
 // coordination store of `gale dev` and of the tests.
-type Embedded struct {
+type Etcd struct {
 	etcd *embed.Etcd
 	// Endpoints are its client URLs, for clientv3.Config.Endpoints.
 	Endpoints []string
 }
 
-// EmbeddedConfig says where an embedded etcd keeps its data and listens.
-type EmbeddedConfig struct {
+// Config says where an embedded etcd keeps its data and listens.
+type Config struct {
 	// Dir holds its data; it survives a restart in the same Dir.
 	Dir string
 	// ClientURL is where clients connect, such as http://127.0.0.1:2379;
@@ -38,11 +42,11 @@ type EmbeddedConfig struct {
 	ClientCertAuth bool
 }
 
-// StartEmbedded starts an embedded single-node etcd and waits until it
+// Start starts an embedded single-node etcd and waits until it
 // serves.
-func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
+func Start(c Config) (*Etcd, error) {
 	if c.Dir == "" {
-		return nil, errors.New("coord: embedded etcd needs a data directory")
+		return nil, errors.New("etcdembed: embedded etcd needs a data directory")
 	}
 	if c.ClientURL == "" {
 		c.ClientURL = "http://127.0.0.1:2379"
@@ -52,11 +56,11 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	}
 	cu, err := url.Parse(c.ClientURL)
 	if err != nil {
-		return nil, fmt.Errorf("coord: etcd client URL %q: %w", c.ClientURL, err)
+		return nil, fmt.Errorf("etcdembed: etcd client URL %q: %w", c.ClientURL, err)
 	}
 	pu, err := url.Parse(c.PeerURL)
 	if err != nil {
-		return nil, fmt.Errorf("coord: etcd peer URL %q: %w", c.PeerURL, err)
+		return nil, fmt.Errorf("etcdembed: etcd peer URL %q: %w", c.PeerURL, err)
 	}
 	cfg := embed.NewConfig()
 	cfg.Name = "gale"
@@ -69,16 +73,16 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	scheme := "http://"
 	if c.CertFile != "" || c.KeyFile != "" {
 		if c.CertFile == "" || c.KeyFile == "" {
-			return nil, fmt.Errorf("coord: etcd's TLS needs a certificate and its key, got %q and %q", c.CertFile, c.KeyFile)
+			return nil, fmt.Errorf("etcdembed: etcd's TLS needs a certificate and its key, got %q and %q", c.CertFile, c.KeyFile)
 		}
 		if cu.Scheme != "https" {
-			return nil, fmt.Errorf("coord: etcd client URL %s: write https:// to serve it with TLS", c.ClientURL)
+			return nil, fmt.Errorf("etcdembed: etcd client URL %s: write https:// to serve it with TLS", c.ClientURL)
 		}
 		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile,
 			TrustedCAFile: c.TrustedCAFile, ClientCertAuth: c.ClientCertAuth}
 		scheme = "https://"
 	} else if c.ClientCertAuth || cu.Scheme == "https" {
-		return nil, fmt.Errorf("coord: etcd client URL %s: https:// and client certificates need a server certificate and key", c.ClientURL)
+		return nil, fmt.Errorf("etcdembed: etcd client URL %s: https:// and client certificates need a server certificate and key", c.ClientURL)
 	}
 	cfg.LogLevel = "error"
 	// bcrypt's least cost (4) for the passwords of etcd's auth: an
@@ -88,18 +92,18 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("coord: start embedded etcd: %w", err)
+		return nil, fmt.Errorf("etcdembed: start embedded etcd: %w", err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		e.Close()
-		return nil, fmt.Errorf("coord: embedded etcd: %w", err)
+		return nil, fmt.Errorf("etcdembed: embedded etcd: %w", err)
 	case <-time.After(60 * time.Second):
 		e.Close()
-		return nil, errors.New("coord: embedded etcd did not become ready in 60 s")
+		return nil, errors.New("etcdembed: embedded etcd did not become ready in 60 s")
 	}
-	em := &Embedded{etcd: e}
+	em := &Etcd{etcd: e}
 	for _, l := range e.Clients {
 		em.Endpoints = append(em.Endpoints, scheme+l.Addr().String())
 	}
@@ -109,7 +113,7 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 // RaftIndex is the server's applied raft index: it moves on every write
 // that goes through raft, lease grants and revocations included, and not
 // on lease keep-alives.
-func (e *Embedded) RaftIndex() uint64 { return e.etcd.Server.AppliedIndex() }
+func (e *Etcd) RaftIndex() uint64 { return e.etcd.Server.AppliedIndex() }
 
 // Close stops the server and waits for it.
-func (e *Embedded) Close() { e.etcd.Close() }
+func (e *Etcd) Close() { e.etcd.Close() }
