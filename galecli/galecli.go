@@ -39,8 +39,6 @@ package galecli
 
 import (
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/cli"
@@ -78,19 +76,9 @@ type Topology struct {
 // the spouts, drains the trees in flight and prints its report. A second
 // one kills the program.
 func Main(topologies ...Topology) int {
-	opts := cli.Options{Name: programName(os.Args[0])}
+	opts := cli.Options{Name: cli.ProgramName(os.Args[0])}
 	for _, t := range topologies {
 		opts.Topologies = append(opts.Topologies, cli.Topology{Name: t.Name, Short: t.Short, Build: t.Build})
 	}
 	return cli.Run(os.Args[1:], os.Stdout, os.Stderr, opts)
-}
-
-// programName is the base name of the program's path, without a Windows
-// .exe.
-func programName(arg0 string) string {
-	name := strings.TrimSuffix(filepath.Base(arg0), ".exe")
-	if name == "" || name == "." || name == string(filepath.Separator) {
-		return "gale"
-	}
-	return name
 }

@@ -114,3 +114,20 @@ func decodeOne(t *testing.T, s string, v any) {
 		t.Fatalf("stdout has more than one JSON document (then %q, err %v):\n%s", extra, err, s)
 	}
 }
+
+// TestProgramName: messages name the program as the user invoked it.
+// (examples/userprog's tests run Main in a built program.)
+func TestProgramName(t *testing.T) {
+	tests := []struct{ arg0, want string }{
+		{"/usr/local/bin/clicks", "clicks"},
+		{"./clicks", "clicks"},
+		{"clicks.exe", "clicks"},
+		{"gale", "gale"},
+		{"", "gale"},
+	}
+	for _, tt := range tests {
+		if got := ProgramName(tt.arg0); got != tt.want {
+			t.Errorf("ProgramName(%q): got %q, want %q", tt.arg0, got, tt.want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func TestUIForwardsTheCallersTokenOnly(t *testing.T) {
 	t.Parallel()
 	f := startFakeNimbus(t, nil)
 	conf := writeFile(t, "gale.yaml", "nimbus.auth.token: the-uis-own\n")
-	cc, err := (&clusterFlags{file: conf, nimbus: f.addr}).clientConfig()
+	cc, err := (&ClusterFlags{file: conf, nimbus: f.addr}).ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestUIRefindsTheLeader(t *testing.T) {
 	stale.leader, stale.standby = fresh.addr, true
 	stale.onMutate = func() { seed.setLeader(fresh.addr) }
 	stale.mu.Unlock()
-	s, err := startUI("127.0.0.1:0", clientConfig{seeds: []string{seed.addr}})
+	s, err := startUI("127.0.0.1:0", ClientConfig{seeds: []string{seed.addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/runstats"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // autotuneBench is what `gale bench autotune` runs.
@@ -110,10 +112,10 @@ sweep, the best fixed value (the most trees acked a second) and the knee (the
 least value within 5% of the best), and each tuned run's final value and
 throughput with their ratios to the best, to the knee and to the best run again
 (--json: one JSON document on stdout). Progress goes to stderr.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := b.validate(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			level := slog.LevelWarn
 			if b.Verbose {
@@ -123,7 +125,7 @@ throughput with their ratios to the best, to the knee and to the best run again
 			r, err := b.run(cmd.Context(), log, cmd.ErrOrStderr())
 			var werr error
 			if b.JSON {
-				werr = r.writeJSON(cmd.OutOrStdout())
+				werr = r.WriteJSON(cmd.OutOrStdout())
 			} else {
 				werr = r.writeTable(cmd.OutOrStdout())
 			}
@@ -406,7 +408,7 @@ func traceOf(samples []sample, window time.Duration) (final, lo, hi int, trace [
 	return final, lo, hi, trace
 }
 
-func (r *autotuneReport) writeJSON(w io.Writer) error {
+func (r *autotuneReport) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)

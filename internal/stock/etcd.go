@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"context"
@@ -13,11 +13,13 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // newEtcdCmd is the hidden `etcd`: an embedded single-node etcd in a
 // process of its own, which `dev` starts and tests stop and restart.
-func newEtcdCmd(opts *Options) *cobra.Command {
+func newEtcdCmd(opts *cli.Options) *cobra.Command {
 	var dir, listen string
 	var tls etcdembed.Config
 	cmd := &cobra.Command{
@@ -30,14 +32,14 @@ it. --cert-file and --key-file serve TLS (--listen https://...), and
 --client-cert-auth with --trusted-ca-file refuses every client without a
 certificate of that CA, as etcd's flags of the same names do.`,
 		Hidden: true,
-		Args:   noArgs,
+		Args:   cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return usageError{errors.New("--dir is required: the directory etcd keeps its data in")}
+				return cli.Usage(errors.New("--dir is required: the directory etcd keeps its data in"))
 			}
 			tls.Dir, tls.ClientURL = dir, listen
 			if tls.ClientCertAuth && tls.TrustedCAFile == "" {
-				return usageError{errors.New("--client-cert-auth needs --trusted-ca-file: the CA whose client certificates etcd accepts")}
+				return cli.Usage(errors.New("--client-cert-auth needs --trusted-ca-file: the CA whose client certificates etcd accepts"))
 			}
 			e, err := etcdembed.Start(tls)
 			if err != nil {
@@ -73,7 +75,7 @@ The raft index moves on every write through raft (puts, deletes, lease
 grants, revocations and expiries), not on lease keep-alives or reads; the
 revision moves on every change of a key. Run it twice: a cluster in its
 steady state moves neither.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sec, fileEndpoints, err := etcdSecurity(file)
 			if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"bytes"
@@ -28,6 +28,8 @@ import (
 	"github.com/gale-stream/gale/internal/benchfail"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/proclist"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // chaosFlags are the flags of `bench chaos`.
@@ -82,10 +84,10 @@ longest gap, decreases (from, to, when, after which event) and final count,
 the queue's counts and the checks; --json one JSON document, with every
 observation. A failed check, or a process of the cluster that died unasked,
 makes the exit status 1.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			return runChaos(cmd, f)
 		},
@@ -189,7 +191,7 @@ func chaosSources() []benchchaos.Source {
 
 func runChaos(cmd *cobra.Command, f chaosFlags) error {
 	ctx := cmd.Context()
-	opts := &Options{Name: cmd.Root().Name()}
+	opts := &cli.Options{Name: cmd.Root().Name()}
 	if f.seed == 0 {
 		f.seed = rand.Uint64() | 1 // never 0, which asks for one
 	}
@@ -268,7 +270,7 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 		r.Error = runErr.Error()
 	}
 	if f.asJSON {
-		err = writeJSON(cmd.OutOrStdout(), r)
+		err = cli.WriteJSON(cmd.OutOrStdout(), r)
 	} else {
 		err = r.Print(cmd.OutOrStdout(), d.name)
 	}
@@ -370,22 +372,22 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 		return err
 	}
 	w := strconv.Itoa(c.f.workers)
-	sf := submitFlags{clusterFlags: clusterFlags{file: c.client}, workers: c.f.workers,
-		params: []string{"queue=" + c.srv.Addr(), "spouts=" + w, "splitters=" + w, "counters=" + w},
-		conf: []string{gale.TopologyWorkers + "=" + w, gale.TopologyAckerExecutors + "=" + w,
+	sf := cli.SubmitFlags{ClusterFlags: cli.ClusterFlags{File: c.client}, Workers: c.f.workers,
+		Params: []string{"queue=" + c.srv.Addr(), "spouts=" + w, "splitters=" + w, "counters=" + w},
+		Conf: []string{gale.TopologyWorkers + "=" + w, gale.TopologyAckerExecutors + "=" + w,
 			gale.TopologyMessageTimeoutSecs + "=" + strconv.Itoa(c.f.messageTimeout),
 			gale.TopologyMaxSpoutPending + "=" + strconv.Itoa(c.f.maxSpoutPending)}}
-	s, err := sf.parse(cmd, &Options{Name: c.d.name, Topologies: []Topology{failoverTopology}}, []string{benchfail.TopologyName})
+	s, err := sf.Parse(cmd, &cli.Options{Name: c.d.name, Topologies: []cli.Topology{failoverTopology}}, []string{benchfail.TopologyName})
 	if err != nil {
 		return err
 	}
 	c.submitted = c.now()
-	resp, err := s.submit(ctx, cmd)
+	resp, err := s.Submit(ctx, cmd)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(c.live, "%s bench chaos: submitted %s (id %s): %d workers on %d supervisors, %d nimbuses, %s sentences/s\n",
-		c.d.name, s.name, resp.ID, c.f.workers, c.f.supervisors, c.f.nimbuses, strconv.FormatFloat(c.f.rate, 'f', -1, 64))
+		c.d.name, s.Name, resp.ID, c.f.workers, c.f.supervisors, c.f.nimbuses, strconv.FormatFloat(c.f.rate, 'f', -1, 64))
 
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
@@ -402,7 +404,7 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 		}
 	}
 
-	stopPolls := c.startPolls(ctx, s.name)
+	stopPolls := c.startPolls(ctx, s.Name)
 	defer stopPolls()
 	c.srv.Produce(true)
 	chaosStart := c.since() + c.f.warmup
@@ -675,21 +677,21 @@ func (c *chaos) readied(rd chaosReady) {
 // leader is the index in d.nimbuses of the nimbus that leads, as the
 // seeds say.
 func (c *chaos) leader(ctx context.Context) (int, error) {
-	cc, err := (&clusterFlags{file: c.client}).clientConfig()
+	cc, err := (&cli.ClusterFlags{File: c.client}).ClientConfig()
 	if err != nil {
 		return 0, err
 	}
-	cl, err := dialNimbus(ctx, cc)
+	cl, err := cli.DialNimbus(ctx, cc)
 	if err != nil {
 		return 0, fmt.Errorf("no leader to kill: %v", err)
 	}
 	defer cl.Close()
-	i := slices.Index(c.d.nimbusAddrs, cl.leader)
+	i := slices.Index(c.d.nimbusAddrs, cl.Leader())
 	if i < 0 {
-		return 0, fmt.Errorf("the leader %s is none of the cluster's nimbuses %v", cl.leader, c.d.nimbusAddrs)
+		return 0, fmt.Errorf("the leader %s is none of the cluster's nimbuses %v", cl.Leader(), c.d.nimbusAddrs)
 	}
 	if n := c.d.nimbuses[i]; !n.running() || c.killed[n] {
-		return 0, fmt.Errorf("the leader %s (%s) is already down", cl.leader, n.role)
+		return 0, fmt.Errorf("the leader %s (%s) is already down", cl.Leader(), n.role)
 	}
 	return i, nil
 }
@@ -875,7 +877,7 @@ func chaosListPoll(client, topology string) func(context.Context) (map[string]*i
 }
 
 func listPoll(ctx context.Context, client, topology string) (map[string]*int64, string, error) {
-	cmd := newListCmd()
+	cmd := cli.NewListCmd()
 	var out bytes.Buffer
 	cmd.SetArgs([]string{"--json", "--file", client})
 	cmd.SetOut(&out)
@@ -884,7 +886,7 @@ func listPoll(ctx context.Context, client, topology string) (map[string]*int64, 
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		return nil, "", err
 	}
-	var r listReport
+	var r cli.ListReport
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		return nil, "", fmt.Errorf("list --json: %w", err)
 	}

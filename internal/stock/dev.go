@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"bufio"
@@ -26,6 +26,8 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/proclist"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // devFlags are the flags of `dev` (and `demo`).
@@ -100,7 +102,7 @@ func (f *devFlags) slots(i int) []int {
 	return ports
 }
 
-func newDevCmd(opts *Options) *cobra.Command {
+func newDevCmd(opts *cli.Options) *cobra.Command {
 	f := devFlags{nimbuses: 1, nimbusesFlag: true}
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -122,10 +124,10 @@ With a --file whose gale.yaml sets gale.etcd.tls.ca, .cert and .key, etcd
 serves TLS with that certificate (it must serve 127.0.0.1 too) and accepts
 only clients of that CA; with gale.etcd.username and a password, dev turns
 etcd's auth on for that user. Nimbus and the supervisors read the same keys.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			hurry, stopSignals := hurrySignal()
 			defer stopSignals()
@@ -235,7 +237,7 @@ func (c *child) running() bool {
 // startDev starts etcd, nimbus and the supervisors, each once the one
 // before is ready, and returns once all are. On an error, or ctx done
 // while starting, it stops what it started.
-func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, hurry <-chan struct{}) (_ *devCluster, err error) {
+func startDev(ctx context.Context, opts *cli.Options, f devFlags, stderr io.Writer, hurry <-chan struct{}) (_ *devCluster, err error) {
 	if err := devSupported(); err != nil {
 		return nil, err
 	}
@@ -370,9 +372,9 @@ func startDev(ctx context.Context, opts *Options, f devFlags, stderr io.Writer, 
 // without its UI, and a second dev cluster, or another program on 8080,
 // should not keep one from starting.
 func (d *devCluster) startUI(f devFlags) {
-	cc, err := (&clusterFlags{file: f.file, nimbus: d.nimbusAddr}).clientConfig()
+	cc, err := (&cli.ClusterFlags{File: f.file, Nimbus: d.nimbusAddr}).ClientConfig()
 	if err == nil {
-		cc.seeds = d.nimbusAddrs // whichever leads
+		cc.Seeds = d.nimbusAddrs // whichever leads
 		d.ui, err = startUI(net.JoinHostPort("127.0.0.1", strconv.Itoa(f.uiPort)), cc)
 	}
 	if err != nil {
@@ -596,7 +598,7 @@ func (d *devCluster) report() devReport {
 func (d *devCluster) print(w io.Writer, asJSON, hint bool) error {
 	r := d.report()
 	if asJSON {
-		return writeJSON(w, r)
+		return cli.WriteJSON(w, r)
 	}
 	kept := "kept on exit"
 	if r.Temporary {

@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale/internal/supervisor"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // newSupervisorDrainCmd is `supervisor drain`: the supervisor running in
@@ -42,10 +44,10 @@ A plain stop (systemctl stop or restart, SIGTERM, kill -9) is not a drain:
 the workers keep running, and a supervisor started again in DIR within
 nimbus.supervisor.timeout.secs adopts them. --json prints the drained
 supervisor's final state as one JSON document.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return usageError{errors.New("--dir is required: the supervisor's state directory")}
+				return cli.Usage(errors.New("--dir is required: the supervisor's state directory"))
 			}
 			w := cmd.OutOrStdout()
 			var last supervisor.DrainStatus
@@ -77,7 +79,7 @@ supervisor's final state as one JSON document.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(w, last)
+				return cli.WriteJSON(w, last)
 			}
 			fmt.Fprintf(w, "supervisor %s drained: no worker runs here. It stays out of the cluster until stopped; started again, it joins again.\n", last.Supervisor)
 			return nil

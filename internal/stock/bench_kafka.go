@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchkafka"
 	"github.com/gale-stream/gale/internal/workerproc"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // kafkaFlags are the flags of `bench kafka`.
@@ -87,7 +89,7 @@ modes ran), "kill" (with the kill mode: "messages_per_sec_before_kill",
 "in_flight", "commit_period_records", "bound", "recover_seconds",
 "restarts"), and "error". A lost id or a mode that failed makes
 gale exit with status 1, after the report; a missed target does not.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchKafka(cmd, f)
 		},
@@ -117,7 +119,7 @@ func newKafkaBrokerCmd() *cobra.Command {
 		Use:    "broker",
 		Short:  "Serve the Kafka broker of bench kafka until stdin closes (started by bench kafka)",
 		Hidden: true,
-		Args:   noArgs,
+		Args:   cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return benchkafka.ServeBroker(cmd.Context(), partitions, []string{benchkafka.Topic, benchkafka.OutputTopic, benchkafka.PacedTopic}, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
@@ -140,7 +142,7 @@ func runBenchKafka(cmd *cobra.Command, f kafkaFlags) error {
 	cfg.WorkerArgs = []string{"worker"}
 	cfg.CPUProfile = f.cpuprofile
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	var live io.Writer = io.Discard
 	if !f.asJSON {
@@ -154,7 +156,7 @@ func runBenchKafka(cmd *cobra.Command, f kafkaFlags) error {
 	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	r, runErr := benchkafka.Run(cmd.Context(), cfg)
 	if f.asJSON {
-		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+		if err := cli.WriteJSON(cmd.OutOrStdout(), r); err != nil {
 			return err
 		}
 		return runErr

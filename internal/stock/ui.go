@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"context"
@@ -18,11 +18,13 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/ui"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 func newUICmd() *cobra.Command {
 	var (
-		cf   clusterFlags
+		cf   cli.ClusterFlags
 		addr string
 	)
 	cmd := &cobra.Command{
@@ -43,9 +45,9 @@ It binds 127.0.0.1 on ui.port (default 8080) unless --addr says otherwise.
 The UI holds no token: reads need none, and a mutation passes the caller's
 "Authorization: Bearer TOKEN" header on to nimbus, which checks it against
 nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			file, err := cf.fileConfig()
+			file, err := cf.FileConfig()
 			if err != nil {
 				return err
 			}
@@ -53,7 +55,7 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 			if err != nil {
 				return err
 			}
-			cc, err := cf.clientConfigFrom(eff)
+			cc, err := cf.ClientConfigFrom(eff)
 			if err != nil {
 				return err
 			}
@@ -61,7 +63,7 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 				port, _ := eff.Int(gale.UIPort)
 				addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			} else if _, _, err := net.SplitHostPort(addr); err != nil {
-				return usageError{fmt.Errorf("--addr wants host:port (or :port for every address), got %q", addr)}
+				return cli.Usage(fmt.Errorf("--addr wants host:port (or :port for every address), got %q", addr))
 			}
 			s, err := startUI(addr, cc)
 			if err != nil {
@@ -77,7 +79,7 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 			}
 		},
 	}
-	cf.bind(cmd)
+	cf.Bind(cmd)
 	cmd.Flags().StringVar(&addr, "addr", "", "the `host:port` to serve on (default 127.0.0.1:ui.port)")
 	return cmd
 }
@@ -98,8 +100,8 @@ const uiStopGrace = 5 * time.Second
 // startUI serves the UI on addr, asking the nimbus leader that cc's seeds
 // name. The UI dials nimbus without cc's token: mutations carry their
 // caller's.
-func startUI(addr string, cc clientConfig) (*uiServer, error) {
-	cc.token = ""
+func startUI(addr string, cc cli.ClientConfig) (*uiServer, error) {
+	cc.Token = ""
 	nb := &uiNimbus{cfg: cc}
 	h, err := ui.New(ui.Config{Nimbus: nb})
 	if err != nil {
@@ -148,20 +150,20 @@ func (s *uiServer) stop() error {
 // Its calls return nimbus's gRPC errors as they are, so that the UI
 // answers them with their HTTP status. Safe for concurrent use.
 type uiNimbus struct {
-	cfg clientConfig
+	cfg cli.ClientConfig
 	// mu serializes making the client; calls run outside it.
 	mu struct {
 		sync.Mutex
-		c *client
+		c *cli.Client
 	}
 }
 
 // client returns the client, dialling the cluster on first use.
-func (n *uiNimbus) client(ctx context.Context) (*client, error) {
+func (n *uiNimbus) client(ctx context.Context) (*cli.Client, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.c == nil {
-		c, err := dialNimbus(ctx, n.cfg)
+		c, err := cli.DialNimbus(ctx, n.cfg)
 		if err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
@@ -177,12 +179,12 @@ func (n *uiNimbus) leader(ctx context.Context, stale nimbuspb.NimbusClient) (nim
 	if err != nil {
 		return nil, err
 	}
-	if l, _ := c.leaderClient(); l == nil || l == stale {
-		if err := c.findLeader(ctx); err != nil {
+	if l, _ := c.LeaderClient(); l == nil || l == stale {
+		if err := c.FindLeader(ctx); err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 	}
-	l, _ := c.leaderClient()
+	l, _ := c.LeaderClient()
 	return l, nil
 }
 
@@ -223,7 +225,7 @@ func uiRead[T any](ctx context.Context, n *uiNimbus, op func(context.Context, ni
 		return v, err
 	}
 	var last error
-	err = c.read(ctx, func(ctx context.Context, nc nimbuspb.NimbusClient) (err error) {
+	err = c.Read(ctx, func(ctx context.Context, nc nimbuspb.NimbusClient) (err error) {
 		v, err = op(ctx, nc)
 		last = err
 		return err

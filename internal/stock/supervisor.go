@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"context"
@@ -20,9 +20,11 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/supervisor"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
-func newSupervisorCmd(opts *Options) *cobra.Command {
+func newSupervisorCmd(opts *cli.Options) *cobra.Command {
 	var f struct{ file, dir, host, ports, etcd, id, logLevel string }
 	cmd := &cobra.Command{
 		Use:   "supervisor --dir DIR [--host HOST] [--ports P1,P2,…] [--etcd URLS] [--id ID]",
@@ -59,13 +61,13 @@ status --dir DIR" shows its workers, from the supervisor itself.
 --host is the address its workers listen on and that their peers on other
 machines dial: this machine's IP or hostname (127.0.0.1 for a cluster on one
 machine), not a wildcard such as 0.0.0.0.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.dir == "" {
-				return usageError{errors.New("--dir is required: the supervisor's state directory")}
+				return cli.Usage(errors.New("--dir is required: the supervisor's state directory"))
 			}
 			if err := supervisor.CheckHost(f.host); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			var file gale.Config
 			if f.file != "" {
@@ -89,7 +91,7 @@ machine), not a wildcard such as 0.0.0.0.`,
 				for _, p := range strings.Split(f.ports, ",") {
 					n, err := strconv.Atoi(strings.TrimSpace(p))
 					if err != nil {
-						return usageError{fmt.Errorf("--ports %q: %q is not a port number", f.ports, p)}
+						return cli.Usage(fmt.Errorf("--ports %q: %q is not a port number", f.ports, p))
 					}
 					ports = append(ports, n)
 				}
@@ -104,7 +106,7 @@ machine), not a wildcard such as 0.0.0.0.`,
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)}
+				return cli.Usage(fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel))
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			sec, err := coord.SecurityFromConfig(eff)
@@ -123,7 +125,7 @@ machine), not a wildcard such as 0.0.0.0.`,
 				return err
 			}
 			cfg := supervisor.Config{ID: id, Dir: f.dir, Host: f.host, Ports: ports, Store: store, Cluster: file,
-				GaleVersion: currentVersion().Version, WorkerLogLevel: f.logLevel, Logger: log, DialOptions: dial}
+				GaleVersion: cli.CurrentVersion().Version, WorkerLogLevel: f.logLevel, Logger: log, DialOptions: dial}
 			cfg.FromCluster(eff)
 			s, err := supervisor.New(cfg)
 			if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"errors"
@@ -13,9 +13,11 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/nimbus"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
-func newNimbusCmd(opts *Options) *cobra.Command {
+func newNimbusCmd(opts *cli.Options) *cobra.Command {
 	var f struct {
 		file, dir, host, etcd, id, advertise string
 		port                                 int
@@ -36,10 +38,10 @@ bearer token: supervisors and the other nimbuses send it too. nimbus.tls.cert an
 nimbus.tls.key turn on TLS. It prints one line on stderr once it serves,
 and on SIGTERM or SIGINT it stops taking calls, resigns its leadership and
 leaves the cluster.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.dir == "" {
-				return usageError{errors.New("--dir is required: the directory of the nimbus's artifacts")}
+				return cli.Usage(errors.New("--dir is required: the directory of the nimbus's artifacts"))
 			}
 			var file gale.Config
 			if f.file != "" {
@@ -67,7 +69,7 @@ leaves the cluster.`,
 				Advertise:   f.advertise,
 				Endpoints:   endpoints,
 				Cluster:     file,
-				GaleVersion: currentVersion().Version,
+				GaleVersion: cli.CurrentVersion().Version,
 				Logger:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 			})
 			if err != nil {

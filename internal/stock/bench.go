@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchtopo"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -21,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Run benchmarks",
 		Args:  cobra.ArbitraryArgs,
-		RunE:  runGroup,
+		RunE:  cli.RunGroup,
 	}
 	cmd.AddCommand(newWordcountCmd(), newCoordinationCmd(), newFailoverCmd(), newChaosCmd(), newBenchKafkaCmd(), newAutotuneCmd())
 	return cmd
@@ -55,7 +57,7 @@ runs of --duration each, one with the metrics (topology.stats.enabled) and one
 without, in ABBA order (on/off, off/on, ...), and prints each pair's throughput
 ratio (on/off) and the median ratio, so that both are measured in the same
 run, under the same load.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.StatsOff = !stats
 			if comparePairs != 0 {
@@ -93,7 +95,7 @@ run, under the same load.`,
 
 func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile string) (err error) {
 	if err := opts.Validate(); err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	runner := bench.PlainRunner
 	if opts.Runner == bench.RunnerGale {
@@ -105,7 +107,7 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 				return err
 			}
 			runner = benchtopo.ProcessRunner(benchtopo.ProcessConfig{
-				Exe: exe, Args: workerArgs,
+				Exe: exe, Args: cli.WorkerArgs,
 				CPUProfile: cpuprofile, Trace: tracefile,
 				Logs: cmd.ErrOrStderr(), Log: log,
 				Launched: benchLaunched,
@@ -152,16 +154,16 @@ func runWordcount(cmd *cobra.Command, opts bench.Options, cpuprofile, tracefile 
 func runCompareStats(cmd *cobra.Command, opts bench.Options, pairs int, cpuprofile, tracefile string) error {
 	switch {
 	case pairs < 1:
-		return usageError{fmt.Errorf("--compare-stats must be ≥ 1 pairs of runs (0 = one run), got %d", pairs)}
+		return cli.Usage(fmt.Errorf("--compare-stats must be ≥ 1 pairs of runs (0 = one run), got %d", pairs))
 	case opts.Runner != bench.RunnerGale:
-		return usageError{fmt.Errorf("--compare-stats applies to the gale runner only, got --runner %s", opts.Runner)}
+		return cli.Usage(fmt.Errorf("--compare-stats applies to the gale runner only, got --runner %s", opts.Runner))
 	case cpuprofile != "" || tracefile != "":
-		return usageError{fmt.Errorf("--compare-stats takes no --cpuprofile or --trace: profile one run, with --stats or --stats=false")}
+		return cli.Usage(fmt.Errorf("--compare-stats takes no --cpuprofile or --trace: profile one run, with --stats or --stats=false"))
 	case cmd.Flags().Changed("stats"):
-		return usageError{fmt.Errorf("--compare-stats runs with the metrics both on and off: drop --stats")}
+		return cli.Usage(fmt.Errorf("--compare-stats runs with the metrics both on and off: drop --stats"))
 	}
 	if err := opts.Validate(); err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := benchtopo.Runner(log)
@@ -171,7 +173,7 @@ func runCompareStats(cmd *cobra.Command, opts bench.Options, pairs int, cpuprofi
 			return err
 		}
 		runner = benchtopo.ProcessRunner(benchtopo.ProcessConfig{
-			Exe: exe, Args: workerArgs, Logs: cmd.ErrOrStderr(), Log: log, Launched: benchLaunched,
+			Exe: exe, Args: cli.WorkerArgs, Logs: cmd.ErrOrStderr(), Log: log, Launched: benchLaunched,
 		})
 	}
 	var live io.Writer
@@ -181,10 +183,6 @@ func runCompareStats(cmd *cobra.Command, opts bench.Options, pairs int, cpuprofi
 	_, err := bench.CompareStats(cmd.Context(), opts, runner, pairs, cmd.OutOrStdout(), live)
 	return err
 }
-
-// workerArgs select the worker subcommand of this binary; tests replace
-// them when the binary is a test binary.
-var workerArgs = []string{"worker"}
 
 // benchLaunched, if set, is called once a --workers bench has started its
 // workers (benchtopo.ProcessConfig.Launched); tests set it to kill one.

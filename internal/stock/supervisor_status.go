@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/supervisor"
 	"github.com/spf13/cobra"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // supervisorStatus is what supervisor status --json prints.
@@ -60,10 +62,10 @@ to the nimbus leader every supervisor.heartbeat.frequency.secs. It asks the
 supervisor over a unix socket in DIR, so it answers on the machine even when
 etcd or nimbus cannot be reached. --json prints the report as one JSON
 document.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return usageError{errors.New("--dir is required: the supervisor's state directory")}
+				return cli.Usage(errors.New("--dir is required: the supervisor's state directory"))
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
@@ -73,7 +75,7 @@ document.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(w, statusJSON(r))
+				return cli.WriteJSON(w, statusJSON(r))
 			}
 			fmt.Fprintf(w, "supervisor %s: %d workers\n", r.GetSupervisor(), len(r.GetWorkers()))
 			if len(r.GetWorkers()) == 0 {

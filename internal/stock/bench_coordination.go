@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/gale-stream/gale/internal/benchcoord"
 	"github.com/gale-stream/gale/internal/transport"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 func newCoordinationCmd() *cobra.Command {
@@ -40,17 +42,17 @@ It goes through four phases, printing each on stderr as it goes:
 Then it prints a table on stdout (--json: one JSON document). The report is
 printed however the run ends; when it went wrong it says what in its "error",
 and gale exits with status 1.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
 			cfg.Exe = exe
-			cfg.GaleVersion, cfg.WireVersion = currentVersion().Version, int(transport.ProtocolVersion)
+			cfg.GaleVersion, cfg.WireVersion = cli.CurrentVersion().Version, int(transport.ProtocolVersion)
 			cfg.Log = cmd.ErrOrStderr()
 			if err := cfg.Validate(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			r, err := benchcoord.Run(cmd.Context(), cfg)
 			var werr error

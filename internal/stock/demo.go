@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"errors"
@@ -11,13 +11,15 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // demoTopology is the topology demo submits: the stock word count, whose
 // spout emits every sentence with a message id (ack mode).
 const demoTopology = "wordcount"
 
-func newDemoCmd(opts *Options) *cobra.Command {
+func newDemoCmd(opts *cli.Options) *cobra.Command {
 	var f devFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -28,13 +30,13 @@ each second the sentences emitted per second, the trees acked and failed
 so far, the p99 of the complete latency (emit to ack) of the trees acked
 in the last second, and the workers running of those asked for, from the
 supervisors' reports to nimbus. Ctrl-C stops everything.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
-			if _, ok := opts.lookup(demoTopology); !ok {
-				return fmt.Errorf("demo runs the %s topology: %s", demoTopology, opts.known())
+			if _, ok := opts.Lookup(demoTopology); !ok {
+				return fmt.Errorf("demo runs the %s topology: %s", demoTopology, opts.Known())
 			}
 			hurry, stopSignals := hurrySignal()
 			defer stopSignals()
@@ -62,17 +64,17 @@ supervisors' reports to nimbus. Ctrl-C stops everything.`,
 
 // demo submits the word count to d and prints its numbers each second
 // until Ctrl-C or a child of d exits.
-func demo(cmd *cobra.Command, opts *Options, d *devCluster) error {
+func demo(cmd *cobra.Command, opts *cli.Options, d *devCluster) error {
 	ctx := cmd.Context()
-	sf := submitFlags{clusterFlags: clusterFlags{nimbus: d.nimbusAddr}}
-	s, err := sf.parse(cmd, opts, []string{demoTopology})
+	sf := cli.SubmitFlags{ClusterFlags: cli.ClusterFlags{Nimbus: d.nimbusAddr}}
+	s, err := sf.Parse(cmd, opts, []string{demoTopology})
 	if err != nil {
 		return err
 	}
-	if err := s.send(cmd, sf); err != nil {
+	if err := s.Send(cmd, sf); err != nil {
 		return err
 	}
-	c, err := dialNimbus(ctx, s.cluster)
+	c, err := cli.DialNimbus(ctx, s.Cluster)
 	if err != nil {
 		return err
 	}
@@ -91,7 +93,7 @@ func demo(cmd *cobra.Command, opts *Options, d *devCluster) error {
 			return fmt.Errorf("%s (pid %d) exited: %v; the rest of the cluster is stopped", ch.role, ch.pid(), exitReason(ch.err))
 		case now := <-tk.C:
 			var resp *nimbuspb.ListResponse
-			err := c.call(ctx, func(n nimbuspb.NimbusClient) (err error) {
+			err := c.Call(ctx, func(n nimbuspb.NimbusClient) (err error) {
 				resp, err = n.List(ctx, &nimbuspb.ListRequest{})
 				return err
 			})

@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"context"
@@ -16,11 +16,9 @@ import (
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchfail"
 	"github.com/gale-stream/gale/internal/freeport"
-)
 
-// failoverTopology is the failover bench's word count, known to every
-// program's workers (Options.register) but listed by none.
-var failoverTopology = Topology{Name: benchfail.TopologyName, Short: "the failover bench's word count (internal)", Build: benchfail.Build}
+	"github.com/gale-stream/gale/internal/cli"
+)
 
 // failoverFlags are the flags of `bench failover`.
 type failoverFlags struct {
@@ -70,10 +68,10 @@ duplicates (acked twice) and lost (never acked after the drain). --json
 prints one JSON document instead, with every 1 s window under "seconds".
 Lost sentences, a drain that did not finish or a process of the cluster that
 died unasked are errors (exit status 1), reported with the rest.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			return runFailover(cmd, f)
 		},
@@ -234,7 +232,7 @@ const failoverSpoutsTimeout = 2 * time.Minute
 
 func runFailover(cmd *cobra.Command, f failoverFlags) error {
 	ctx := cmd.Context()
-	opts := &Options{Name: cmd.Root().Name()}
+	opts := &cli.Options{Name: cmd.Root().Name()}
 	var file gale.Config
 	var err error
 	if f.file != "" {
@@ -315,21 +313,21 @@ func runFailover(cmd *cobra.Command, f failoverFlags) error {
 // drains, filling in r's seconds and kills.
 func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCluster, srv *benchfail.Server, r *failoverReport, live io.Writer) error {
 	w := strconv.Itoa(f.workers)
-	sf := submitFlags{clusterFlags: clusterFlags{file: f.file, nimbus: d.nimbusAddr}, workers: f.workers,
-		params: []string{"queue=" + srv.Addr(), "spouts=" + w, "splitters=" + w, "counters=" + w},
-		conf: []string{gale.TopologyWorkers + "=" + w, gale.TopologyAckerExecutors + "=" + w,
+	sf := cli.SubmitFlags{ClusterFlags: cli.ClusterFlags{File: f.file, Nimbus: d.nimbusAddr}, Workers: f.workers,
+		Params: []string{"queue=" + srv.Addr(), "spouts=" + w, "splitters=" + w, "counters=" + w},
+		Conf: []string{gale.TopologyWorkers + "=" + w, gale.TopologyAckerExecutors + "=" + w,
 			gale.TopologyMessageTimeoutSecs + "=" + strconv.Itoa(f.messageTimeout),
 			gale.TopologyMaxSpoutPending + "=" + strconv.Itoa(f.maxSpoutPending)}}
-	s, err := sf.parse(cmd, &Options{Name: d.name, Topologies: []Topology{failoverTopology}}, []string{benchfail.TopologyName})
+	s, err := sf.Parse(cmd, &cli.Options{Name: d.name, Topologies: []cli.Topology{failoverTopology}}, []string{benchfail.TopologyName})
 	if err != nil {
 		return err
 	}
-	resp, err := s.submit(ctx, cmd)
+	resp, err := s.Submit(ctx, cmd)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(live, "%s bench failover: submitted %s (id %s, %s): %d workers on %d supervisors, %s sentences/s\n",
-		d.name, s.name, resp.ID, resp.Status, f.workers, f.supervisors, strconv.FormatFloat(f.rate, 'f', -1, 64))
+		d.name, s.Name, resp.ID, resp.Status, f.workers, f.supervisors, strconv.FormatFloat(f.rate, 'f', -1, 64))
 
 	killed := make(map[*child]bool)
 	// unasked is a child's exit the bench did not ask for.
@@ -529,7 +527,7 @@ func recovery(secs []failoverSecond, steady float64) (*float64, float64) {
 
 func (r *failoverReport) print(w io.Writer, f failoverFlags, name string) error {
 	if f.asJSON {
-		return writeJSON(w, r)
+		return cli.WriteJSON(w, r)
 	}
 	fmt.Fprintf(w, "%s bench failover: %d supervisors, %d workers, %s sentences/s in ack mode; a supervisor and its workers kill -9'd every %s\n",
 		name, r.Supervisors, r.Workers, strconv.FormatFloat(r.Rate, 'f', -1, 64), f.killEvery)
