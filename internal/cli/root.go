@@ -149,7 +149,7 @@ func newRootCmd(opts *Options) *cobra.Command {
 		},
 	})
 	root.AddCommand(newVersionCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
-	root.AddCommand(newSubmitCmd(opts), NewListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd())
+	root.AddCommand(newSubmitCmd(opts), NewListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newUICmd())
 	root.AddCommand(newDoctorCmd(), newMonitorCmd())
 	for _, c := range opts.Commands {
 		root.AddCommand(c(opts))

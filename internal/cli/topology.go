@@ -48,9 +48,12 @@ func (o *Options) register() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	// The failover bench's topology, in every program: the bench submits
-	// this program, whose workers must rebuild it.
-	topologies := append(slices.Clone(o.Topologies))
+	// The reserved ones too: the failover bench, for one, submits this
+	// program, whose workers must rebuild its topology.
+	topologies := slices.Clone(o.Topologies)
+	for _, r := range o.Reserved {
+		topologies = append(topologies, r.Topology)
+	}
 	for _, t := range topologies {
 		workerproc.Replace(workerFactory(t.Name), func(raw json.RawMessage) (*workerproc.Built, error) {
 			var params map[string]string

@@ -789,7 +789,7 @@ type chaosPoller struct {
 // goroutine, until the returned func is called; that func waits for the
 // polls in flight (each bounded by chaosPollTimeout).
 func (c *chaos) startPolls(ctx context.Context, topology string) func() {
-	ui := "http://" + c.d.ui.addr
+	ui := "http://" + c.d.ui.Addr
 	tr := &http.Transport{MaxIdleConnsPerHost: 8}
 	hc := &http.Client{Transport: tr, Timeout: chaosPollTimeout}
 	var topoSources []string

@@ -190,7 +190,7 @@ type devCluster struct {
 	etcdURL     string
 	nimbusAddrs []string
 	nimbusAddr  string
-	ui          *uiServer // nil: none
+	ui          *cli.UIServer // nil: none
 	// exited gets each child that exits; buffered for all of them.
 	exited chan *child
 }
@@ -375,7 +375,7 @@ func (d *devCluster) startUI(f devFlags) {
 	cc, err := (&cli.ClusterFlags{File: f.file, Nimbus: d.nimbusAddr}).ClientConfig()
 	if err == nil {
 		cc.Seeds = d.nimbusAddrs // whichever leads
-		d.ui, err = startUI(net.JoinHostPort("127.0.0.1", strconv.Itoa(f.uiPort)), cc)
+		d.ui, err = cli.StartUI(net.JoinHostPort("127.0.0.1", strconv.Itoa(f.uiPort)), cc)
 	}
 	if err != nil {
 		fmt.Fprintf(d.log, "%s dev: warning: no REST API and /metrics: %v; the cluster runs without them (--ui-port PORT picks another port, 0 none)\n", d.name, err)
@@ -586,7 +586,7 @@ func (d *devCluster) report() devReport {
 		r.Nimbuses = append(r.Nimbuses, devProcess{Addr: d.nimbusAddrs[i], PID: c.pid(), Dir: c.dir})
 	}
 	if d.ui != nil {
-		r.UI = "http://" + d.ui.addr
+		r.UI = "http://" + d.ui.Addr
 	}
 	for _, c := range d.supervisors {
 		r.Supervisors = append(r.Supervisors, devSupervisor{Name: c.role, Ports: c.ports, PID: c.pid(), Dir: c.dir})
@@ -662,7 +662,7 @@ const (
 func (d *devCluster) stop() error {
 	var errs []error
 	if d.ui != nil {
-		errs = append(errs, d.ui.stop())
+		errs = append(errs, d.ui.Stop())
 	}
 	d.terminate(d.supervisors, stopGrace)
 	errs = append(errs, d.stopWorkers())

@@ -52,7 +52,6 @@ func Options(opts cli.Options) cli.Options {
 	opts.Commands = append(opts.Commands,
 		func(*cli.Options) *cobra.Command { return newBenchCmd() },
 		newNimbusCmd, newSupervisorCmd,
-		func(*cli.Options) *cobra.Command { return newUICmd() },
 		newEtcdCmd, newDevCmd, newDemoCmd)
 	opts.Reserved = append(opts.Reserved, cli.Reserved{Topology: failoverTopology, By: "bench failover"})
 	return opts

@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"encoding/json"
@@ -44,8 +44,8 @@ type coordinationReport struct {
 // hasCommand says whether the gale under test has the command name.
 func hasCommand(name string) bool {
 	opts := testOptions
-	for _, c := range newRootCmd(&opts).Commands() {
-		if c.Name() == name {
+	for _, c := range opts.Commands {
+		if c(&opts).Name() == name {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"strings"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // TestDemoRate: the rate is taken between two changes of the counters
@@ -118,7 +120,7 @@ func TestDemoLatency(t *testing.T) {
 // the demo, and says why.
 func TestDemoNeedsWordCount(t *testing.T) {
 	var out, errOut strings.Builder
-	code := Run([]string{"demo"}, &out, &errOut, Options{Name: "clicks"})
+	code := cli.Run([]string{"demo"}, &out, &errOut, Options(cli.Options{Name: "clicks"}))
 	if code != exitRuntime || !strings.Contains(errOut.String(), "wordcount") || !strings.Contains(errOut.String(), "clicks has no topologies") {
 		t.Errorf("exit %d, stderr %q: want 1 naming wordcount and the program's topologies", code, errOut.String())
 	}

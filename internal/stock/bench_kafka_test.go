@@ -1,4 +1,4 @@
-package cli
+package stock
 
 import (
 	"encoding/json"

@@ -1,9 +1,11 @@
-package cli
+package stock
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/gale-stream/gale/internal/cli"
 )
 
 // TestBenchFailoverJSON runs the machine-loss bench for real, small: two
@@ -162,8 +164,8 @@ func TestFailoverRecovery(t *testing.T) {
 // own as the failover bench's, whose workers rebuild it by that name.
 func TestFailoverTopologyNameTaken(t *testing.T) {
 	var out, errOut strings.Builder
-	code := Run([]string{"version"}, &out, &errOut, Options{Name: "clicks", Topologies: []Topology{
-		{Name: "bench-failover", Build: testOptions.Topologies[0].Build}}})
+	code := cli.Run([]string{"version"}, &out, &errOut, Options(cli.Options{Name: "clicks", Topologies: []cli.Topology{
+		{Name: "bench-failover", Build: testOptions.Topologies[0].Build}}}))
 	if code != exitRuntime || !strings.Contains(errOut.String(), `"bench-failover" is taken`) {
 		t.Errorf("exit %d, stderr %q: want 1 saying the name is taken", code, errOut.String())
 	}
