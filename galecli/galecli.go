@@ -17,18 +17,21 @@
 //	clicks run clicks --duration 10s --json
 //	clicks run clicks --param rate=1000
 //
-// and the others of the stock gale binary (bench, config, version), and
-// those of a cluster, which find nimbus through nimbus.seeds in gale.yaml
-// (--file) or --nimbus HOST:PORT:
+// config and version, and the clients of a cluster (submit, list, kill,
+// activate, deactivate, rebalance, doctor, monitor, ui), which find
+// nimbus through nimbus.seeds in gale.yaml (--file) or --nimbus
+// HOST:PORT:
 //
 //	clicks submit clicks -c topology.workers=4   # uploads this binary as the workers' artifact
 //	clicks list
 //	clicks kill clicks -w 10
 //
 // Workers on the cluster run the submitted binary, so it must be built for
-// the supervisors' OS and architecture. The stock gale binary is such a
-// program too (cmd/gale), with Gale's built-in examples (gale submit
-// --example wordcount).
+// the supervisors' OS and architecture. The program does not carry the
+// cluster's servers (nimbus, supervisor, etcd), dev, demo or the benches:
+// those are the stock gale binary's (cmd/gale), which runs the cluster,
+// and which is such a program too, with Gale's built-in examples (gale
+// submit --example wordcount).
 //
 // Worker processes are this same binary, started by the launcher with
 // the hidden worker subcommand. A worker calls main again, hence Main with
