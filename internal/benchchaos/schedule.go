@@ -4,7 +4,7 @@
 // the longest time without an answer, final counts against the source's),
 // and the report (Report, Print).
 //
-// The bench itself (internal/cli/bench_chaos.go) runs the cluster, does
+// The bench itself (internal/stock/bench_chaos.go) runs the cluster, does
 // the events at their times, polls the sources once a second and hands
 // the observations, the events it did and the queue's counts to Evaluate.
 // Nothing here reads a clock: times are seconds since the run began, as
