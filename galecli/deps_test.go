@@ -21,11 +21,11 @@ func TestUserBinaryLinksNoServers(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	const mod = "github.com/gale-stream/gale/internal/"
-	// Packages whose paths start with these: etcd's server, and bench,
-	// benchtopo, benchfail, benchkafka, benchcoord, benchchaos...
+	// Packages whose paths start with these: etcd's server, and the
+	// benches with the test topologies (internal/bench/...).
 	prefixes := []string{"go.etcd.io/etcd/server/", mod + "bench"}
 	// These packages and those under them.
-	trees := []string{"github.com/twmb/franz-go/pkg/kfake", mod + "stock", mod + "doctortopo",
+	trees := []string{"github.com/twmb/franz-go/pkg/kfake", mod + "stock",
 		mod + "coord/etcdembed", mod + "nimbus", mod + "supervisor"}
 	for _, pkg := range strings.Fields(string(out)) {
 		bad := false

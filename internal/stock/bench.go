@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale/internal/bench"
-	"github.com/gale-stream/gale/internal/benchtopo"
+	benchtopo "github.com/gale-stream/gale/internal/bench/wordcount"
 
 	"github.com/gale-stream/gale/internal/cli"
 )

@@ -24,8 +24,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/benchchaos"
-	"github.com/gale-stream/gale/internal/benchfail"
+	benchchaos "github.com/gale-stream/gale/internal/bench/chaos"
+	benchfail "github.com/gale-stream/gale/internal/bench/failover"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/proclist"
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gale-stream/gale/internal/benchchaos"
+	benchchaos "github.com/gale-stream/gale/internal/bench/chaos"
 )
 
 // TestBenchChaosFlags: bad flags are refused before anything starts, each

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gale-stream/gale/internal/benchcoord"
+	benchcoord "github.com/gale-stream/gale/internal/bench/coordination"
 	"github.com/gale-stream/gale/internal/transport"
 
 	"github.com/gale-stream/gale/internal/cli"

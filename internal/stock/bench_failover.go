@@ -14,7 +14,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bench"
-	"github.com/gale-stream/gale/internal/benchfail"
+	benchfail "github.com/gale-stream/gale/internal/bench/failover"
 	"github.com/gale-stream/gale/internal/freeport"
 
 	"github.com/gale-stream/gale/internal/cli"

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale/internal/bench"
-	"github.com/gale-stream/gale/internal/benchkafka"
+	benchkafka "github.com/gale-stream/gale/internal/bench/kafka"
 	"github.com/gale-stream/gale/internal/workerproc"
 
 	"github.com/gale-stream/gale/internal/cli"

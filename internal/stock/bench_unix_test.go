@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gale-stream/gale/internal/benchtopo"
+	benchtopo "github.com/gale-stream/gale/internal/bench/wordcount"
 )
 
 // TestBenchWorkerKilled kills a worker with SIGKILL in the middle of a

@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale/examples/wordcount"
-	"github.com/gale-stream/gale/internal/benchfail"
-	"github.com/gale-stream/gale/internal/benchkafka"
-	"github.com/gale-stream/gale/internal/benchtopo"
+	doctortopo "github.com/gale-stream/gale/internal/bench/doctorfaults"
+	benchfail "github.com/gale-stream/gale/internal/bench/failover"
+	benchkafka "github.com/gale-stream/gale/internal/bench/kafka"
+	benchtopo "github.com/gale-stream/gale/internal/bench/wordcount"
 	"github.com/gale-stream/gale/internal/cli"
-	"github.com/gale-stream/gale/internal/doctortopo"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
 
