@@ -212,22 +212,6 @@ func (tc *TopologyContext) Logger() *slog.Logger { return tc.log }
 // tests run on simulated time. Safe for concurrent use.
 func (tc *TopologyContext) Now() time.Time { return tc.rt.clock.Now() }
 
-// ComponentTasks returns the task ids of a component, in order.
-func (tc *TopologyContext) ComponentTasks(component string) []int {
-	c := tc.rt.comps[component]
-	if c == nil {
-		return nil
-	}
-	out := make([]int, c.numTasks)
-	for i := range out {
-		out[i] = c.firstTask + i
-	}
-	return out
-}
-
-// ThisComponentTasks returns the task ids of this task's component.
-func (tc *TopologyContext) ThisComponentTasks() []int { return tc.ComponentTasks(tc.componentID) }
-
 // ProgressReporter is implemented by a spout that knows its own progress:
 // how many of its messages are done, counted as each is done and each
 // once (a Kafka spout's records finished, a JetStream spout's acks), where

@@ -108,3 +108,40 @@ func TestLayoutFollowsThePlan(t *testing.T) {
 		t.Errorf("spout executors (first task, tasks): %v, want %v", tasks, want)
 	}
 }
+
+// TestTransferBufferSizeBoundsPeerQueues: topology.transfer.buffer.size
+// is the length of the queue of frames to each peer worker (and of the
+// frame buffers kept for it), 256 by default.
+func TestTransferBufferSizeBoundsPeerQueues(t *testing.T) {
+	tb := NewTopologyBuilder()
+	tb.SetSpout("s", func() Spout { return &benchSpout{} }, 1)
+	tb.SetBolt("b", func() Bolt { return &benchBolt{} }, 2).ShuffleGrouping("s")
+	topo, err := tb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		conf Config
+		want int
+	}{
+		{nil, 256},
+		{Config{TopologyTransferBufferSize: 17}, 17},
+	} {
+		asg := &worker.Assignment{Worker: 0, Workers: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}}
+		rt, err := newRuntimeWith("transfer", topo, tc.conf, RunOptions{}, asg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w, p := range rt.peers {
+			if p == nil {
+				continue
+			}
+			if got := p.senderConfig().QueueLen; got != tc.want {
+				t.Errorf("config %v: peer %d's sender queue holds %d frames, want %d", tc.conf, w, got, tc.want)
+			}
+			if got := cap(p.bufs); got != tc.want {
+				t.Errorf("config %v: peer %d keeps %d frame buffers, want %d", tc.conf, w, got, tc.want)
+			}
+		}
+	}
+}

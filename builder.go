@@ -96,6 +96,53 @@ func (b *TopologyBuilder) addComponent(id string, parallelism int) bool {
 	return true
 }
 
+// ComponentConfigurer is implemented by a spout or bolt that declares its
+// own configuration, as Storm's getComponentConfiguration: storm-starter's
+// RollingCountBolt sets its own topology.tick.tuple.freq.secs this way.
+// SetSpout, SetBolt and SetBasicBolt call ComponentConfiguration once, on
+// the instance they make to read DeclareOutputFields, and keep the result
+// as the component's config layer. AddConfiguration (and
+// SetMaxSpoutPending) on the declarer they return override it key by key.
+// It may set the keys that may be set per component (TopologyDebug,
+// TopologyMaxSpoutPending and its auto-tuner's keys,
+// TopologyMaxTaskParallelism, TopologyTickTupleFreqSecs,
+// TopologyComponentPanicPolicy, TopologyTupleReuse) and user keys (see
+// Config); any other key is an error of Build naming the component and
+// the key.
+type ComponentConfigurer interface {
+	ComponentConfiguration() Config
+}
+
+// componentConfig returns a copy of the config instance declares, if it
+// is a ComponentConfigurer, or nil. A config that does not validate as a
+// component's is reported, naming the component, and not kept, so that
+// Build does not report it twice.
+func (b *TopologyBuilder) componentConfig(kind, id string, instance any) (conf Config) {
+	cc, ok := instance.(ComponentConfigurer)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			b.errorf("%s %q: ComponentConfiguration panicked: %v", kind, id, r)
+			conf = nil
+		}
+	}()
+	declared := cc.ComponentConfiguration()
+	if len(declared) == 0 {
+		return nil
+	}
+	if _, err := declared.normalise(LayerComponent, id); err != nil {
+		b.errorf("%s %q: its ComponentConfiguration: %w", kind, id, err)
+		return nil
+	}
+	conf = make(Config, len(declared))
+	for k, v := range declared {
+		conf[k] = v
+	}
+	return conf
+}
+
 // SetSpout adds a spout with parallelism executors (Storm's parallelism
 // hint); factory is called once per task to make its instance, and once at
 // build time to read DeclareOutputFields.
@@ -109,12 +156,14 @@ func (b *TopologyBuilder) SetSpout(id string, factory func() Spout, parallelism 
 		return d
 	}
 	var streams []StreamDef
+	var conf Config
 	if s := factory(); s == nil {
 		b.errorf("spout %q: factory returned nil", id)
 	} else {
 		streams = b.declare(id, s.DeclareOutputFields)
+		conf = b.componentConfig("spout", id, s)
 	}
-	b.def.Spouts = append(b.def.Spouts, ComponentDef{ID: id, Language: "go", Parallelism: parallelism, Tasks: parallelism, Streams: streams})
+	b.def.Spouts = append(b.def.Spouts, ComponentDef{ID: id, Language: "go", Parallelism: parallelism, Tasks: parallelism, Streams: streams, Config: conf})
 	b.spouts[id] = factory
 	d.idx = len(b.def.Spouts) - 1
 	d.ok = true
@@ -132,12 +181,18 @@ func (b *TopologyBuilder) SetBolt(id string, factory func() Bolt, parallelism in
 		return d
 	}
 	var streams []StreamDef
+	var conf Config
 	if bo := factory(); bo == nil {
 		b.errorf("bolt %q: factory returned nil", id)
 	} else {
 		streams = b.declare(id, bo.DeclareOutputFields)
+		var instance any = bo
+		if a, ok := bo.(*basicBoltAdapter); ok {
+			instance = a.b
+		}
+		conf = b.componentConfig("bolt", id, instance)
 	}
-	b.def.Bolts = append(b.def.Bolts, ComponentDef{ID: id, Language: "go", Parallelism: parallelism, Tasks: parallelism, Streams: streams})
+	b.def.Bolts = append(b.def.Bolts, ComponentDef{ID: id, Language: "go", Parallelism: parallelism, Tasks: parallelism, Streams: streams, Config: conf})
 	b.bolts[id] = factory
 	d.idx = len(b.def.Bolts) - 1
 	d.ok = true
@@ -176,7 +231,8 @@ func (d *SpoutDeclarer) def() *ComponentDef {
 // SetNumTasks sets the number of tasks (default: the parallelism).
 func (d *SpoutDeclarer) SetNumTasks(n int) *SpoutDeclarer { d.def().Tasks = n; return d }
 
-// AddConfiguration sets a per-component config key.
+// AddConfiguration sets a per-component config key, overriding the
+// spout's own ComponentConfiguration for that key.
 func (d *SpoutDeclarer) AddConfiguration(key string, value any) *SpoutDeclarer {
 	c := d.def()
 	if c.Config == nil {
@@ -210,7 +266,8 @@ func (d *BoltDeclarer) def() *ComponentDef {
 // SetNumTasks sets the number of tasks (default: the parallelism).
 func (d *BoltDeclarer) SetNumTasks(n int) *BoltDeclarer { d.def().Tasks = n; return d }
 
-// AddConfiguration sets a per-component config key.
+// AddConfiguration sets a per-component config key, overriding the
+// bolt's own ComponentConfiguration for that key.
 func (d *BoltDeclarer) AddConfiguration(key string, value any) *BoltDeclarer {
 	c := d.def()
 	if c.Config == nil {

@@ -25,14 +25,29 @@ import (
 // YAML decoder produces for the key's type; Validate and ResolveConfig check
 // and normalise them. A nil value for a key that is unset by default (such as
 // TopologyMaxSpoutPending) unsets it at that layer.
+//
+// A key outside the namespaces Gale and Storm reserve (topology., storm.,
+// nimbus., supervisor., worker., gale., drpc., ui. and the others in
+// docs/storm-keys.md) is a user key, as in Storm: any layer but the
+// defaults may set it, to any value JSON can carry of up to 64 KiB as
+// JSON (1 MiB for all of one layer's), and every task reads it with
+// TopologyContext.Config().Lookup. One of Storm's keys that Gale does not
+// implement is refused with ErrUnsupportedKey, saying what to use instead;
+// another key in a reserved namespace is unknown (ErrUnknownKey), with a
+// did-you-mean.
 type Config map[string]any
 
 // Errors returned, wrapped, by Validate, ResolveConfig and ForComponent.
 // Compare with errors.Is; the message of the wrapping error names the key,
 // the layer and what to do.
 var (
-	// ErrUnknownKey reports a key Gale does not know.
+	// ErrUnknownKey reports a key in a reserved namespace (topology.,
+	// storm., nimbus., ...) that Gale does not know.
 	ErrUnknownKey = errors.New("config: unknown key")
+	// ErrUnsupportedKey reports one of Storm's keys that Gale does not
+	// implement; the message says why and what to use instead
+	// (docs/storm-keys.md lists them).
+	ErrUnsupportedKey = errors.New("config: key not supported by Gale")
 	// ErrWrongType reports a value of the wrong type for its key.
 	ErrWrongType = errors.New("config: wrong type")
 	// ErrForbiddenOverride reports a key set in a layer that may not set it.
@@ -51,7 +66,7 @@ const (
 	// LayerFile is the cluster's gale.yaml (see LoadConfigFile).
 	LayerFile
 	// LayerTopology is the config submitted with a topology. It may set only
-	// "topology.*" keys.
+	// "topology.*" keys and user keys.
 	LayerTopology
 	// LayerComponent is one component's config. It may set only the keys
 	// Storm allows per component; the component's id is kept by Effective.
@@ -101,8 +116,8 @@ func configLayerPhrase(layer Layer, component string) string {
 	return "in " + layer.String()
 }
 
-// Validate checks c as the given layer: every key is known, may be set in
-// that layer, has a value of the right type and is in range. It reports all
+// Validate checks c as the given layer: every key is known or a user key
+// (see Config), may be set in that layer, has a value of the right type and is in range. It reports all
 // problems, joined with errors.Join. Values need not be normalised: the
 // integer and list types produced by encoding/json and YAML decoders are
 // accepted. Validate does not modify c.
@@ -130,11 +145,42 @@ func (c Config) normalise(layer Layer, component string) (Config, error) {
 	fail := func(sentinel error, format string, args ...any) {
 		errs = append(errs, &configError{sentinel, fmt.Sprintf(format, args...)})
 	}
+	userBytes := 0
 	for _, key := range keys {
 		raw := c[key]
 		spec, ok := configKeyIndex[key]
 		if !ok {
-			fail(ErrUnknownKey, "config: unknown key %q %s %s", key, where, unknownKeyHint(key, raw))
+			if sk := refusedStormKeys[strings.ToLower(key)]; sk != nil {
+				fail(ErrUnsupportedKey, "config: %q %s is not supported by Gale: %s", key, where, sk.note)
+				continue
+			}
+			if reservedKey(key) {
+				fail(ErrUnknownKey, "config: unknown key %q %s %s", key, where, unknownKeyHint(key, raw))
+				continue
+			}
+			if ns := misspeltNamespace(key); ns != "" {
+				fail(ErrUnknownKey, "config: unknown key %q %s %s", key, where, misspeltKeyHint(key, ns))
+				continue
+			}
+			if layer == LayerDefault {
+				fail(ErrUnknownKey, "config: unknown key %q %s (the defaults hold Gale's keys only)", key, where)
+				continue
+			}
+			// A user key: any JSON value, carried as it is.
+			if raw == nil {
+				out[key] = nil
+				continue
+			}
+			v, size, sentinel, msg := normaliseUserValue(raw)
+			if msg == "" && userBytes+size > maxUserConfigBytes {
+				sentinel, msg = ErrOutOfRange, fmt.Sprintf("takes the user keys %s past %d KiB as JSON, their limit; put large data in a file or a store and the key's value its name", where, maxUserConfigBytes>>10)
+			}
+			if msg != "" {
+				fail(sentinel, "config: user key %q %s %s", key, where, msg)
+				continue
+			}
+			userBytes += size
+			out[key] = v
 			continue
 		}
 		if msg := scopeProblem(spec, layer); msg != "" {
@@ -242,6 +288,17 @@ func unknownKeyHint(key string, value any) string {
 		return fmt.Sprintf("(did you mean %q?)", near)
 	}
 	return `(run "gale config show" to list the known keys)`
+}
+
+// misspeltKeyHint suggests, for a key whose first word is a typo of the
+// reserved namespace ns, the known key it may mean, and says how to name
+// a key of one's own.
+func misspeltKeyHint(key, ns string) string {
+	_, rest, _ := strings.Cut(key, ".")
+	if near := nearestConfigKey(ns + rest); near != "" {
+		return fmt.Sprintf("(did you mean %q?)", near)
+	}
+	return fmt.Sprintf("(did you mean a key under %q? a key of your own must not look like one of Gale's namespaces)", ns)
 }
 
 // nearestConfigKey returns the known key closest to key by edit distance,
@@ -600,8 +657,9 @@ func ResolveConfig(file, topology Config) (*Effective, error) {
 // the component's own config, which may set only the keys Storm allows per
 // component (TopologyDebug, TopologyMaxSpoutPending,
 // TopologyMaxTaskParallelism, TopologyTickTupleFreqSecs and Gale's
-// TopologyComponentPanicPolicy and TopologyTupleReuse). e must be the topology-level config from
-// ResolveConfig, not another component's; e is not modified.
+// TopologyComponentPanicPolicy and TopologyTupleReuse) and user keys. e
+// must be the topology-level config from ResolveConfig, not another
+// component's; e is not modified.
 func (e *Effective) ForComponent(id string, component Config) (*Effective, error) {
 	if e.component != "" {
 		panic(fmt.Sprintf("gale: ForComponent(%q) called on the config of component %q; call it on the topology's config", id, e.component))
@@ -706,8 +764,24 @@ func (e *Effective) IntMap(key string) map[string]int {
 	return maps.Clone(v)
 }
 
+// Lookup returns the effective value of any key, Gale's or a user key
+// (one outside the reserved namespaces, such as "starter.top.n"), and
+// whether it is set. A user key's value is what a JSON decoder gives for
+// it: nil, bool, string, int for an integral number that fits, float64
+// for another, []any or map[string]any, the same in one process and in
+// worker processes. Gale's keys give their normalised types, as Map. The
+// result is a copy the caller may modify.
+func (e *Effective) Lookup(key string) (v any, set bool) {
+	s, ok := e.values[key]
+	if !ok || s.value == nil {
+		return nil, false
+	}
+	return cloneConfigValue(s.value), true
+}
+
 // Source returns the layer that set key's effective value (LayerDefault for
-// a key no layer set). It panics if key is unknown.
+// a key no layer set). It panics if key is neither one of Gale's keys nor
+// a user key some layer set.
 func (e *Effective) Source(key string) Layer {
 	s, ok := e.values[key]
 	if !ok {
@@ -747,8 +821,9 @@ func (c ConfigEntry) SourceName() string {
 	return c.Source.String()
 }
 
-// Entries returns every known key, sorted by key, with its effective value,
-// source, scope and documentation.
+// Entries returns every one of Gale's keys, sorted by key, with its
+// effective value, source, scope and documentation. User keys are not
+// listed; Lookup and Map give them.
 func (e *Effective) Entries() []ConfigEntry {
 	out := make([]ConfigEntry, 0, len(configKeySpecs))
 	for _, spec := range configKeySpecs {
@@ -768,7 +843,8 @@ func (e *Effective) Entries() []ConfigEntry {
 	return out
 }
 
-// Map returns the effective values of the keys that are set. The result is
+// Map returns the effective values of the keys that are set, user keys
+// included. The result is
 // a new map the caller may modify.
 func (e *Effective) Map() Config {
 	out := make(Config, len(e.values))
@@ -782,6 +858,8 @@ func (e *Effective) Map() Config {
 
 func cloneConfigValue(v any) any {
 	switch x := v.(type) {
+	case []any, map[string]any:
+		return cloneJSONValue(x)
 	case []int:
 		return slices.Clone(x)
 	case []string:

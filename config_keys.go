@@ -55,14 +55,21 @@ const (
 	// 32768; Gale's queues move batches, so a smaller queue keeps the same
 	// throughput with less memory and less queueing delay under overload.
 	TopologyExecutorReceiveBufferSize = "topology.executor.receive.buffer.size"
-	// TopologyTransferBufferSize is the capacity, in tuples, of each worker's
-	// outbound transfer queue (int, default 1000, ≥ 1).
+	// TopologyTransferBufferSize is, in Gale, the capacity in frames of the
+	// queue to each peer worker: the frames a worker's executors have
+	// encoded for the peer and its connection has not yet written, each a
+	// batch of up to TopologyProducerBatchSize tuples (int, default 256,
+	// ≥ 1). A full queue blocks the executor sending to that peer, as a
+	// full executor queue does. Storm's key counts the tuples of one queue
+	// per worker, default 1000.
 	TopologyTransferBufferSize = "topology.transfer.buffer.size"
 	// TopologyProducerBatchSize is, in Gale, the most tuples a producer puts
 	// on a queue in one batch (int, default 100, ≥ 1).
 	TopologyProducerBatchSize = "topology.producer.batch.size"
-	// TopologyDebug logs every emitted tuple (bool, default false). May be
-	// set per component.
+	// TopologyDebug logs every emitted tuple, at INFO, with the emitting
+	// component, task, stream, values and target tasks (bool, default
+	// false). `gale run` shows these lines although it logs from WARN.
+	// May be set per component.
 	TopologyDebug = "topology.debug"
 	// TopologyMaxTaskParallelism caps the executors and tasks of each
 	// component (int, default unset = no cap, ≥ 1). May be set per component.
@@ -154,9 +161,6 @@ const (
 	// writes. 10 s detects a lost machine sooner and still rides out a
 	// leader election of a few seconds in an external etcd cluster.
 	NimbusSupervisorTimeoutSecs = "nimbus.supervisor.timeout.secs"
-	// NimbusTaskTimeoutSecs is how long an executor may go without a
-	// heartbeat before nimbus reassigns it (int, default 30, ≥ 1).
-	NimbusTaskTimeoutSecs = "nimbus.task.timeout.secs"
 	// NimbusMonitorFreqSecs is how often nimbus checks heartbeats and
 	// reassigns work (int, default 10, ≥ 1).
 	NimbusMonitorFreqSecs = "nimbus.monitor.freq.secs"
@@ -414,8 +418,8 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"seconds between tick tuples to each bolt (unset = none)", intAtLeast(1)},
 	{TopologyExecutorReceiveBufferSize, configInt, 1024, ScopeTopology,
 		"capacity in tuples of each executor's input queue", intAtLeast(1)},
-	{TopologyTransferBufferSize, configInt, 1000, ScopeTopology,
-		"capacity in tuples of each worker's transfer queue", intAtLeast(1)},
+	{TopologyTransferBufferSize, configInt, 256, ScopeTopology,
+		"capacity in frames (each a batch of tuples) of the queue to each peer worker", intAtLeast(1)},
 	{TopologyProducerBatchSize, configInt, 100, ScopeTopology,
 		"most tuples a producer puts on a queue in one batch", intAtLeast(1)},
 	{TopologyDebug, configBool, false, ScopeComponent,
@@ -471,8 +475,6 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 		"port of the nimbus API (Storm's key name; not Thrift)", intPort},
 	{NimbusSupervisorTimeoutSecs, configInt, 10, ScopeCluster,
 		"seconds without a heartbeat before a supervisor is declared dead", intAtLeast(1)},
-	{NimbusTaskTimeoutSecs, configInt, 30, ScopeCluster,
-		"seconds without a heartbeat before an executor is reassigned", intAtLeast(1)},
 	{NimbusMonitorFreqSecs, configInt, 10, ScopeCluster,
 		"seconds between nimbus's heartbeat checks", intAtLeast(1)},
 	{NimbusAuthToken, configString, nil, ScopeCluster,

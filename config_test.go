@@ -32,7 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyAckerExecutors, nil},
 		{TopologyTickTupleFreqSecs, nil},
 		{TopologyExecutorReceiveBufferSize, 1024},
-		{TopologyTransferBufferSize, 1000},
+		{TopologyTransferBufferSize, 256},
 		{TopologyProducerBatchSize, 100},
 		{TopologyDebug, false},
 		{TopologyMaxTaskParallelism, nil},
@@ -59,7 +59,6 @@ func TestConfigDefaults(t *testing.T) {
 		{NimbusSeeds, []string{"127.0.0.1"}},
 		{NimbusThriftPort, 6627},
 		{NimbusSupervisorTimeoutSecs, 10},
-		{NimbusTaskTimeoutSecs, 30},
 		{NimbusMonitorFreqSecs, 10},
 		{NimbusAuthToken, nil},
 		{NimbusAuthTokenFile, nil},
@@ -275,8 +274,20 @@ func TestConfigValidateErrors(t *testing.T) {
 			`config: unknown key "topology.max.pending" in gale.yaml (did you mean "topology.max.spout.pending"?)`},
 		{"renamed key", LayerFile, Config{"topology.worker.gogc": 300}, ErrUnknownKey,
 			`config: unknown key "topology.worker.gogc" in gale.yaml (did you mean "worker.gogc"? it is a cluster setting, set in gale.yaml)`},
-		{"unknown key without suggestion", LayerFile, Config{"colour": "blue"}, ErrUnknownKey,
-			`config: unknown key "colour" in gale.yaml (run "gale config show" to list the known keys)`},
+		{"unknown key without suggestion", LayerFile, Config{"storm.colour": "blue"}, ErrUnknownKey,
+			`config: unknown key "storm.colour" in gale.yaml (run "gale config show" to list the known keys)`},
+		{"misspelt namespace", LayerTopology, Config{"toplogy.workers": 2}, ErrUnknownKey,
+			`config: unknown key "toplogy.workers" in topology config (did you mean "topology.workers"?)`},
+		{"misspelt namespace, no such key", LayerTopology, Config{"topolgy.top.n": 2}, ErrUnknownKey,
+			`config: unknown key "topolgy.top.n" in topology config (did you mean a key under "topology."? a key of your own must not look like one of Gale's namespaces)`},
+		{"Storm key Gale refuses", LayerTopology, Config{"topology.kryo.register": []any{"a.B"}}, ErrUnsupportedKey,
+			`config: "topology.kryo.register" in topology config is not supported by Gale: ` + noteKryo},
+		{"Storm cluster key Gale refuses", LayerFile, Config{"nimbus.task.timeout.secs": 30}, ErrUnsupportedKey,
+			`config: "nimbus.task.timeout.secs" in gale.yaml is not supported by Gale: nimbus does not watch executors: a worker's supervisor restarts it after supervisor.worker.timeout.secs without a heartbeat, and a lost machine's workers move after nimbus.supervisor.timeout.secs. Remove the key`},
+		{"user key with no JSON form", LayerTopology, Config{"starter.hook": func() {}}, ErrWrongType,
+			`config: user key "starter.hook" in topology config must be a value JSON can carry (a user key's value travels to every worker as JSON), got a value of Go type func(): json: unsupported type: func()`},
+		{"user key too large", LayerTopology, Config{"starter.blob": strings.Repeat("x", 64<<10)}, ErrOutOfRange,
+			`config: user key "starter.blob" in topology config is 65538 bytes as JSON, over the limit of 64 KiB for a user key's value; put large data in a file or a store and the key's value its name`},
 		{"nested mapping", LayerFile, Config{"nimbus": map[string]any{"seeds": []any{"a"}}}, ErrUnknownKey,
 			`config: unknown key "nimbus" in gale.yaml (keys are flat, dotted names such as "nimbus.artifact.max.mb", not nested mappings)`},
 
@@ -359,7 +370,7 @@ func TestConfigValidateErrors(t *testing.T) {
 		{"empty nimbus seed", LayerFile, Config{NimbusSeeds: []any{"n1", ""}}, ErrOutOfRange,
 			`config: "nimbus.seeds" in gale.yaml must not hold empty strings, got one at index 1`},
 	}
-	sentinels := []error{ErrUnknownKey, ErrWrongType, ErrForbiddenOverride, ErrOutOfRange}
+	sentinels := []error{ErrUnknownKey, ErrUnsupportedKey, ErrWrongType, ErrForbiddenOverride, ErrOutOfRange}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.config.Validate(tt.layer)

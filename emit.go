@@ -27,19 +27,20 @@ var (
 // emitter is the emitting half of one task: its output streams, routers,
 // random source and tuple slab. It belongs to the task's executor goroutine.
 type emitter struct {
-	rt      *runtime
-	comp    *compInfo
-	task    int32
-	out     *outbox
-	rng     *xrand.Source
-	outs    map[string]*outStream
-	defOut  *outStream
-	slab    tupleSlab
-	targets []int
-	logged  map[string]bool
-	log     *slog.Logger
-	debug   bool         // topology.debug: log every emit
-	poison  *tuplePoison // set when acked inputs must be poisoned (bridge.Hooks.CheckTupleReuse)
+	rt       *runtime
+	comp     *compInfo
+	task     int32
+	out      *outbox
+	rng      *xrand.Source
+	outs     map[string]*outStream
+	defOut   *outStream
+	slab     tupleSlab
+	targets  []int
+	logged   map[string]bool
+	log      *slog.Logger
+	debug    bool // topology.debug: log every emit, to debugLog
+	debugLog *slog.Logger
+	poison   *tuplePoison // set when acked inputs must be poisoned (bridge.Hooks.CheckTupleReuse)
 	// trySerialize (topology.testing.always.try.serialize) encodes and
 	// decodes every emit's values, into wire.
 	trySerialize bool
@@ -75,6 +76,12 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		log:  log,
 	}
 	e.debug = comp.conf.Bool(TopologyDebug)
+	if e.debug {
+		e.debugLog = log
+		if rt.debugLog != rt.log {
+			e.debugLog = rt.debugLog.With("component", comp.id, "task", task)
+		}
+	}
 	if comp.isSpout && rt.asg != nil {
 		for a, idx := range rt.ackers {
 			if rt.local(idx) {
@@ -183,7 +190,7 @@ func (e *emitter) prepare(os *outStream, stream string, vals []any, direct int) 
 		e.rt.capture(e.comp.id, stream, int(e.task), t.Values())
 	}
 	if e.debug {
-		e.log.Info("emitting", "stream", stream, "values", t.Values(), "tasks", e.targets)
+		e.debugLog.Info("emitting", "stream", stream, "values", t.Values(), "tasks", e.targets)
 	}
 	return t, nil
 }

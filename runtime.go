@@ -72,6 +72,7 @@ type runtime struct {
 	conf      *Effective
 	clock     Clock
 	log       *slog.Logger
+	debugLog  *slog.Logger // topology.debug's lines (bridge.Hooks.DebugLogger)
 	seed      uint64
 	quit      chan struct{}
 	batchSize int
@@ -126,7 +127,10 @@ type runtime struct {
 	wireStreams []wireStream
 	ackPool     sync.Pool
 	queueCap    int // an executor's queue, in batches
-	spins       int // yields before an idle executor parks (spinsFor)
+	// peerQueue bounds the frames waiting for each peer's connection, and
+	// the frame buffers it gives back (topology.transfer.buffer.size).
+	peerQueue int
+	spins     int // yields before an idle executor parks (spinsFor)
 
 	feedback map[feedbackEdge]bool // edges closing a cycle (feedback.go)
 	fbBudget feedbackBudget        // what the feedback queues may hold
@@ -341,10 +345,15 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 		rt.log = slog.Default()
 	}
 	rt.log = rt.log.With("topology", name)
+	rt.debugLog = rt.log
+	if opts.hooks.DebugLogger != nil {
+		rt.debugLog = opts.hooks.DebugLogger.With("topology", name)
+	}
 	secs, _ := eff.Int(TopologyMessageTimeoutSecs)
 	rt.timeout = time.Duration(secs) * time.Second
 	rt.batchSize, _ = eff.Int(TopologyProducerBatchSize)
 	rt.batchSize = max(rt.batchSize, 1)
+	rt.peerQueue, _ = eff.Int(TopologyTransferBufferSize)
 	rt.policy = eff.String(TopologyComponentPanicPolicy)
 	rt.stats = eff.Bool(TopologyStatsEnabled)
 	rt.sampleEvery = runstats.ExecuteSampleEvery

@@ -272,7 +272,7 @@ func (rt *runtime) setupPeers() {
 		if w == rt.asg.Worker {
 			continue
 		}
-		rt.peers[w] = &peer{rt: rt, worker: w, addr: addr, bufs: make(chan []byte, peerQueueLen)}
+		rt.peers[w] = &peer{rt: rt, worker: w, addr: addr, bufs: make(chan []byte, rt.peerQueue)}
 	}
 	k := rt.creditBatches()
 	remotePeers := len(rt.asg.Workers) - 1
@@ -316,19 +316,22 @@ type peer struct {
 	up     bool        // connected at least once; the sender's goroutine's
 }
 
-func (p *peer) start() {
-	p.sender = transport.NewSender(transport.SenderConfig{
+func (p *peer) start() { p.sender = transport.NewSender(p.senderConfig()) }
+
+// senderConfig is the configuration of the peer's sender.
+func (p *peer) senderConfig() transport.SenderConfig {
+	return transport.SenderConfig{
 		Hello:     p.rt.hello,
 		Secret:    p.rt.secret(),
 		Addr:      p.addr,
 		Heartbeat: peerHeartbeat,
-		QueueLen:  peerQueueLen,
+		QueueLen:  p.rt.peerQueue,
 		Linger:    peerLinger,
 		Release:   p.putBuf,
 		OnConnect: p.connected,
 		OnRefused: p.refused,
 		Logger:    p.rt.log.With("peer", p.worker),
-	})
+	}
 }
 
 // refused runs when the peer and this worker refused each other at the
@@ -372,9 +375,6 @@ const peerLinger = 30 * time.Microsecond
 // grantLinger is how long a connection's credit writer lets grants
 // gather before writing them.
 const grantLinger = peerLinger
-
-// peerQueueLen bounds the frames waiting for a peer's connection.
-const peerQueueLen = 256
 
 // connected runs on every (re)connection to the peer.
 func (p *peer) connected() {

@@ -14,6 +14,7 @@ package bridge
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/gale-stream/gale/internal/plan"
@@ -88,6 +89,11 @@ type Hooks struct {
 	// Clock, if set, is a gale.Clock for a worker started with
 	// StartWorker (gale.RunOptions has its own for a local run).
 	Clock any
+	// DebugLogger, if set, receives the lines topology.debug logs, one
+	// per emit at INFO, instead of the run's logger: `gale run` logs at
+	// WARN and gives one at INFO, so that the emits show as in Storm
+	// without the rest of the run's INFO lines.
+	DebugLogger *slog.Logger
 }
 
 // Observer is told about a running topology's events. Its functions are

@@ -228,14 +228,14 @@ func closedPort(t *testing.T) int {
 }
 
 // TestSubmitSendsDefinition: submit sends the topology as planned with
-// its parameters and config, and this very binary as the artifact, in
+// its parameters and config (a user key's too), and this very binary as the artifact, in
 // chunks of at most 64 KiB.
 func TestSubmitSendsDefinition(t *testing.T) {
 	t.Parallel()
 	fake := startFakeNimbus(t, nil)
 	code, stdout, _ := runGale(t, "submit", "wordcount", "--nimbus", fake.addr, "--json",
 		"-p", "splitters=3", "-c", "topology.message.timeout.secs=7", "-c", "topology.debug=true",
-		"-c", "topology.component.panic.policy=kill-worker", "--workers", "2")
+		"-c", "topology.component.panic.policy=kill-worker", "-c", "starter.top.n=5", "--workers", "2")
 	if code != exitOK {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
 	}
@@ -284,7 +284,7 @@ func TestSubmitSendsDefinition(t *testing.T) {
 		t.Fatalf("config_json: %v", err)
 	}
 	for k, v := range map[string]any{"topology.message.timeout.secs": 7.0, "topology.debug": true, "topology.workers": 2.0,
-		"topology.component.panic.policy": "kill-worker"} {
+		"topology.component.panic.policy": "kill-worker", "starter.top.n": 5.0} {
 		if conf[k] != v {
 			t.Errorf("config_json %s: got %#v, want %#v", k, conf[k], v)
 		}
@@ -348,15 +348,16 @@ func TestSubmitRejectsBeforeSending(t *testing.T) {
 		{"two names", []string{"wordcount", "stuck"}, exitUsage, []string{"one topology name"}},
 		{"name and another example", []string{"wordcount", "--example", "stuck"}, exitUsage, []string{"--example"}},
 		{"setting without value", []string{"wordcount", "-c", "topology.debug"}, exitUsage, []string{"-c wants KEY=VALUE"}},
-		{"cluster key", []string{"wordcount", "-c", "nimbus.seeds=h1"}, exitUsage, []string{"nimbus.seeds", "topology.* keys only"}},
+		{"cluster key", []string{"wordcount", "-c", "nimbus.seeds=h1"}, exitUsage, []string{"nimbus.seeds", "topology.* keys and user keys only"}},
 		{"unknown key", []string{"wordcount", "-c", "topology.wrokers=2"}, exitUsage, []string{"topology.wrokers"}},
 		{"bad value", []string{"wordcount", "-c", "topology.workers=0"}, exitUsage, []string{"topology.workers", "≥ 1"}},
 		{"wrong type", []string{"wordcount", "-c", "topology.debug=maybe"}, exitUsage, []string{"topology.debug"}},
 		{"key twice", []string{"wordcount", "-c", "topology.debug=true", "-c", "topology.debug=false"}, exitUsage, []string{"twice"}},
 		{"bad workers", []string{"wordcount", "--workers", "0"}, exitUsage, []string{"--workers"}},
 		{"bad param", []string{"wordcount", "-p", "splitters"}, exitUsage, []string{"--param wants KEY=VALUE"}},
-		{"every mistake at once", []string{"wordcount", "-c", "x=1", "-p", "=2", "--workers", "-1"}, exitUsage,
-			[]string{"-c x", "--param", "--workers"}},
+		{"every mistake at once", []string{"wordcount", "-c", "ui.port=1", "-p", "=2", "--workers", "-1"}, exitUsage,
+			[]string{"-c ui.port", "--param", "--workers"}},
+		{"Storm key Gale refuses", []string{"wordcount", "-c", "topology.kryo.factory=x"}, exitUsage, []string{"topology.kryo.factory", "not supported by Gale"}},
 		{"param the topology rejects", []string{"wordcount", "-p", "spliters=2"}, exitRuntime, []string{`"spliters"`}},
 	}
 	for _, tt := range tests {
@@ -526,7 +527,7 @@ func TestList(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
 	}
-	var r listReport
+	var r ListReport
 	decodeOne(t, stdout, &r)
 	want := []listedTopology{
 		{Name: "wordcount", ID: "wordcount-1", Status: "ACTIVE", Workers: 2, WorkersRunning: 2, Executors: 7, Tasks: 7, UptimeSecs: 3725, Emitted: 100, Acked: 90, Failed: 3},
@@ -630,7 +631,7 @@ func TestListReadsFromAStandbyWhileTheLeaderIsDead(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("gale list with the leader dead: exit %d, want %d", code, exitOK)
 	}
-	var r listReport
+	var r ListReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func topologyList(opts *Options) string {
 	b.WriteString("Topologies:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, name := range opts.names() {
-		t, _ := opts.lookup(name)
+		t, _ := opts.Lookup(name)
 		fmt.Fprintf(tw, "  %s\t%s\n", t.Name, t.Short)
 	}
 	tw.Flush()
@@ -94,11 +94,11 @@ func (f runFlags) parse(cmd *cobra.Command, opts *Options, args []string) (Topol
 	var t Topology
 	switch len(args) {
 	case 0:
-		errs = append(errs, fmt.Errorf("%q needs the name of a topology: %s", cmd.CommandPath(), opts.known()))
+		errs = append(errs, fmt.Errorf("%q needs the name of a topology: %s", cmd.CommandPath(), opts.Known()))
 	case 1:
 		var ok bool
-		if t, ok = opts.lookup(args[0]); !ok {
-			errs = append(errs, fmt.Errorf("unknown topology %q: %s", args[0], opts.known()))
+		if t, ok = opts.Lookup(args[0]); !ok {
+			errs = append(errs, fmt.Errorf("unknown topology %q: %s", args[0], opts.Known()))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("%q takes one topology name, got %q", cmd.CommandPath(), args))
@@ -186,10 +186,13 @@ func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f run
 		live = stderr
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// topology.debug's lines, one per emit, are INFO: they show, as
+	// Storm's do, while the rest of the run logs from WARN.
+	debugLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var r running
 	where := "in this process"
 	if f.workers == 1 {
-		r, err = startLocal(t.Name, conf, file, topo, log)
+		r, err = startLocal(t.Name, conf, file, topo, log, debugLog)
 	} else {
 		where = fmt.Sprintf("in %d worker processes", f.workers)
 		r, err = startWorkers(t.Name, eff, file, params, f.workers, stderr)
@@ -347,8 +350,12 @@ type local struct {
 	lt *gale.LocalTopology
 }
 
-func startLocal(name string, conf, file gale.Config, topo *gale.Topology, log *slog.Logger) (*local, error) {
-	lt, err := gale.StartLocal(name, conf, topo, gale.RunOptions{Logger: log, FileConfig: file})
+// startLocal starts the topology in this process, logging to log and
+// topology.debug's lines to debugLog.
+func startLocal(name string, conf, file gale.Config, topo *gale.Topology, log, debugLog *slog.Logger) (*local, error) {
+	opts := gale.RunOptions{Logger: log, FileConfig: file}
+	bridge.SetHooks(&opts, bridge.Hooks{DebugLogger: debugLog})
+	lt, err := gale.StartLocal(name, conf, topo, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +430,7 @@ func startWorkers(name string, eff *gale.Effective, file gale.Config, params map
 		started: make([]bool, n), waiting: n}
 	w.c, err = workerproc.Launch(workerproc.LaunchConfig{
 		Exe:  exe,
-		Args: workerArgs,
+		Args: WorkerArgs,
 		Spec: workerproc.Spec{
 			Topology:    name,
 			Factory:     workerFactory(name),
@@ -500,3 +507,8 @@ func (w *workers) stop() error {
 	// Beyond the drain, the workers get a little time to exit.
 	return w.c.Stop(w.drain + 5*time.Second)
 }
+
+// WorkerArgs select the worker subcommand of this binary, in the worker
+// processes that `run --workers` and the stock binary's benches start;
+// tests replace them when the binary is a test binary.
+var WorkerArgs = []string{"worker"}
