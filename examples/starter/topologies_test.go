@@ -22,7 +22,7 @@ type port struct {
 	name string // registered for the worker processes
 	// build wires the topology with spouts made by spout, by id.
 	build   func(spout func(id string) func() gale.Spout) *gale.TopologyBuilder
-	fields  map[string][]string     // each spout's output fields
+	fields  map[string][]string      // each spout's output fields
 	sources map[string][]gale.Values // each spout's values
 	conf    gale.Config
 	horizon time.Duration // simulated time under Complete
