@@ -307,6 +307,17 @@ func (d *BoltDeclarer) FieldsGrouping(component string, fields ...string) *BoltD
 	return d.Grouping(component, DefaultStream, ByFields(fields...))
 }
 
+// PartialKeyGrouping subscribes to component's default stream with
+// Storm's partial key grouping: a key (the values of fields) goes to one of
+// two candidate tasks chosen by two hashes of it, whichever the emitting
+// task has sent fewer tuples to. A hot key's tuples are split over two
+// tasks instead of saturating one, so a bolt grouped this way holds
+// partial results per key, which a bolt downstream merges (by a fields
+// grouping on the key).
+func (d *BoltDeclarer) PartialKeyGrouping(component string, fields ...string) *BoltDeclarer {
+	return d.Grouping(component, DefaultStream, PartialKey(fields...))
+}
+
 // AllGrouping subscribes to component's default stream; every task gets
 // every tuple.
 func (d *BoltDeclarer) AllGrouping(component string) *BoltDeclarer {
@@ -341,8 +352,8 @@ func (d *BoltDeclarer) CustomGrouping(component, stream, name string, factory fu
 	return d.Grouping(component, stream, Custom(name, factory))
 }
 
-// Grouping is a stream grouping; make one with Shuffle, ByFields, All,
-// Global, LocalOrShuffle, Direct, None or Custom.
+// Grouping is a stream grouping; make one with Shuffle, ByFields,
+// PartialKey, All, Global, LocalOrShuffle, Direct, None or Custom.
 type Grouping struct {
 	def     GroupingDef
 	factory func() CustomGrouping
@@ -354,6 +365,13 @@ func Shuffle() Grouping { return Grouping{def: GroupingDef{Type: GroupingShuffle
 // ByFields sends tuples with equal values of the fields to the same task.
 func ByFields(fields ...string) Grouping {
 	return Grouping{def: GroupingDef{Type: GroupingFields, Fields: slices.Clone(fields)}}
+}
+
+// PartialKey sends each key (the values of fields) to the less loaded of
+// two candidate tasks that two hashes of it choose; see
+// BoltDeclarer.PartialKeyGrouping.
+func PartialKey(fields ...string) Grouping {
+	return Grouping{def: GroupingDef{Type: GroupingPartialKey, Fields: slices.Clone(fields)}}
 }
 
 // All sends every tuple to every task.
@@ -552,12 +570,16 @@ func (d *TopologyDef) Validate() error {
 				if g.Type == GroupingCustom && g.Custom == "" {
 					bad("bolt %q: custom grouping on %s:%s has no name", c.ID, in.Component, in.Stream)
 				}
-			case GroupingFields:
+			case GroupingFields, GroupingPartialKey:
+				name := "fields"
+				if g.Type == GroupingPartialKey {
+					name = "partial key"
+				}
 				if s.Direct {
-					bad("bolt %q subscribes to direct stream %s:%s with fields grouping; a direct stream needs direct grouping", c.ID, in.Component, in.Stream)
+					bad("bolt %q subscribes to direct stream %s:%s with %s grouping; a direct stream needs direct grouping", c.ID, in.Component, in.Stream, name)
 				}
 				if len(g.Fields) == 0 {
-					bad("bolt %q: fields grouping on %s:%s names no fields", c.ID, in.Component, in.Stream)
+					bad("bolt %q: %s grouping on %s:%s names no fields", c.ID, name, in.Component, in.Stream)
 				}
 				for _, f := range g.Fields {
 					if !slices.Contains(s.Fields, f) {

@@ -48,7 +48,10 @@ const (
 	TopologyAckerExecutors = "topology.acker.executors"
 	// TopologyTickTupleFreqSecs makes Gale send a tick tuple (stream "__tick"
 	// from component "__system") to each bolt every so many seconds (int,
-	// default unset = no ticks, ≥ 1). May be set per component.
+	// default unset = no ticks, ≥ 1). May be set per component, or by the
+	// bolt itself (ComponentConfigurer). As in Storm, a tick joins the
+	// executor's input: it is delivered after the tuples queued before it,
+	// never ahead of them.
 	TopologyTickTupleFreqSecs = "topology.tick.tuple.freq.secs"
 	// TopologyExecutorReceiveBufferSize is the capacity, in tuples, of each
 	// executor's input queue (int, default 1024, ≥ 1). Storm's default is

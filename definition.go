@@ -64,19 +64,20 @@ const (
 	GroupingDirect         = "direct"
 	GroupingNone           = "none"
 	GroupingCustom         = "custom"
+	GroupingPartialKey     = "partial_key"
 )
 
 // GroupingDef is the declarative form of a grouping.
 type GroupingDef struct {
 	Type   string   `json:"type"`
-	Fields []string `json:"fields,omitempty"` // fields grouping
+	Fields []string `json:"fields,omitempty"` // fields and partial key groupings
 	Custom string   `json:"custom,omitempty"` // name of a custom grouping
 }
 
 func (g GroupingDef) String() string {
 	switch g.Type {
-	case GroupingFields:
-		return fmt.Sprintf("fields%v", g.Fields)
+	case GroupingFields, GroupingPartialKey:
+		return fmt.Sprintf("%s%v", g.Type, g.Fields)
 	case GroupingCustom:
 		return "custom(" + g.Custom + ")"
 	}
@@ -85,10 +86,13 @@ func (g GroupingDef) String() string {
 
 // stormName is the grouping's type by Storm's name, as the nimbus API
 // and the Storm UI's REST API give it: local-or-shuffle for
-// local_or_shuffle, the others as they are.
+// local_or_shuffle, partial-key for partial_key, the others as they are.
 func (g GroupingDef) stormName() string {
-	if g.Type == GroupingLocalOrShuffle {
+	switch g.Type {
+	case GroupingLocalOrShuffle:
 		return "local-or-shuffle"
+	case GroupingPartialKey:
+		return "partial-key"
 	}
 	return g.Type
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/fieldhash"
 )
 
 // groupingRun is what a consumer bolt saw in one run.
@@ -521,5 +522,91 @@ func TestCustomGrouping(t *testing.T) {
 				t.Errorf("failed %v, want none", f)
 			}
 		})
+	}
+}
+
+// partialCandidates is the two tasks of tasks (ascending) that partial
+// key grouping may send a one-field key to.
+func partialCandidates(key string, tasks []int) []int {
+	h := fieldhash.String(key)
+	c := []int{tasks[fieldhash.Bucket(h, len(tasks))], tasks[fieldhash.Bucket(fieldhash.Second(h), len(tasks))]}
+	slices.Sort(c)
+	return slices.Compact(c)
+}
+
+// TestPartialKeyGrouping: as Storm's partialKeyGrouping, a key's tuples go
+// only to its two candidate tasks, and a hot key's are split between both
+// (the less loaded of the two each time), where a fields grouping would
+// send them all to one task.
+func TestPartialKeyGrouping(t *testing.T) {
+	const tasks, hot = 8, "hot"
+	var vals []gale.Values
+	keyOf := map[int]string{}
+	add := func(key string) {
+		keyOf[len(vals)] = key
+		vals = append(vals, gale.Values{len(vals), key})
+	}
+	for i := range 300 {
+		add(hot)
+		if i%3 == 0 {
+			add(fmt.Sprintf("cold%d", i%40))
+		}
+	}
+	run := runGrouping(t, []string{"seq", "key"}, vals, gale.PartialKey("key"), tasks, 3)
+	if c := partialCandidates(hot, run.tasks); len(c) != 2 {
+		t.Fatalf("the test's hot key %q has one candidate task %v; pick a key whose two hashes differ", hot, c)
+	}
+	for k, ts := range keyTasks(run, keyOf) {
+		slices.Sort(ts)
+		if c := partialCandidates(k, run.tasks); !isSubset(ts, c) {
+			t.Errorf("key %s reached tasks %v, want only its candidates %v", k, ts, c)
+		}
+	}
+	for seq, ts := range run.got {
+		if len(ts) != 1 {
+			t.Fatalf("tuple %d reached tasks %v, want exactly one", seq, ts)
+		}
+	}
+	// One emitting task: each hot tuple went to the candidate it had sent
+	// fewer tuples to, so the two are within the cold keys' share apart.
+	c := partialCandidates(hot, run.tasks)
+	perTask := map[int]int{}
+	for seq, ts := range run.got {
+		if keyOf[seq] == hot {
+			perTask[ts[0]]++
+		}
+	}
+	a, b := perTask[c[0]], perTask[c[1]]
+	if a+b != 300 || a < 100 || b < 100 {
+		t.Errorf("the hot key's 300 tuples went %d to task %d and %d to task %d; want both used, about evenly", a, c[0], b, c[1])
+	}
+}
+
+// isSubset reports whether every element of a is in b.
+func isSubset(a, b []int) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPartialKeyGroupingValidated: a partial key grouping must name
+// fields the stream declares, as a fields grouping must.
+func TestPartialKeyGroupingValidated(t *testing.T) {
+	for _, tc := range []struct {
+		fields []string
+		want   string
+	}{
+		{nil, `bolt "b": partial key grouping on s:default names no fields`},
+		{[]string{"nope"}, `bolt "b" groups s:default by field "nope", which the stream does not declare (fields: [seq key])`},
+	} {
+		b := gale.NewTopologyBuilder()
+		b.SetSpout("s", func() gale.Spout { return &galetest.FixedSpout{Fields: []string{"seq", "key"}} }, 1)
+		b.SetBolt("b", recBolt(&list[[]int]{}), 2).PartialKeyGrouping("s", tc.fields...)
+		if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("fields %v: Build error %v, want %q", tc.fields, err, tc.want)
+		}
 	}
 }

@@ -32,10 +32,13 @@ type router struct {
 	consumer string
 	kind     groupingKind
 	tasks    []int // consumer task ids, ascending
-	fieldIdx []int // fields grouping: positions of the grouping fields
+	fieldIdx []int // fields and partial key groupings: positions of the grouping fields
 	field0   int   // the position when there is exactly one, else -1
 	next     int   // shuffle: round-robin position
 	custom   CustomGrouping
+	// Partial key grouping: the tuples this emitting task has sent to
+	// each of tasks, as Storm's PartialKeyGrouping counts its load.
+	sent []int64
 }
 
 func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Source) *router {
@@ -61,6 +64,9 @@ func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Sourc
 	if len(r.tasks) > 0 {
 		r.next = rng.Intn(len(r.tasks))
 	}
+	if r.kind == kindPartialKey {
+		r.sent = make([]int64, len(r.tasks))
+	}
 	if r.kind == kindCustom {
 		r.custom = rt.topo.customs[sub.grouping.Custom]()
 		r.custom.Prepare(sub.consumer.id, sub.stream, slices.Clone(r.tasks))
@@ -83,20 +89,18 @@ func (r *router) choose(dst []int, vals []any, direct int) []int {
 		}
 		return append(dst, t)
 	case kindFields:
-		var h uint64
-		if r.field0 >= 0 {
-			if s, ok := vals[r.field0].(string); ok {
-				h = fieldhash.String(s)
-			} else {
-				h = fieldhash.Add(fieldhash.Seed, vals[r.field0])
-			}
-		} else {
-			h = fieldhash.Seed
-			for _, i := range r.fieldIdx {
-				h = fieldhash.Add(h, vals[i])
-			}
+		return append(dst, r.tasks[fieldhash.Bucket(r.hash(vals), len(r.tasks))])
+	case kindPartialKey:
+		// Storm's PartialKeyGrouping: two hashes of the key name two
+		// candidate tasks, and the tuple goes to the one this task has
+		// sent fewer tuples to (the first on a tie).
+		h := r.hash(vals)
+		a, b := fieldhash.Bucket(h, len(r.tasks)), fieldhash.Bucket(fieldhash.Second(h), len(r.tasks))
+		if r.sent[a] > r.sent[b] {
+			a = b
 		}
-		return append(dst, r.tasks[fieldhash.Bucket(h, len(r.tasks))])
+		r.sent[a]++
+		return append(dst, r.tasks[a])
 	case kindAll:
 		return append(dst, r.tasks...)
 	case kindGlobal:
@@ -109,6 +113,22 @@ func (r *router) choose(dst []int, vals []any, direct int) []int {
 		}
 	}
 	return dst
+}
+
+// hash hashes the grouping fields of vals, for the fields and partial key
+// groupings.
+func (r *router) hash(vals []any) uint64 {
+	if r.field0 >= 0 {
+		if s, ok := vals[r.field0].(string); ok {
+			return fieldhash.String(s)
+		}
+		return fieldhash.Add(fieldhash.Seed, vals[r.field0])
+	}
+	h := fieldhash.Seed
+	for _, i := range r.fieldIdx {
+		h = fieldhash.Add(h, vals[i])
+	}
+	return h
 }
 
 // chooseCustom asks a custom grouping and checks its answer.
@@ -131,6 +151,7 @@ const (
 	kindGlobal
 	kindDirect
 	kindCustom
+	kindPartialKey
 )
 
 func kindOf(t string) groupingKind {
@@ -145,6 +166,8 @@ func kindOf(t string) groupingKind {
 		return kindDirect
 	case GroupingCustom:
 		return kindCustom
+	case GroupingPartialKey:
+		return kindPartialKey
 	}
 	return kindShuffle
 }

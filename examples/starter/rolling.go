@@ -1,6 +1,7 @@
 // Package starter ports storm-starter's topologies and bolts to Gale, as a
 // Storm user would port them: RollingCountBolt and the tools it counts
-// with, so far.
+// with, ExclamationTopology, WordCountTopology, RollingTopWords (with
+// Rankings and the ranker bolts) and SingleJoinExample.
 package starter
 
 import (

@@ -29,6 +29,7 @@ type bolt struct {
 	lastError string
 	noAck     bool     // acks none of its input
 	fields    []string // a fields grouping on these (default: shuffle)
+	grouping  string   // the grouping by Storm's name, if not shuffle or fields
 	// execShares, if set, is each executor's share of the input and
 	// execCaps its capacity: the workers' reports then carry one
 	// ComponentStats of the bolt with its executors, one task each.
@@ -121,6 +122,9 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 		input := &nimbuspb.Input{Component: in, Stream: "default", Grouping: "shuffle"}
 		if len(b.fields) > 0 {
 			input.Grouping, input.Fields = "fields", b.fields
+		}
+		if b.grouping != "" {
+			input.Grouping = b.grouping
 		}
 		def.Components = append(def.Components, &nimbuspb.Component{Id: b.name, Tasks: tasks, Parallelism: execs,
 			Inputs: []*nimbuspb.Input{input}})
@@ -627,8 +631,8 @@ func TestHotKey(t *testing.T) {
 		t.Errorf("finding: component %q, severity %s; want work, warning", f.Component, f.Severity)
 	}
 	if strings.Contains(f.Fix, "rebalance") || strings.Contains(f.Fix, "more executors:") ||
-		!strings.Contains(f.Fix, "partialKeyGrouping") || !strings.Contains(f.Fix, "key") {
-		t.Errorf("fix: got %q, want partial key grouping or a better key, not more executors", f.Fix)
+		!strings.Contains(f.Fix, `subscribe work with PartialKeyGrouping("parse", "key")`) || !strings.Contains(f.Fix, "a key with many evenly used values") {
+		t.Errorf("fix: got %q, want Gale's PartialKeyGrouping call or a better key, not more executors", f.Fix)
 	}
 	if got := metric(f, "busiest executor"); got != "task 10 on 127.0.0.1:6700 at capacity 1.00" {
 		t.Errorf("busiest executor: got %q", got)
@@ -653,6 +657,30 @@ func TestHotKey(t *testing.T) {
 	wantKinds(t, r, KindBoltSaturated)
 	if f := r.Findings[0]; !strings.Contains(f.Fix, "gale rebalance wc -e work=") {
 		t.Errorf("even load: fix %q, want more executors", f.Fix)
+	}
+}
+
+// A hot key under partial key grouping already: its two tasks cannot take
+// it, so doctor says to salt it, not to use the grouping it uses; and a
+// skew under local-or-shuffle is put down to where the sources run.
+func TestHotKeyOtherGroupings(t *testing.T) {
+	s := hotKey()
+	s.bolts[1].grouping = "partial-key"
+	f := Diagnose(s.samples(4, 5*time.Second)).Findings[0]
+	if f.Kind != KindBoltSkewed || !strings.Contains(f.Cause, "partial key grouping (key) splits each key over two tasks") ||
+		!strings.Contains(f.Fix, "add a salt") || strings.Contains(f.Fix, "PartialKeyGrouping(") {
+		t.Errorf("partial key: got %s, cause %q, fix %q; want the key salted", f.Kind, f.Cause, f.Fix)
+	}
+	if got := metric(f, "input grouping"); got != "partial-key on key" {
+		t.Errorf("partial key: input grouping %q, want partial-key on key", got)
+	}
+
+	s = hotKey()
+	s.bolts[1].fields, s.bolts[1].grouping = nil, "local-or-shuffle"
+	f = Diagnose(s.samples(4, 5*time.Second)).Findings[0]
+	if f.Kind != KindBoltSkewed || !strings.Contains(f.Cause, "local-or-shuffle grouping sends a worker's tuples") ||
+		!strings.Contains(f.Fix, "use shuffle grouping for work") {
+		t.Errorf("local-or-shuffle: got %s, cause %q, fix %q; want the sources' placement named", f.Kind, f.Cause, f.Fix)
 	}
 }
 

@@ -160,9 +160,10 @@ func (d *diagnosis) skewOf(b Component) (skew, bool) {
 	return s, false
 }
 
-// grouping is how the bolt's inputs are grouped, by Storm's names, and
-// the fields of a fields grouping.
-func (d *diagnosis) grouping(component string) (grouping string, fields []string) {
+// grouping is how the bolt's inputs are grouped, by Storm's names; the
+// fields of its fields and partial key groupings; and the component the
+// first of those reads from.
+func (d *diagnosis) grouping(component string) (grouping string, fields []string, keySource string) {
 	for _, c := range d.last().Info.GetDefinition().GetComponents() {
 		if c.GetId() != component {
 			continue
@@ -172,19 +173,29 @@ func (d *diagnosis) grouping(component string) (grouping string, fields []string
 			if !slices.Contains(gs, in.GetGrouping()) {
 				gs = append(gs, in.GetGrouping())
 			}
-			if in.GetGrouping() == gale.GroupingFields {
+			if g := in.GetGrouping(); g == gale.GroupingFields || g == partialKey {
 				fields = append(fields, in.GetFields()...)
+				if keySource == "" {
+					keySource = in.GetComponent()
+				}
 			}
 		}
-		return strings.Join(gs, ", "), fields
+		return strings.Join(gs, ", "), fields, keySource
 	}
-	return "", nil
+	return "", nil, ""
 }
+
+// The Storm names of the groupings the skew finding tells apart, as
+// nimbus reports them.
+const (
+	partialKey     = "partial-key"
+	localOrShuffle = "local-or-shuffle"
+)
 
 // skewed reports a saturated bolt whose load sits on one executor: more
 // executors do not spread it, since a key's tuples all go to one task.
 func (d *diagnosis) skewed(b Component, s skew) {
-	grouping, fields := d.grouping(b.Component)
+	grouping, fields, keySource := d.grouping(b.Component)
 	ev := []Metric{
 		{"busiest executor", fmt.Sprintf("%s at capacity %.2f", s.hot.where(), s.hot.capacity)},
 		{"the other executors' capacity", fmt.Sprintf("%.3f to %.3f (%d of them)", s.otherCap[0], s.otherCap[1], len(s.others))},
@@ -202,11 +213,16 @@ func (d *diagnosis) skewed(b Component, s skew) {
 	}
 	var cause, fix string
 	switch {
-	case len(fields) > 0 || strings.Contains(grouping, "partial"):
+	case strings.Contains(grouping, partialKey):
+		cause = fmt.Sprintf("bolt %s is skewed: one executor is saturated while its siblings idle, though partial key grouping (%s) splits each key over two tasks: a key carries more than two tasks can take",
+			b.Component, strings.Join(fields, ", "))
+		fix = fmt.Sprintf("spread the hot key further: add a salt to it (the key and a number from 0 to n-1) so that it becomes n keys, each split over two tasks, and merge them downstream; or group %s by a key with many evenly used values; not more executors", b.Component)
+	case len(fields) > 0:
 		cause = fmt.Sprintf("bolt %s is skewed: one executor is saturated while its siblings idle, so a few keys of its fields grouping (%s) carry most of the tuples; a key's tuples all go to one task, so more executors do not help",
 			b.Component, strings.Join(fields, ", "))
-		fix = fmt.Sprintf("spread the hot key: group %s by a key with many evenly used values (or add a salt to the hot one and merge downstream), or use partial key grouping (Storm's partialKeyGrouping, which splits each key over two tasks; planned in Gale); not more executors", b.Component)
-	case strings.Contains(grouping, gale.GroupingLocalOrShuffle):
+		fix = fmt.Sprintf("use partial key grouping, as Storm's partialKeyGrouping: subscribe %s with PartialKeyGrouping(%s), which sends each key to the less loaded of two tasks, and merge each key's two partial results downstream (a bolt grouped by fields on the key); or group %s by a key with many evenly used values; not more executors",
+			b.Component, quoteArgs(keySource, fields), b.Component)
+	case strings.Contains(grouping, localOrShuffle):
 		cause = fmt.Sprintf("bolt %s is skewed: one executor is saturated while its siblings idle; local-or-shuffle grouping sends a worker's tuples to the executors in that worker, so those next to the busy sources get them all", b.Component)
 		fix = fmt.Sprintf("use shuffle grouping for %s, or spread its sources over the workers (more spout executors); not more executors of %s alone", b.Component, b.Component)
 	default:
@@ -214,6 +230,16 @@ func (d *diagnosis) skewed(b Component, s skew) {
 		fix = fmt.Sprintf("look at what the busy executor's tuples carry, and at its machine (%s:%d); more executors do not even out a grouping's choice", s.hot.host, s.hot.port)
 	}
 	d.add(Finding{Kind: KindBoltSkewed, Severity: Warning, Component: b.Component, Cause: cause, Evidence: ev, Fix: fix})
+}
+
+// quoteArgs is Go call arguments for a component and its fields:
+// "parse", "key".
+func quoteArgs(component string, fields []string) string {
+	args := []string{strconv.Quote(component)}
+	for _, f := range fields {
+		args = append(args, strconv.Quote(f))
+	}
+	return strings.Join(args, ", ")
 }
 
 // gcFigures is one worker's collector over the span.

@@ -112,5 +112,10 @@ func Bucket(h uint64, n int) int {
 	return int(hi)
 }
 
+// Second derives from h a second hash of the same values, independent of
+// Bucket(h, n): the partial key grouping's second candidate task is
+// Bucket(Second(h), n).
+func Second(h uint64) uint64 { return mix(h, 0xc4ceb9fe1a85ec53) }
+
 // String is Add(Seed, s) for a string, without the type switch.
 func String(s string) uint64 { return addString(Seed, 's', s) }
