@@ -26,6 +26,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/benchchaos"
 	"github.com/gale-stream/gale/internal/benchfail"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/proclist"
 )
@@ -197,7 +198,7 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 	var file gale.Config
 	var err error
 	if f.file != "" {
-		if file, err = gale.LoadConfigFile(f.file); err != nil {
+		if file, err = config.LoadFile(f.file); err != nil {
 			return err
 		}
 	}
@@ -701,7 +702,7 @@ func writeClientConfig(dir string, file gale.Config, nimbuses []string) (string,
 	if c == nil {
 		c = gale.Config{}
 	}
-	c[gale.NimbusSeeds] = nimbuses
+	c[config.NimbusSeeds] = nimbuses
 	b, err := yaml.Marshal(c)
 	if err != nil {
 		return "", err

@@ -15,6 +15,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bench"
 	"github.com/gale-stream/gale/internal/benchfail"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/freeport"
 )
 
@@ -238,15 +239,15 @@ func runFailover(cmd *cobra.Command, f failoverFlags) error {
 	var file gale.Config
 	var err error
 	if f.file != "" {
-		if file, err = gale.LoadConfigFile(f.file); err != nil {
+		if file, err = config.LoadFile(f.file); err != nil {
 			return err
 		}
 	}
-	eff, err := gale.ResolveConfig(file, nil)
+	eff, err := config.Resolve(file, nil)
 	if err != nil {
 		return err
 	}
-	supTimeout, _ := eff.Int(gale.NimbusSupervisorTimeoutSecs)
+	supTimeout, _ := eff.Int(config.NimbusSupervisorTimeoutSecs)
 	if f.slotBase == 0 {
 		if f.slotBase, err = freeport.Consecutive(f.supervisors * f.workers); err != nil {
 			return fmt.Errorf("%w: give --slot-base", err)

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -49,7 +50,7 @@ func (f *clusterFlags) fileConfig() (gale.Config, error) {
 	if f.file == "" {
 		return nil, nil
 	}
-	return gale.LoadConfigFile(f.file)
+	return config.LoadFile(f.file)
 }
 
 // clientConfig resolves the cluster layer into where and how to dial.
@@ -58,46 +59,46 @@ func (f *clusterFlags) clientConfig() (clientConfig, error) {
 	if err != nil {
 		return clientConfig{}, err
 	}
-	eff, err := gale.ResolveConfig(file, nil)
+	eff, err := config.Resolve(file, nil)
 	if err != nil {
 		return clientConfig{}, err
 	}
 	return f.clientConfigFrom(eff)
 }
 
-func (f *clusterFlags) clientConfigFrom(eff *gale.Effective) (clientConfig, error) {
+func (f *clusterFlags) clientConfigFrom(eff *config.Effective) (clientConfig, error) {
 	var cc clientConfig
-	port, _ := eff.Int(gale.NimbusThriftPort)
+	port, _ := eff.Int(config.NimbusThriftPort)
 	if f.nimbus != "" {
 		if _, _, err := net.SplitHostPort(f.nimbus); err != nil {
 			return cc, usageError{fmt.Errorf("--nimbus wants host:port, got %q", f.nimbus)}
 		}
 		cc.seeds = []string{f.nimbus}
 	} else {
-		for _, s := range eff.Strings(gale.NimbusSeeds) {
+		for _, s := range eff.Strings(config.NimbusSeeds) {
 			cc.seeds = append(cc.seeds, seedAddr(s, port))
 		}
 	}
-	cc.token = eff.String(gale.NimbusAuthToken)
+	cc.token = eff.String(config.NimbusAuthToken)
 	if cc.token == "" {
-		if path := eff.String(gale.NimbusAuthTokenFile); path != "" {
+		if path := eff.String(config.NimbusAuthTokenFile); path != "" {
 			b, err := os.ReadFile(path)
 			if err != nil {
-				return cc, fmt.Errorf("%s: %w", gale.NimbusAuthTokenFile, err)
+				return cc, fmt.Errorf("%s: %w", config.NimbusAuthTokenFile, err)
 			}
 			if cc.token = strings.TrimSpace(string(b)); cc.token == "" {
-				return cc, fmt.Errorf("%s: %s is empty: write the nimbus's bearer token in it", gale.NimbusAuthTokenFile, path)
+				return cc, fmt.Errorf("%s: %s is empty: write the nimbus's bearer token in it", config.NimbusAuthTokenFile, path)
 			}
 		}
 	}
-	if path := eff.String(gale.NimbusTLSCert); path != "" {
+	if path := eff.String(config.NimbusTLSCert); path != "" {
 		pem, err := os.ReadFile(path)
 		if err != nil {
-			return cc, fmt.Errorf("%s: %w", gale.NimbusTLSCert, err)
+			return cc, fmt.Errorf("%s: %w", config.NimbusTLSCert, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return cc, fmt.Errorf("%s: %s holds no PEM certificate", gale.NimbusTLSCert, path)
+			return cc, fmt.Errorf("%s: %s holds no PEM certificate", config.NimbusTLSCert, path)
 		}
 		cc.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
