@@ -90,6 +90,11 @@ type boltExec struct {
 	// at the start of the window (prev) and of the next one (cur).
 	capMu           sync.Mutex
 	capPrev, capCur capMark
+
+	// A tick taken off tk and held (held) until the input batches queued
+	// before it have been taken: ahead more from in, aheadR from rin.
+	held          bool
+	ahead, aheadR int
 }
 
 // procSample is the input tuple an executor is timing the process latency
@@ -174,7 +179,10 @@ func (x *boltExec) run() {
 	defer x.cleanup()
 	tk := x.tk
 	defer tk.Stop()
-	ticks := tk.C()
+	// A tick waits behind the input queued before it (tickTaken); while
+	// it is held, ticks is nil, so no second one is taken.
+	tickC := tk.C()
+	ticks := tickC
 	for n := 0; ; n++ {
 		ticked := false
 		var in *batch
@@ -197,8 +205,9 @@ func (x *boltExec) run() {
 		switch {
 		case len(ticks) > 0:
 			<-ticks
-			x.deliverTicks()
-			ticked = true
+			if ticked = x.tickTaken(); !ticked {
+				ticks = nil
+			}
 		case len(x.wakeC) > 0:
 			<-x.wakeC
 			x.runWakes()
@@ -211,18 +220,31 @@ func (x *boltExec) run() {
 			// Local and remote input take turns.
 			in = <-x.rin
 			x.dequeued(in)
+			if x.held && x.tookAhead(true) {
+				ticks, ticked = tickC, true
+			}
 		case len(x.in) > 0:
 			in = <-x.in
 			x.dequeued(in)
+			if x.held && x.tookAhead(false) {
+				ticks, ticked = tickC, true
+			}
 		default:
 			select {
 			case in = <-x.in:
 				x.dequeued(in)
+				if x.held && x.tookAhead(false) {
+					ticks, ticked = tickC, true
+				}
 			case in = <-x.rin:
 				x.dequeued(in)
+				if x.held && x.tookAhead(true) {
+					ticks, ticked = tickC, true
+				}
 			case <-ticks:
-				x.deliverTicks()
-				ticked = true
+				if ticked = x.tickTaken(); !ticked {
+					ticks = nil
+				}
 			case <-x.wakeC:
 				x.runWakes()
 			case <-x.fb.wakeC():
@@ -440,6 +462,44 @@ func (x *boltExec) runWakes() {
 			}()
 		}
 	}
+}
+
+// tickTaken handles a tick just taken off the ticker. As in Storm, where
+// the tick tuple joins the executor's receive queue, it goes after the
+// input already queued: with nothing queued it is delivered now, and
+// tickTaken returns true; otherwise it is held, noting how many batches
+// are queued ahead of it, and delivered by tookAhead once they have been
+// taken. The queues have one consumer, this executor, so those batches
+// are exactly the next ones it takes from each queue. (While one queue
+// drains its batches ahead, batches that came after the tick may be taken
+// from the other, in the queues' usual alternation.)
+func (x *boltExec) tickTaken() bool {
+	x.ahead, x.aheadR = len(x.in), len(x.rin)
+	if x.ahead == 0 && x.aheadR == 0 {
+		x.deliverTicks()
+		return true
+	}
+	x.held = true
+	return false
+}
+
+// tookAhead counts a batch processed from rin (remote) or in while a tick
+// is held, and delivers the tick if no batch queued before it remains. It
+// reports whether it delivered it.
+func (x *boltExec) tookAhead(remote bool) bool {
+	if remote {
+		if x.aheadR > 0 {
+			x.aheadR--
+		}
+	} else if x.ahead > 0 {
+		x.ahead--
+	}
+	if x.ahead > 0 || x.aheadR > 0 {
+		return false
+	}
+	x.held = false
+	x.deliverTicks()
+	return true
 }
 
 func (x *boltExec) deliverTicks() {

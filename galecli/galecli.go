@@ -17,18 +17,21 @@
 //	clicks run clicks --duration 10s --json
 //	clicks run clicks --param rate=1000
 //
-// and the others of the stock gale binary (bench, config, version), and
-// those of a cluster, which find nimbus through nimbus.seeds in gale.yaml
-// (--file) or --nimbus HOST:PORT:
+// config and version, and the clients of a cluster (submit, list, kill,
+// activate, deactivate, rebalance, doctor, monitor, ui), which find
+// nimbus through nimbus.seeds in gale.yaml (--file) or --nimbus
+// HOST:PORT:
 //
 //	clicks submit clicks -c topology.workers=4   # uploads this binary as the workers' artifact
 //	clicks list
 //	clicks kill clicks -w 10
 //
 // Workers on the cluster run the submitted binary, so it must be built for
-// the supervisors' OS and architecture. The stock gale binary is such a
-// program too (cmd/gale), with Gale's built-in examples (gale submit
-// --example wordcount).
+// the supervisors' OS and architecture. The program does not carry the
+// cluster's servers (nimbus, supervisor, etcd), dev, demo or the benches:
+// those are the stock gale binary's (cmd/gale), which runs the cluster,
+// and which is such a program too, with Gale's built-in examples (gale
+// submit --example wordcount).
 //
 // Worker processes are this same binary, started by the launcher with
 // the hidden worker subcommand. A worker calls main again, hence Main with
@@ -39,8 +42,6 @@ package galecli
 
 import (
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/cli"
@@ -78,19 +79,9 @@ type Topology struct {
 // the spouts, drains the trees in flight and prints its report. A second
 // one kills the program.
 func Main(topologies ...Topology) int {
-	opts := cli.Options{Name: programName(os.Args[0])}
+	opts := cli.Options{Name: cli.ProgramName(os.Args[0])}
 	for _, t := range topologies {
 		opts.Topologies = append(opts.Topologies, cli.Topology{Name: t.Name, Short: t.Short, Build: t.Build})
 	}
 	return cli.Run(os.Args[1:], os.Stdout, os.Stderr, opts)
-}
-
-// programName is the base name of the program's path, without a Windows
-// .exe.
-func programName(arg0 string) string {
-	name := strings.TrimSuffix(filepath.Base(arg0), ".exe")
-	if name == "" || name == "." || name == string(filepath.Separator) {
-		return "gale"
-	}
-	return name
 }

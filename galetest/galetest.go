@@ -35,12 +35,23 @@ type Options struct {
 	Config gale.Config
 	// Sources replaces spouts by id with fixed inputs: each Values is
 	// emitted once on the spout's default stream with its index (an int)
-	// as the message id. Failed tuples are not replayed.
+	// as the message id, by one of the spout's tasks (task i of n emits
+	// values i, i+n, i+2n...), as Storm's FixedTupleSpout does. Failed
+	// tuples are not replayed.
 	Sources map[string][]gale.Values
 	// Clock, if set, is the clock the topology runs on; Complete advances
 	// it while the topology is idle with trees pending. Default: a new
 	// Clock at 2026-01-01T00:00:00Z.
 	Clock *Clock
+	// Horizon, if positive, is the simulated time Complete runs for at
+	// least: it returns once the clock has moved Horizon and no tree is
+	// pending, rather than as soon as no tree is, so that a topology
+	// driven by tick tuples (topology.tick.tuple.freq.secs) does its
+	// work. Complete moves the clock in steps of at most
+	// topology.message.timeout.secs / 10 and waits for the ticks of each
+	// step to be handled: with a 60 s horizon, a bolt ticking every 10 s
+	// sees 6 ticks.
+	Horizon time.Duration
 	// Timeout bounds the real time Complete may take; default 60s.
 	Timeout time.Duration
 	// Logger receives the runtime's logs; default: discarded.
@@ -51,6 +62,10 @@ type Options struct {
 	// acking it panics and the test sees it.
 	RecycleTuples bool
 }
+
+// defaultStart is the time a Clock made by Complete or NewBoltHarness
+// starts at.
+var defaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Ack is a spout message that was acked: its tree completed.
 type Ack struct {
@@ -130,12 +145,23 @@ func (r *Result) Errors() []gale.ComponentError {
 }
 
 // FixedSpout emits fixed values on its default stream, one per NextTuple,
-// with the index as message id. It does not replay.
+// with the index as message id. It does not replay. Each value is emitted
+// once by the spout as a whole: with n tasks, the task of index i emits
+// values i, i+n, i+2n..., so that every task may be given the same Values.
 type FixedSpout struct {
 	gale.BaseSpout
 	Fields []string
 	Values []gale.Values
-	next   int
+	// next is the index of the next value this task emits; step is the
+	// number of the spout's tasks.
+	next, step int
+}
+
+// Open keeps the collector and picks this task's share of Values.
+func (s *FixedSpout) Open(tc *gale.TopologyContext, c *gale.SpoutCollector) error {
+	s.Collector = c
+	s.next, s.step = tc.TaskIndex(), max(len(tc.ThisComponentTasks()), 1)
+	return nil
 }
 
 // DeclareOutputFields declares the default stream with Fields.
@@ -147,12 +173,12 @@ func (s *FixedSpout) NextTuple() {
 		return
 	}
 	i := s.next
-	s.next++
+	s.next += max(s.step, 1)
 	s.Collector.Emit(i, s.Values[i]...)
 }
 
-// Complete runs topo until it has nothing left to do and returns what it
-// saw. The topology is stopped in order before Complete returns.
+// Complete runs topo until it has nothing left to do (and, with
+// Options.Horizon, until the horizon has passed) and returns what it saw. The topology is stopped in order before Complete returns.
 func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, error) {
 	if opts.Name == "" {
 		opts.Name = "galetest"
@@ -161,7 +187,7 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 		opts.Timeout = 60 * time.Second
 	}
 	if opts.Clock == nil {
-		opts.Clock = NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		opts.Clock = NewClock(defaultStart)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -258,12 +284,18 @@ func Complete(ctx context.Context, topo *gale.Topology, opts Options) (*Result, 
 			if err != nil {
 				return fmt.Errorf("galetest: topology did not complete within %s (%d trees pending): %w", opts.Timeout, lt.Pending(), err)
 			}
+			step := hooks.TimeoutTick()
 			if pending == 0 {
-				return nil
+				left := opts.Horizon - opts.Clock.Now().Sub(start)
+				if left <= 0 {
+					return nil
+				}
+				step = min(step, left)
 			}
-			// Idle with trees pending: let simulated time pass so they
-			// time out (or a tick tuple moves things along).
-			opts.Clock.Advance(hooks.TimeoutTick())
+			// Idle with trees pending, or before the horizon: let
+			// simulated time pass so that trees time out and tick tuples
+			// move things along.
+			opts.Clock.Advance(step)
 			// Wait until the topology has handled the ticks (timeouts,
 			// tick tuples) before looking for quiet again.
 			if err := opts.Clock.WaitHandled(ctx); err != nil {

@@ -5,7 +5,7 @@
 // [WordsPerSentence] words drawn uniformly from a fixed vocabulary of [VocabularySize]
 // words ([SentenceGen]), a split stage cuts them into words ([SplitWords]) and a count
 // stage keeps a count per word. A [Runner] implements that pipeline — [RunPlain] with
-// plain goroutines and channels as the baseline, the Gale topology in internal/benchtopo —
+// plain goroutines and channels as the baseline, the Gale topology in internal/bench/wordcount —
 // and [Run] drives it for [Options.Duration] while sampling throughput, latency, CPU and
 // memory.
 //

@@ -34,7 +34,7 @@ type adminCmd struct {
 }
 
 func (a adminCmd) build() *cobra.Command {
-	var f clusterFlags
+	var f ClusterFlags
 	var asJSON bool
 	action := strings.Fields(a.use)[0]
 	cmd := &cobra.Command{
@@ -61,18 +61,18 @@ func (a adminCmd) build() *cobra.Command {
 			}
 			defer c.Close()
 			r := adminResult{Action: action, Name: name}
-			if err := c.call(ctx, func(n nimbuspb.NimbusClient) error { return a.call(cmd, n, name, &r) }); err != nil {
+			if err := c.Call(ctx, func(n nimbuspb.NimbusClient) error { return a.call(cmd, n, name, &r) }); err != nil {
 				return fmt.Errorf("%s %s: %w", action, name, err)
 			}
 			r.Nimbus = c.leader
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), r)
+				return WriteJSON(cmd.OutOrStdout(), r)
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s: done (nimbus %s)\n", action, name, r.Nimbus)
 			return err
 		},
 	}
-	f.bind(cmd)
+	f.Bind(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document")
 	if a.flags != nil {
 		a.flags(cmd)

@@ -19,31 +19,18 @@ func TestExitCodes(t *testing.T) {
 		stderr []string
 	}{
 		{name: "no args shows help", args: nil, code: exitOK},
-		{name: "bench alone shows help", args: []string{"bench"}, code: exitOK},
 		{name: "config alone shows help", args: []string{"config"}, code: exitOK},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderr: []string{`"frobnicate"`, "gale --help"}},
-		{name: "unknown bench", args: []string{"bench", "frob"}, code: exitUsage, stderr: []string{`"frob"`, "gale bench --help"}},
 		{name: "unknown config subcommand", args: []string{"config", "shw"}, code: exitUsage, stderr: []string{`"shw"`}},
-		{name: "help on a topic", args: []string{"help", "bench"}, code: exitOK},
 		{name: "help on an unknown topic", args: []string{"help", "frob"}, code: exitUsage, stderr: []string{`unknown help topic "frob"`}},
 		{name: "unknown flag", args: []string{"--bogus"}, code: exitUsage, stderr: []string{"--bogus"}},
-		{name: "positional argument", args: []string{"bench", "wordcount", "extra"}, code: exitUsage, stderr: []string{`"extra"`}},
-		{name: "bad mode", args: []string{"bench", "wordcount", "--mode", "fast"}, code: exitUsage, stderr: []string{"--mode", `"fast"`}},
-		{name: "bad runner", args: []string{"bench", "wordcount", "--runner", "fast"}, code: exitUsage, stderr: []string{"--runner"}},
-		{name: "zero spouts", args: []string{"bench", "wordcount", "--spouts", "0"}, code: exitUsage, stderr: []string{"--spouts"}},
-		{name: "spouts not a number", args: []string{"bench", "wordcount", "--spouts", "abc"}, code: exitUsage, stderr: []string{"--spouts"}},
-		{name: "negative duration", args: []string{"bench", "wordcount", "--duration", "-1s"}, code: exitUsage, stderr: []string{"--duration"}},
-		{name: "duration without unit", args: []string{"bench", "wordcount", "--duration", "1.5"}, code: exitUsage, stderr: []string{"--duration"}},
-		{name: "gogc too low", args: []string{"bench", "wordcount", "--gogc", "10"}, code: exitUsage, stderr: []string{"--gogc"}},
-		{name: "gogc not a number", args: []string{"bench", "wordcount", "--gogc", "of"}, code: exitUsage, stderr: []string{"--gogc", `"off"`}},
-		{name: "heap budget too small", args: []string{"bench", "wordcount", "--heap-mb", "16"}, code: exitUsage, stderr: []string{"--heap-mb", "64"}},
-		{name: "ack mode without ackers", args: []string{"bench", "wordcount", "--ackers", "0"}, code: exitUsage, stderr: []string{"--ackers"}},
-		{
-			name:   "every bad flag is reported",
-			args:   []string{"bench", "wordcount", "--mode", "fast", "--spouts", "0", "--duration", "-1s", "--gogc", "10"},
-			code:   exitUsage,
-			stderr: []string{"--mode", "--spouts", "--duration", "--gogc"},
-		},
+		{name: "help on a topic", args: []string{"help", "config"}, code: exitOK},
+		// The stock gale's commands (internal/stock) are not a user's
+		// program's.
+		{name: "no bench", args: []string{"bench"}, code: exitUsage, stderr: []string{`unknown command "bench"`}},
+		{name: "no dev", args: []string{"dev"}, code: exitUsage, stderr: []string{`unknown command "dev"`}},
+		{name: "no etcd", args: []string{"etcd"}, code: exitUsage, stderr: []string{`unknown command "etcd"`}},
+		{name: "no nimbus", args: []string{"nimbus"}, code: exitUsage, stderr: []string{`unknown command "nimbus"`}},
 		{name: "version takes no arguments", args: []string{"version", "x"}, code: exitUsage, stderr: []string{`"x"`}},
 	}
 	for _, tt := range tests {
@@ -112,5 +99,22 @@ func decodeOne(t *testing.T, s string, v any) {
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		t.Fatalf("stdout has more than one JSON document (then %q, err %v):\n%s", extra, err, s)
+	}
+}
+
+// TestProgramName: messages name the program as the user invoked it.
+// (examples/userprog's tests run Main in a built program.)
+func TestProgramName(t *testing.T) {
+	tests := []struct{ arg0, want string }{
+		{"/usr/local/bin/clicks", "clicks"},
+		{"./clicks", "clicks"},
+		{"clicks.exe", "clicks"},
+		{"gale", "gale"},
+		{"", "gale"},
+	}
+	for _, tt := range tests {
+		if got := ProgramName(tt.arg0); got != tt.want {
+			t.Errorf("ProgramName(%q): got %q, want %q", tt.arg0, got, tt.want)
+		}
 	}
 }

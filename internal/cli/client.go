@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"net"
 	"os"
 	"slices"
@@ -22,71 +23,70 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
-// clusterFlags are the flags every command that talks to nimbus has.
-type clusterFlags struct {
-	file   string // a gale.yaml: nimbus.seeds, nimbus.thrift.port, auth, TLS
-	nimbus string // host:port, instead of nimbus.seeds
+// ClusterFlags are the flags every command that talks to nimbus has.
+type ClusterFlags struct {
+	File   string // a gale.yaml: nimbus.seeds, nimbus.thrift.port, auth, TLS
+	Nimbus string // host:port, instead of nimbus.seeds
 }
 
-func (f *clusterFlags) bind(cmd *cobra.Command) {
+func (f *ClusterFlags) Bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.file, "file", "", "the cluster's gale.yaml `FILE`: nimbus.seeds, nimbus.thrift.port, nimbus.auth.token, nimbus.tls.cert")
-	fl.StringVar(&f.nimbus, "nimbus", "", "the nimbus to ask, `host:port`, instead of nimbus.seeds")
+	fl.StringVar(&f.File, "file", "", "the cluster's gale.yaml `FILE`: nimbus.seeds, nimbus.thrift.port, nimbus.auth.token, nimbus.tls.cert")
+	fl.StringVar(&f.Nimbus, "nimbus", "", "the nimbus to ask, `host:port`, instead of nimbus.seeds")
 }
 
-// clientConfig is what a client needs to reach the nimbus leader.
-type clientConfig struct {
-	seeds []string // host:port each
-	token string   // bearer token; empty for none
+// ClientConfig is what a client needs to reach the nimbus leader.
+type ClientConfig struct {
+	Seeds []string // host:port each
+	Token string   // bearer token; empty for none
 	tls   *tls.Config
 }
 
-// fileConfig loads the gale.yaml of --file, nil without one.
-func (f *clusterFlags) fileConfig() (gale.Config, error) {
-	if f.file == "" {
+// FileConfig loads the gale.yaml of --file, nil without one.
+func (f *ClusterFlags) FileConfig() (gale.Config, error) {
+	if f.File == "" {
 		return nil, nil
 	}
-	return config.LoadFile(f.file)
+	return config.LoadFile(f.File)
 }
 
-// clientConfig resolves the cluster layer into where and how to dial.
-func (f *clusterFlags) clientConfig() (clientConfig, error) {
-	file, err := f.fileConfig()
+// ClientConfig resolves the cluster layer into where and how to dial.
+func (f *ClusterFlags) ClientConfig() (ClientConfig, error) {
+	file, err := f.FileConfig()
 	if err != nil {
-		return clientConfig{}, err
+		return ClientConfig{}, err
 	}
 	eff, err := config.Resolve(file, nil)
 	if err != nil {
-		return clientConfig{}, err
+		return ClientConfig{}, err
 	}
-	return f.clientConfigFrom(eff)
+	return f.ClientConfigFrom(eff)
 }
 
-func (f *clusterFlags) clientConfigFrom(eff *config.Effective) (clientConfig, error) {
-	var cc clientConfig
+func (f *ClusterFlags) ClientConfigFrom(eff *config.Effective) (ClientConfig, error) {
+	var cc ClientConfig
 	port, _ := eff.Int(config.NimbusThriftPort)
-	if f.nimbus != "" {
-		if _, _, err := net.SplitHostPort(f.nimbus); err != nil {
-			return cc, usageError{fmt.Errorf("--nimbus wants host:port, got %q", f.nimbus)}
+	if f.Nimbus != "" {
+		if _, _, err := net.SplitHostPort(f.Nimbus); err != nil {
+			return cc, usageError{fmt.Errorf("--nimbus wants host:port, got %q", f.Nimbus)}
 		}
-		cc.seeds = []string{f.nimbus}
+		cc.Seeds = []string{f.Nimbus}
 	} else {
 		for _, s := range eff.Strings(config.NimbusSeeds) {
-			cc.seeds = append(cc.seeds, seedAddr(s, port))
+			cc.Seeds = append(cc.Seeds, seedAddr(s, port))
 		}
 	}
-	cc.token = eff.String(config.NimbusAuthToken)
-	if cc.token == "" {
+	cc.Token = eff.String(config.NimbusAuthToken)
+	if cc.Token == "" {
 		if path := eff.String(config.NimbusAuthTokenFile); path != "" {
 			b, err := os.ReadFile(path)
 			if err != nil {
 				return cc, fmt.Errorf("%s: %w", config.NimbusAuthTokenFile, err)
 			}
-			if cc.token = strings.TrimSpace(string(b)); cc.token == "" {
+			if cc.Token = strings.TrimSpace(string(b)); cc.Token == "" {
 				return cc, fmt.Errorf("%s: %s is empty: write the nimbus's bearer token in it", config.NimbusAuthTokenFile, path)
 			}
 		}
@@ -133,8 +133,8 @@ const seedTimeout = 5 * time.Second
 // other nimbus (read), since every nimbus has every supervisor's
 // reports. Close it. Safe for concurrent use; the fields leader and
 // nimbus are for a caller that makes no concurrent calls (the commands).
-type client struct {
-	cfg clientConfig
+type Client struct {
+	cfg ClientConfig
 	// find serializes findLeader: one lookup at a time.
 	find sync.Mutex
 
@@ -154,21 +154,21 @@ type client struct {
 }
 
 // dial resolves the cluster layer and connects to the nimbus leader.
-func (f *clusterFlags) dial(ctx context.Context) (*client, error) {
-	cfg, err := f.clientConfig()
+func (f *ClusterFlags) dial(ctx context.Context) (*Client, error) {
+	cfg, err := f.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
-	return dialNimbus(ctx, cfg)
+	return DialNimbus(ctx, cfg)
 }
 
-// dialNimbus finds the leader through the seeds and connects to it. A
+// DialNimbus finds the leader through the seeds and connects to it. A
 // cluster without a leader (one is being elected) gives a client whose
 // reads work (any nimbus answers them) and whose writes look for the
 // leader again.
-func dialNimbus(ctx context.Context, cfg clientConfig) (*client, error) {
-	c := &client{cfg: cfg, conns: make(map[string]*grpc.ClientConn)}
-	if err := c.findLeader(ctx); err != nil && !errors.Is(err, errNoLeader) {
+func DialNimbus(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	c := &Client{cfg: cfg, conns: make(map[string]*grpc.ClientConn)}
+	if err := c.FindLeader(ctx); err != nil && !errors.Is(err, errNoLeader) {
 		c.Close()
 		return nil, err
 	}
@@ -176,7 +176,15 @@ func dialNimbus(ctx context.Context, cfg clientConfig) (*client, error) {
 }
 
 // Close closes every connection the client opened.
-func (c *client) Close() {
+// Leader is the address of the nimbus the client takes for the leader,
+// "" while it knows none.
+func (c *Client) Leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leader
+}
+
+func (c *Client) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, cc := range c.conns {
@@ -185,7 +193,7 @@ func (c *client) Close() {
 	c.conns = map[string]*grpc.ClientConn{}
 }
 
-func (c *client) conn(addr string) (*grpc.ClientConn, error) {
+func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cc, ok := c.conns[addr]; ok {
@@ -196,8 +204,8 @@ func (c *client) conn(addr string) (*grpc.ClientConn, error) {
 		creds = credentials.NewTLS(c.cfg.tls.Clone())
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
-	if c.cfg.token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer(c.cfg.token)))
+	if c.cfg.Token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(c.cfg.Token)))
 	}
 	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
@@ -221,12 +229,12 @@ func (noLeaderError) Is(target error) bool { return target == errNoLeader }
 
 // findLeader asks the seeds in order for the cluster's leader, and
 // connects to it. It also learns the nimbuses there are, for reads.
-func (c *client) findLeader(ctx context.Context) error {
+func (c *Client) FindLeader(ctx context.Context) error {
 	c.find.Lock()
 	defer c.find.Unlock()
 	var tried []string
 	answered := false // a nimbus answered, with its own error
-	for _, seed := range c.cfg.seeds {
+	for _, seed := range c.cfg.Seeds {
 		info, err := c.clusterInfoAt(ctx, seed)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -266,7 +274,7 @@ func (c *client) findLeader(ctx context.Context) error {
 		strings.Join(tried, ", "))
 }
 
-func (c *client) clusterInfoAt(ctx context.Context, addr string) (*nimbuspb.ClusterInfoResponse, error) {
+func (c *Client) clusterInfoAt(ctx context.Context, addr string) (*nimbuspb.ClusterInfoResponse, error) {
 	cc, err := c.conn(addr)
 	if err != nil {
 		return nil, err
@@ -278,7 +286,7 @@ func (c *client) clusterInfoAt(ctx context.Context, addr string) (*nimbuspb.Clus
 
 // leaderClient is the leader's client and address (nil and "" while
 // none is known).
-func (c *client) leaderClient() (nimbuspb.NimbusClient, string) {
+func (c *Client) LeaderClient() (nimbuspb.NimbusClient, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nimbus, c.leader
@@ -287,22 +295,22 @@ func (c *client) leaderClient() (nimbuspb.NimbusClient, string) {
 // call runs op against the leader. A stale leader (one that has become a
 // standby) answers codes.FailedPrecondition: then the client finds the
 // leader again, once, and retries op there if the leader is another.
-func (c *client) call(ctx context.Context, op func(nimbuspb.NimbusClient) error) error {
-	n, leader := c.leaderClient()
+func (c *Client) Call(ctx context.Context, op func(nimbuspb.NimbusClient) error) error {
+	n, leader := c.LeaderClient()
 	if n == nil {
-		if err := c.findLeader(ctx); err != nil {
+		if err := c.FindLeader(ctx); err != nil {
 			return err
 		}
-		n, leader = c.leaderClient()
+		n, leader = c.LeaderClient()
 	}
 	err := op(n)
 	if status.Code(err) != codes.FailedPrecondition {
 		return callError(leader, err)
 	}
-	if ferr := c.findLeader(ctx); ferr != nil {
+	if ferr := c.FindLeader(ctx); ferr != nil {
 		return callError(leader, err)
 	}
-	again, now := c.leaderClient()
+	again, now := c.LeaderClient()
 	if now == leader {
 		return callError(leader, err)
 	}
@@ -320,13 +328,13 @@ const readTimeout = seedTimeout
 // supervisor's reports, so any answers with the workers' states and the
 // topologies' counters; only the pending reasons are the leader's.
 // Answered says which nimbus answered.
-func (c *client) read(ctx context.Context, op func(context.Context, nimbuspb.NimbusClient) error) error {
+func (c *Client) Read(ctx context.Context, op func(context.Context, nimbuspb.NimbusClient) error) error {
 	c.mu.Lock()
 	stale := c.stale
 	c.mu.Unlock()
 	if stale {
 		// Ignore the error: the nimbuses known still answer reads.
-		if err := c.findLeader(ctx); err != nil && ctx.Err() != nil {
+		if err := c.FindLeader(ctx); err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
@@ -335,7 +343,7 @@ func (c *client) read(ctx context.Context, op func(context.Context, nimbuspb.Nim
 	if c.leader != "" {
 		order = append(order, c.leader)
 	}
-	for _, a := range append(slices.Clone(c.members), c.cfg.seeds...) {
+	for _, a := range append(slices.Clone(c.members), c.cfg.Seeds...) {
 		if !slices.Contains(order, a) {
 			order = append(order, a)
 		}
@@ -377,7 +385,7 @@ func (c *client) read(ctx context.Context, op func(context.Context, nimbuspb.Nim
 }
 
 // answeredBy is the nimbus that answered the last read.
-func (c *client) answeredBy() string {
+func (c *Client) answeredBy() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.answered

@@ -527,7 +527,7 @@ func TestList(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
 	}
-	var r listReport
+	var r ListReport
 	decodeOne(t, stdout, &r)
 	want := []listedTopology{
 		{Name: "wordcount", ID: "wordcount-1", Status: "ACTIVE", Workers: 2, WorkersRunning: 2, Executors: 7, Tasks: 7, UptimeSecs: 3725, Emitted: 100, Acked: 90, Failed: 3},
@@ -631,7 +631,7 @@ func TestListReadsFromAStandbyWhileTheLeaderIsDead(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("gale list with the leader dead: exit %d, want %d", code, exitOK)
 	}
-	var r listReport
+	var r ListReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func newConfigCmd() *cobra.Command {
 		Use:   "config",
 		Short: "Inspect Gale's configuration",
 		Args:  cobra.ArbitraryArgs,
-		RunE:  runGroup,
+		RunE:  RunGroup,
 	}
 	cmd.AddCommand(newConfigShowCmd())
 	return cmd
@@ -34,7 +34,7 @@ func newConfigShowCmd() *cobra.Command {
 		Long: `Print every configuration key with its effective value and where it came
 from: the built-in default or gale.yaml (--file). An unknown key, a value of
 the wrong type or a key gale.yaml may not set is reported as an error.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var fileConf gale.Config
 			if file != "" {

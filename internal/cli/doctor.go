@@ -28,7 +28,7 @@ type doctorReport struct {
 // newDoctorCmd is `doctor NAME`: the troubleshooting order applied to a
 // topology's live numbers.
 func newDoctorCmd() *cobra.Command {
-	var f clusterFlags
+	var f ClusterFlags
 	var duration, interval time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -96,7 +96,7 @@ stdout). --json prints one JSON document, with "problems" counting them.`,
 			r := doctor.Diagnose(samples)
 			out := cmd.OutOrStdout()
 			if asJSON {
-				err = writeJSON(out, doctorReport{Nimbus: c.leader, DurationSecs: duration.Seconds(), IntervalSecs: interval.Seconds(),
+				err = WriteJSON(out, doctorReport{Nimbus: c.leader, DurationSecs: duration.Seconds(), IntervalSecs: interval.Seconds(),
 					Report: r, Problems: r.Problems()})
 			} else {
 				err = writeDoctor(out, r)
@@ -110,7 +110,7 @@ stdout). --json prints one JSON document, with "problems" counting them.`,
 			return nil
 		},
 	}
-	f.bind(cmd)
+	f.Bind(cmd)
 	fl := cmd.Flags()
 	fl.DurationVar(&duration, "duration", 15*time.Second, "how long to sample (0: one sample, averages since the workers started)")
 	fl.DurationVar(&interval, "interval", 5*time.Second, "time between samples")
@@ -121,7 +121,7 @@ stdout). --json prints one JSON document, with "problems" counting them.`,
 // sampleTopology takes a sample of the topology now and every interval
 // until duration has passed. A first Ctrl-C (ctx done) ends the sampling
 // with the samples taken so far.
-func sampleTopology(ctx context.Context, c *client, name string, duration, interval time.Duration) ([]doctor.Sample, error) {
+func sampleTopology(ctx context.Context, c *Client, name string, duration, interval time.Duration) ([]doctor.Sample, error) {
 	var samples []doctor.Sample
 	start := time.Now()
 	tk := time.NewTicker(interval)
@@ -148,9 +148,9 @@ func sampleTopology(ctx context.Context, c *client, name string, duration, inter
 
 // takeSample asks nimbus for the topology and the cluster's slots: the
 // leader, or another nimbus when the leader cannot answer (a read).
-func takeSample(ctx context.Context, c *client, name string) (doctor.Sample, error) {
+func takeSample(ctx context.Context, c *Client, name string) (doctor.Sample, error) {
 	var s doctor.Sample
-	err := c.read(ctx, func(ctx context.Context, n nimbuspb.NimbusClient) (err error) {
+	err := c.Read(ctx, func(ctx context.Context, n nimbuspb.NimbusClient) (err error) {
 		// All-time counters (window 0): their differences are the rates.
 		s.Info, err = n.Get(ctx, &nimbuspb.GetRequest{Name: name})
 		if err != nil {

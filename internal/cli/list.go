@@ -30,7 +30,7 @@ type listedTopology struct {
 	Failed         int64 `json:"failed"`
 }
 
-type listReport struct {
+type ListReport struct {
 	Nimbus     string           `json:"nimbus"`
 	Topologies []listedTopology `json:"topologies"`
 }
@@ -43,9 +43,9 @@ func listed(s *nimbuspb.TopologySummary) listedTopology {
 	}
 }
 
-// newListCmd is `list`, Storm's `storm list`.
-func newListCmd() *cobra.Command {
-	var f clusterFlags
+// NewListCmd is `list`, Storm's `storm list`.
+func NewListCmd() *cobra.Command {
+	var f ClusterFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -58,7 +58,7 @@ trees acked and failed since it was submitted, every worker it ran counted
 Any nimbus answers: the leader, or another when the leader cannot (JSON's
 "nimbus" names the one that did); only the leader knows why a topology is
 pending.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			c, err := f.dial(ctx)
@@ -67,28 +67,28 @@ pending.`,
 			}
 			defer c.Close()
 			var resp *nimbuspb.ListResponse
-			if err := c.read(ctx, func(ctx context.Context, n nimbuspb.NimbusClient) (err error) {
+			if err := c.Read(ctx, func(ctx context.Context, n nimbuspb.NimbusClient) (err error) {
 				resp, err = n.List(ctx, &nimbuspb.ListRequest{})
 				return err
 			}); err != nil {
 				return fmt.Errorf("list: %w", err)
 			}
-			r := listReport{Nimbus: c.answeredBy(), Topologies: []listedTopology{}}
+			r := ListReport{Nimbus: c.answeredBy(), Topologies: []listedTopology{}}
 			for _, s := range resp.GetTopologies() {
 				r.Topologies = append(r.Topologies, listed(s))
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), r)
+				return WriteJSON(cmd.OutOrStdout(), r)
 			}
 			return writeList(cmd.OutOrStdout(), r)
 		},
 	}
-	f.bind(cmd)
+	f.Bind(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document")
 	return cmd
 }
 
-func writeList(w io.Writer, r listReport) error {
+func writeList(w io.Writer, r ListReport) error {
 	if len(r.Topologies) == 0 {
 		_, err := fmt.Fprintln(w, "no topologies running")
 		return err

@@ -37,7 +37,7 @@ type monitorFrame struct {
 // newMonitorCmd is `monitor NAME`: a live view of a topology's
 // components.
 func newMonitorCmd() *cobra.Command {
-	var f clusterFlags
+	var f ClusterFlags
 	var interval time.Duration
 	var count int
 	var asJSON bool
@@ -114,7 +114,7 @@ appended as a block. --count N stops after N refreshes (0: until Ctrl-C).
 					WorkersRunning: s.Info.GetSummary().GetWorkersRunning(), UptimeSecs: s.Info.GetSummary().GetUptimeSecs(),
 					Time: s.AsOf().UTC().Format(time.RFC3339), SinceStart: n == 1, Span: span}
 				if asJSON {
-					err = writeJSON(out, fr)
+					err = WriteJSON(out, fr)
 				} else {
 					err = writeMonitor(out, fr, redraw, n > 1)
 				}
@@ -132,7 +132,7 @@ appended as a block. --count N stops after N refreshes (0: until Ctrl-C).
 			}
 		},
 	}
-	f.bind(cmd)
+	f.Bind(cmd)
 	fl := cmd.Flags()
 	fl.DurationVar(&interval, "interval", 2*time.Second, "time between refreshes")
 	fl.IntVar(&count, "count", 0, "stop after N refreshes (0: until Ctrl-C)")

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +34,27 @@ type Options struct {
 	// Topologies are the topologies `run NAME` runs and worker processes
 	// of this program rebuild by name.
 	Topologies []Topology
+
+	// The stock gale binary's additions (internal/stock); galecli.Main,
+	// hence a user's program, sets neither.
+
+	// Commands make subcommands beyond a user's program's (run, submit,
+	// worker and the clients of a cluster): the stock binary's servers
+	// (nimbus, supervisor, ui, etcd), dev, demo and bench.
+	Commands []func(*Options) *cobra.Command
+	// Reserved are topologies that worker processes of this program
+	// rebuild by name but that `run` and `submit` do not list, such as
+	// the failover bench's: a topology of Topologies may not take one's
+	// name.
+	Reserved []Reserved
+}
+
+// Reserved is a topology of Options.Reserved.
+type Reserved struct {
+	Topology
+	// By names the command that needs it, for the error when a topology
+	// of Options.Topologies takes its name: "bench failover".
+	By string
 }
 
 // Run runs the command line args (without the program name), writing to
@@ -111,7 +133,7 @@ func newRootCmd(opts *Options) *cobra.Command {
 		SilenceErrors: true, // run prints the error once, and picks the exit code
 		SilenceUsage:  true,
 		Args:          cobra.ArbitraryArgs,
-		RunE:          runGroup,
+		RunE:          RunGroup,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.HiddenDefaultCmd = true
@@ -126,28 +148,43 @@ func newRootCmd(opts *Options) *cobra.Command {
 			return cmd.Help()
 		},
 	})
-	root.AddCommand(newVersionCmd(), newBenchCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
-	root.AddCommand(newNimbusCmd(opts))
-	root.AddCommand(newSubmitCmd(opts), newListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newEtcdCmd(opts), newDevCmd(opts), newDemoCmd(opts), newUICmd())
-	root.AddCommand(newSupervisorCmd(opts))
+	root.AddCommand(newVersionCmd(), newConfigCmd(), newRunCmd(opts), newWorkerCmd())
+	root.AddCommand(newSubmitCmd(opts), NewListCmd(), newKillCmd(), newActivateCmd(), newDeactivateCmd(), newRebalanceCmd(), newUICmd())
 	root.AddCommand(newDoctorCmd(), newMonitorCmd())
+	for _, c := range opts.Commands {
+		root.AddCommand(c(opts))
+	}
 	return root
 }
 
-// runGroup is the RunE of a command that only groups subcommands: it shows the help,
+// RunGroup is the RunE of a command that only groups subcommands: it shows the help,
 // or fails with a usage error when given an unknown subcommand. (Cobra's default prints
 // the help and succeeds, even for a typo.)
-func runGroup(cmd *cobra.Command, args []string) error {
+func RunGroup(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
 	}
 	return cmd.Help()
 }
 
-// noArgs rejects positional arguments with a usage error.
-func noArgs(cmd *cobra.Command, args []string) error {
+// NoArgs rejects positional arguments with a usage error.
+func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("%q takes no arguments, got %q", cmd.CommandPath(), args)}
 	}
 	return nil
+}
+
+// Usage marks err as an error in the command line, which exits with code
+// 2, for the stock binary's commands (internal/stock).
+func Usage(err error) error { return usageError{err} }
+
+// ProgramName is the base name of the program's path arg0, without a
+// Windows .exe: the name of the program in its messages.
+func ProgramName(arg0 string) string {
+	name := strings.TrimSuffix(filepath.Base(arg0), ".exe")
+	if name == "" || name == "." || name == string(filepath.Separator) {
+		return "gale"
+	}
+	return name
 }

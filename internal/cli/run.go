@@ -82,7 +82,7 @@ func topologyList(opts *Options) string {
 	b.WriteString("Topologies:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, name := range opts.names() {
-		t, _ := opts.lookup(name)
+		t, _ := opts.Lookup(name)
 		fmt.Fprintf(tw, "  %s\t%s\n", t.Name, t.Short)
 	}
 	tw.Flush()
@@ -95,11 +95,11 @@ func (f runFlags) parse(cmd *cobra.Command, opts *Options, args []string) (Topol
 	var t Topology
 	switch len(args) {
 	case 0:
-		errs = append(errs, fmt.Errorf("%q needs the name of a topology: %s", cmd.CommandPath(), opts.known()))
+		errs = append(errs, fmt.Errorf("%q needs the name of a topology: %s", cmd.CommandPath(), opts.Known()))
 	case 1:
 		var ok bool
-		if t, ok = opts.lookup(args[0]); !ok {
-			errs = append(errs, fmt.Errorf("unknown topology %q: %s", args[0], opts.known()))
+		if t, ok = opts.Lookup(args[0]); !ok {
+			errs = append(errs, fmt.Errorf("unknown topology %q: %s", args[0], opts.Known()))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("%q takes one topology name, got %q", cmd.CommandPath(), args))
@@ -432,7 +432,7 @@ func startWorkers(name string, eff *config.Effective, file gale.Config, params m
 		started: make([]bool, n), waiting: n}
 	w.c, err = workerproc.Launch(workerproc.LaunchConfig{
 		Exe:  exe,
-		Args: workerArgs,
+		Args: WorkerArgs,
 		Spec: workerproc.Spec{
 			Topology:    name,
 			Factory:     workerFactory(name),
@@ -509,3 +509,8 @@ func (w *workers) stop() error {
 	// Beyond the drain, the workers get a little time to exit.
 	return w.c.Stop(w.drain + 5*time.Second)
 }
+
+// WorkerArgs select the worker subcommand of this binary, in the worker
+// processes that `run --workers` and the stock binary's benches start;
+// tests replace them when the binary is a test binary.
+var WorkerArgs = []string{"worker"}

@@ -249,3 +249,13 @@ type holdBolt struct{ gale.BaseBolt }
 
 func (*holdBolt) DeclareOutputFields(gale.OutputDeclarer) {}
 func (*holdBolt) Execute(*gale.Tuple)                     {}
+
+// hasRow reports whether the table has a line starting with the row name.
+func hasRow(table, name string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, name+"  ") || strings.HasPrefix(line, name+" ") {
+			return true
+		}
+	}
+	return false
+}

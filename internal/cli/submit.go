@@ -25,12 +25,12 @@ import (
 	"github.com/gale-stream/gale/internal/transport"
 )
 
-// submitFlags are the flags of `submit`.
-type submitFlags struct {
-	clusterFlags
-	params  []string
-	conf    []string
-	workers int
+// SubmitFlags are the flags of `submit`.
+type SubmitFlags struct {
+	ClusterFlags
+	Params  []string
+	Conf    []string
+	Workers int
 	example string
 	asJSON  bool
 }
@@ -41,7 +41,7 @@ const artifactChunk = 64 << 10
 // newSubmitCmd is `submit NAME`, Storm's `storm jar`: one of this
 // program's topologies, with this program as its artifact.
 func newSubmitCmd(opts *Options) *cobra.Command {
-	var f submitFlags
+	var f SubmitFlags
 	cmd := &cobra.Command{
 		Use:   "submit NAME",
 		Short: "Submit one of this program's topologies to the cluster, with this program as the workers' binary",
@@ -60,34 +60,34 @@ checked before anything is sent.
 ` + topologyList(opts),
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.parse(cmd, opts, args)
+			s, err := f.Parse(cmd, opts, args)
 			if err != nil {
 				return err
 			}
-			return s.send(cmd, f)
+			return s.Send(cmd, f)
 		},
 	}
-	f.bind(cmd)
+	f.Bind(cmd)
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.params, "param", "p", nil, "a parameter for the topology's Build function, `KEY=VALUE` (repeatable)")
-	fl.StringArrayVarP(&f.conf, "config", "c", nil, "a topology config setting, `KEY=VALUE`, the value read as YAML (repeatable)")
-	fl.IntVar(&f.workers, "workers", 0, "worker processes (topology.workers; default: the topology's config)")
+	fl.StringArrayVarP(&f.Params, "param", "p", nil, "a parameter for the topology's Build function, `KEY=VALUE` (repeatable)")
+	fl.StringArrayVarP(&f.Conf, "config", "c", nil, "a topology config setting, `KEY=VALUE`, the value read as YAML (repeatable)")
+	fl.IntVar(&f.Workers, "workers", 0, "worker processes (topology.workers; default: the topology's config)")
 	fl.StringVar(&f.example, "example", "", "the `NAME` of one of this binary's topologies (the same as giving NAME)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document")
 	return cmd
 }
 
 // submission is a checked submission, ready to send.
-type submission struct {
-	name    string
+type Submission struct {
+	Name    string
 	header  *nimbuspb.SubmitHeader
 	exe     string
-	cluster clientConfig
+	Cluster ClientConfig
 }
 
 // parse checks the command line, builds the topology and plans it:
 // everything that can be wrong is found before nimbus is called.
-func (f *submitFlags) parse(cmd *cobra.Command, opts *Options, args []string) (*submission, error) {
+func (f *SubmitFlags) Parse(cmd *cobra.Command, opts *Options, args []string) (*Submission, error) {
 	var errs []error
 	name := f.example
 	switch {
@@ -100,28 +100,28 @@ func (f *submitFlags) parse(cmd *cobra.Command, opts *Options, args []string) (*
 	}
 	var t Topology
 	if name == "" && len(args) <= 1 {
-		errs = append(errs, fmt.Errorf("%q needs the name of a topology: %s", cmd.CommandPath(), opts.known()))
+		errs = append(errs, fmt.Errorf("%q needs the name of a topology: %s", cmd.CommandPath(), opts.Known()))
 	} else if name != "" {
 		var ok bool
-		if t, ok = opts.lookup(name); !ok {
-			errs = append(errs, fmt.Errorf("unknown topology %q: %s", name, opts.known()))
+		if t, ok = opts.Lookup(name); !ok {
+			errs = append(errs, fmt.Errorf("unknown topology %q: %s", name, opts.Known()))
 		}
 	}
-	params, err := parseParams("--param", f.params)
+	params, err := parseParams("--param", f.Params)
 	errs = append(errs, err)
-	settings, err := parseSettings(f.conf)
+	settings, err := parseSettings(f.Conf)
 	errs = append(errs, err)
 	if cmd.Flags().Changed("workers") {
-		if f.workers < 1 {
-			errs = append(errs, fmt.Errorf("--workers must be ≥ 1, got %d", f.workers))
+		if f.Workers < 1 {
+			errs = append(errs, fmt.Errorf("--workers must be ≥ 1, got %d", f.Workers))
 		} else {
-			settings[gale.TopologyWorkers] = f.workers
+			settings[gale.TopologyWorkers] = f.Workers
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, usageError{err}
 	}
-	file, err := f.fileConfig()
+	file, err := f.FileConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (f *submitFlags) parse(cmd *cobra.Command, opts *Options, args []string) (*
 	if err != nil {
 		return nil, err
 	}
-	cluster, err := f.clientConfigFrom(eff)
+	cluster, err := f.ClientConfigFrom(eff)
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +163,8 @@ func (f *submitFlags) parse(cmd *cobra.Command, opts *Options, args []string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &submission{
-		name: t.Name,
+	return &Submission{
+		Name: t.Name,
 		header: &nimbuspb.SubmitHeader{
 			Name:       t.Name,
 			Definition: definitionOf(pt, t.Name, params, workers),
@@ -172,7 +172,7 @@ func (f *submitFlags) parse(cmd *cobra.Command, opts *Options, args []string) (*
 			Artifact:   art,
 		},
 		exe:     exe,
-		cluster: cluster,
+		Cluster: cluster,
 	}, nil
 }
 
@@ -275,7 +275,7 @@ func artifactOf(path string) (*nimbuspb.Artifact, error) {
 		Size:        n,
 		Goos:        runtime.GOOS,
 		Goarch:      runtime.GOARCH,
-		GaleVersion: currentVersion().Version,
+		GaleVersion: CurrentVersion().Version,
 		WireVersion: int32(transport.ProtocolVersion),
 	}, nil
 }
@@ -289,14 +289,14 @@ type submitResult struct {
 	Nimbus        string `json:"nimbus"`
 }
 
-func (s *submission) send(cmd *cobra.Command, f submitFlags) error {
-	r, err := s.submit(cmd.Context(), cmd)
+func (s *Submission) Send(cmd *cobra.Command, f SubmitFlags) error {
+	r, err := s.Submit(cmd.Context(), cmd)
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
 	if f.asJSON {
-		return writeJSON(out, r)
+		return WriteJSON(out, r)
 	}
 	line := fmt.Sprintf("submitted %s to nimbus %s: id %s, %s", r.Name, r.Nimbus, r.ID, r.Status)
 	if r.PendingReason != "" {
@@ -308,25 +308,25 @@ func (s *submission) send(cmd *cobra.Command, f submitFlags) error {
 
 // submit uploads the submission to the nimbus leader and returns its
 // answer.
-func (s *submission) submit(ctx context.Context, cmd *cobra.Command) (submitResult, error) {
-	c, err := dialNimbus(ctx, s.cluster)
+func (s *Submission) Submit(ctx context.Context, cmd *cobra.Command) (submitResult, error) {
+	c, err := DialNimbus(ctx, s.Cluster)
 	if err != nil {
 		return submitResult{}, err
 	}
 	defer c.Close()
 	var resp *nimbuspb.SubmitResponse
-	err = c.call(ctx, func(n nimbuspb.NimbusClient) error {
+	err = c.Call(ctx, func(n nimbuspb.NimbusClient) error {
 		resp, err = s.upload(cmd, n)
 		return err
 	})
 	if err != nil {
-		return submitResult{}, fmt.Errorf("submit %s: %w", s.name, err)
+		return submitResult{}, fmt.Errorf("submit %s: %w", s.Name, err)
 	}
-	return submitResult{Name: s.name, ID: resp.GetId(), Status: resp.GetStatus(), PendingReason: resp.GetPendingReason(), Nimbus: c.leader}, nil
+	return submitResult{Name: s.Name, ID: resp.GetId(), Status: resp.GetStatus(), PendingReason: resp.GetPendingReason(), Nimbus: c.leader}, nil
 }
 
 // upload sends the header, then the artifact in chunks.
-func (s *submission) upload(cmd *cobra.Command, n nimbuspb.NimbusClient) (*nimbuspb.SubmitResponse, error) {
+func (s *Submission) upload(cmd *cobra.Command, n nimbuspb.NimbusClient) (*nimbuspb.SubmitResponse, error) {
 	f, err := os.Open(s.exe)
 	if err != nil {
 		return nil, fmt.Errorf("read this program's binary: %w", err)
@@ -359,8 +359,8 @@ func (s *submission) upload(cmd *cobra.Command, n nimbuspb.NimbusClient) (*nimbu
 	return stream.CloseAndRecv()
 }
 
-// writeJSON prints v as one indented JSON document.
-func writeJSON(w io.Writer, v any) error {
+// WriteJSON prints v as one indented JSON document.
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

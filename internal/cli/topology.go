@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/benchfail"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
 
@@ -26,6 +25,10 @@ type Topology struct {
 // parameters.
 func (o *Options) register() error {
 	seen := make(map[string]bool)
+	reserved := make(map[string]string)
+	for _, r := range o.Reserved {
+		reserved[r.Name] = r.By
+	}
 	var errs []error
 	for i, t := range o.Topologies {
 		switch {
@@ -33,8 +36,8 @@ func (o *Options) register() error {
 			errs = append(errs, fmt.Errorf("topology %d has no name", i))
 		case strings.ContainsAny(t.Name, " \t\n=/"):
 			errs = append(errs, fmt.Errorf("topology name %q: use no spaces, '=' or '/'", t.Name))
-		case t.Name == benchfail.TopologyName:
-			errs = append(errs, fmt.Errorf("topology name %q is taken by \"bench failover\": choose another", t.Name))
+		case reserved[t.Name] != "":
+			errs = append(errs, fmt.Errorf("topology name %q is taken by %q: choose another", t.Name, reserved[t.Name]))
 		case seen[t.Name]:
 			errs = append(errs, fmt.Errorf("topology %q is given twice", t.Name))
 		case t.Build == nil:
@@ -45,9 +48,12 @@ func (o *Options) register() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	// The failover bench's topology, in every program: the bench submits
-	// this program, whose workers must rebuild it.
-	topologies := append(slices.Clone(o.Topologies), failoverTopology)
+	// The reserved ones too: the failover bench, for one, submits this
+	// program, whose workers must rebuild its topology.
+	topologies := slices.Clone(o.Topologies)
+	for _, r := range o.Reserved {
+		topologies = append(topologies, r.Topology)
+	}
 	for _, t := range topologies {
 		workerproc.Replace(workerFactory(t.Name), func(raw json.RawMessage) (*workerproc.Built, error) {
 			var params map[string]string
@@ -70,8 +76,8 @@ func (o *Options) register() error {
 // the prefix keeps it apart from the bench's own factory.
 func workerFactory(name string) string { return "run:" + name }
 
-// lookup finds a topology by name.
-func (o *Options) lookup(name string) (Topology, bool) {
+// Lookup finds a topology by name.
+func (o *Options) Lookup(name string) (Topology, bool) {
 	for _, t := range o.Topologies {
 		if t.Name == name {
 			return t, true
@@ -89,8 +95,8 @@ func (o *Options) names() []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// known says which topologies this program has, for an error message.
-func (o *Options) known() string {
+// Known says which topologies this program has, for an error message.
+func (o *Options) Known() string {
 	if len(o.Topologies) == 0 {
 		return o.Name + " has no topologies"
 	}

@@ -22,7 +22,7 @@ import (
 
 func newUICmd() *cobra.Command {
 	var (
-		cf   clusterFlags
+		cf   ClusterFlags
 		addr string
 	)
 	cmd := &cobra.Command{
@@ -43,9 +43,9 @@ It binds 127.0.0.1 on ui.port (default 8080) unless --addr says otherwise.
 The UI holds no token: reads need none, and a mutation passes the caller's
 "Authorization: Bearer TOKEN" header on to nimbus, which checks it against
 nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			file, err := cf.fileConfig()
+			file, err := cf.FileConfig()
 			if err != nil {
 				return err
 			}
@@ -53,7 +53,7 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 			if err != nil {
 				return err
 			}
-			cc, err := cf.clientConfigFrom(eff)
+			cc, err := cf.ClientConfigFrom(eff)
 			if err != nil {
 				return err
 			}
@@ -61,30 +61,30 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 				port, _ := eff.Int(config.UIPort)
 				addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			} else if _, _, err := net.SplitHostPort(addr); err != nil {
-				return usageError{fmt.Errorf("--addr wants host:port (or :port for every address), got %q", addr)}
+				return Usage(fmt.Errorf("--addr wants host:port (or :port for every address), got %q", addr))
 			}
-			s, err := startUI(addr, cc)
+			s, err := StartUI(addr, cc)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "ui: serving the web UI on http://%s/, the REST API on http://%s/api/v1 and metrics on http://%s/metrics\n", s.addr, s.addr, s.addr)
+			fmt.Fprintf(cmd.ErrOrStderr(), "ui: serving the web UI on http://%s/, the REST API on http://%s/api/v1 and metrics on http://%s/metrics\n", s.Addr, s.Addr, s.Addr)
 			select {
 			case <-cmd.Context().Done():
-				return s.stop()
+				return s.Stop()
 			case err := <-s.done:
 				s.done <- err // for stop
-				return errors.Join(err, s.stop())
+				return errors.Join(err, s.Stop())
 			}
 		},
 	}
-	cf.bind(cmd)
+	cf.Bind(cmd)
 	cmd.Flags().StringVar(&addr, "addr", "", "the `host:port` to serve on (default 127.0.0.1:ui.port)")
 	return cmd
 }
 
-// uiServer serves the UI's handler until stop.
-type uiServer struct {
-	addr   string // bound, host:port
+// UIServer serves the UI's handler until Stop.
+type UIServer struct {
+	Addr   string // bound, host:port
 	srv    *http.Server
 	nimbus *uiNimbus
 	done   chan error // Serve's end; buffered
@@ -95,11 +95,11 @@ type uiServer struct {
 // uiStopGrace bounds how long stop waits for requests in flight.
 const uiStopGrace = 5 * time.Second
 
-// startUI serves the UI on addr, asking the nimbus leader that cc's seeds
+// StartUI serves the UI on addr, asking the nimbus leader that cc's seeds
 // name. The UI dials nimbus without cc's token: mutations carry their
 // caller's.
-func startUI(addr string, cc clientConfig) (*uiServer, error) {
-	cc.token = ""
+func StartUI(addr string, cc ClientConfig) (*UIServer, error) {
+	cc.Token = ""
 	nb := &uiNimbus{cfg: cc}
 	h, err := ui.New(ui.Config{Nimbus: nb})
 	if err != nil {
@@ -109,8 +109,8 @@ func startUI(addr string, cc clientConfig) (*uiServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: cannot serve on %s: %w (is another gale ui or gale dev using it? pick another port)", addr, err)
 	}
-	s := &uiServer{
-		addr:   ln.Addr().String(),
+	s := &UIServer{
+		Addr:   ln.Addr().String(),
 		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
 		nimbus: nb,
 		done:   make(chan error, 1),
@@ -125,9 +125,9 @@ func startUI(addr string, cc clientConfig) (*uiServer, error) {
 	return s, nil
 }
 
-// stop stops serving, waiting up to uiStopGrace for requests in flight,
+// Stop stops serving, waiting up to uiStopGrace for requests in flight,
 // and closes the connections to nimbus. Idempotent.
-func (s *uiServer) stop() error {
+func (s *UIServer) Stop() error {
 	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), uiStopGrace)
 		defer cancel()
@@ -148,20 +148,20 @@ func (s *uiServer) stop() error {
 // Its calls return nimbus's gRPC errors as they are, so that the UI
 // answers them with their HTTP status. Safe for concurrent use.
 type uiNimbus struct {
-	cfg clientConfig
+	cfg ClientConfig
 	// mu serializes making the client; calls run outside it.
 	mu struct {
 		sync.Mutex
-		c *client
+		c *Client
 	}
 }
 
 // client returns the client, dialling the cluster on first use.
-func (n *uiNimbus) client(ctx context.Context) (*client, error) {
+func (n *uiNimbus) client(ctx context.Context) (*Client, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.c == nil {
-		c, err := dialNimbus(ctx, n.cfg)
+		c, err := DialNimbus(ctx, n.cfg)
 		if err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
@@ -177,12 +177,12 @@ func (n *uiNimbus) leader(ctx context.Context, stale nimbuspb.NimbusClient) (nim
 	if err != nil {
 		return nil, err
 	}
-	if l, _ := c.leaderClient(); l == nil || l == stale {
-		if err := c.findLeader(ctx); err != nil {
+	if l, _ := c.LeaderClient(); l == nil || l == stale {
+		if err := c.FindLeader(ctx); err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 	}
-	l, _ := c.leaderClient()
+	l, _ := c.LeaderClient()
 	return l, nil
 }
 
@@ -223,7 +223,7 @@ func uiRead[T any](ctx context.Context, n *uiNimbus, op func(context.Context, ni
 		return v, err
 	}
 	var last error
-	err = c.read(ctx, func(ctx context.Context, nc nimbuspb.NimbusClient) (err error) {
+	err = c.Read(ctx, func(ctx context.Context, nc nimbuspb.NimbusClient) (err error) {
 		v, err = op(ctx, nc)
 		last = err
 		return err

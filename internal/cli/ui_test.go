@@ -36,17 +36,17 @@ func TestUIForwardsTheCallersTokenOnly(t *testing.T) {
 	t.Parallel()
 	f := startFakeNimbus(t, nil)
 	conf := writeFile(t, "gale.yaml", "nimbus.auth.token: the-uis-own\n")
-	cc, err := (&clusterFlags{file: conf, nimbus: f.addr}).clientConfig()
+	cc, err := (&ClusterFlags{File: conf, Nimbus: f.addr}).ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := startUI("127.0.0.1:0", cc)
+	s, err := StartUI("127.0.0.1:0", cc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.stop()
+	defer s.Stop()
 	for _, auth := range []string{"", "Bearer the-callers"} {
-		if code, body := post(t, "http://"+s.addr+"/api/v1/topology/wc/deactivate", auth); code != http.StatusOK {
+		if code, body := post(t, "http://"+s.Addr+"/api/v1/topology/wc/deactivate", auth); code != http.StatusOK {
 			t.Fatalf("deactivate with %q: %d %s", auth, code, body)
 		}
 	}
@@ -58,7 +58,7 @@ func TestUIForwardsTheCallersTokenOnly(t *testing.T) {
 	if !slices.Equal(f.deactivate, []string{"wc", "wc"}) {
 		t.Errorf("deactivated: %v, want wc twice", f.deactivate)
 	}
-	if err := s.stop(); err != nil {
+	if err := s.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
 }
@@ -75,12 +75,12 @@ func TestUIRefindsTheLeader(t *testing.T) {
 	stale.leader, stale.standby = fresh.addr, true
 	stale.onMutate = func() { seed.setLeader(fresh.addr) }
 	stale.mu.Unlock()
-	s, err := startUI("127.0.0.1:0", clientConfig{seeds: []string{seed.addr}})
+	s, err := StartUI("127.0.0.1:0", ClientConfig{Seeds: []string{seed.addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.stop()
-	if code, body := post(t, "http://"+s.addr+"/api/v1/topology/wordcount/kill/0", ""); code != http.StatusOK {
+	defer s.Stop()
+	if code, body := post(t, "http://"+s.Addr+"/api/v1/topology/wordcount/kill/0", ""); code != http.StatusOK {
 		t.Fatalf("kill: %d %s", code, body)
 	}
 	fresh.mu.Lock()

@@ -26,7 +26,7 @@ type versionInfo struct {
 	Arch      string `json:"arch"`
 }
 
-func currentVersion() versionInfo {
+func CurrentVersion() versionInfo {
 	v := versionInfo{Version: version, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if v.Version == "dev" {
@@ -52,9 +52,9 @@ func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of gale",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := currentVersion()
+			v := CurrentVersion()
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -9,13 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gale-stream/gale/internal/benchtopo"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
-
-func init() {
-	workerproc.Register(benchtopo.WorkerTopology, benchtopo.WorkerFactory)
-}
 
 // newWorkerCmd is the hidden `gale worker`: one worker process of a
 // topology, started by a launcher (gale bench --workers, gale run
@@ -28,7 +23,7 @@ func newWorkerCmd() *cobra.Command {
 		Use:    "worker --spec FILE",
 		Short:  "Run one worker process of a topology (started by a launcher)",
 		Hidden: true,
-		Args:   noArgs,
+		Args:   NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if specPath == "" {
 				return usageError{errNoSpec}

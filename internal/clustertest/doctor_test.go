@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	doctortopo "github.com/gale-stream/gale/internal/bench/doctorfaults"
 	"github.com/gale-stream/gale/internal/doctor"
-	"github.com/gale-stream/gale/internal/doctortopo"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/gale-stream/gale/internal/benchkafka"
+	benchkafka "github.com/gale-stream/gale/internal/bench/kafka"
 )
 
 // TestMachineLostKafka: the bench-kafka topology (the Kafka spout →

@@ -1,7 +1,7 @@
 // Package coord is Gale's one door to etcd, the coordination store: the
 // key layout, the records kept there (topologies, assignments,
-// supervisors, nimbuses), leases, watches and leader election, and an
-// embedded single-node etcd for `gale dev` and the tests. No other
+// supervisors, nimbuses), leases, watches and leader election
+// (internal/coord/etcdembed runs a single-node etcd server). No other
 // package imports the etcd client, except tests.
 //
 // Gale writes to etcd only when something changes: a submission, an

@@ -8,6 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
+
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 )
 
 func TestMain(m *testing.M) {
@@ -20,7 +22,7 @@ type cluster struct {
 	t   *testing.T
 	dir string
 	url string // the client URL, with the port it got
-	e   *Embedded
+	e   *etcdembed.Etcd
 	c   *clientv3.Client
 	s   *Store
 }
@@ -48,7 +50,7 @@ func newCluster(t *testing.T) *cluster {
 
 func (cl *cluster) startEtcd() {
 	cl.t.Helper()
-	e, err := StartEmbedded(EmbeddedConfig{Dir: cl.dir, ClientURL: cl.url})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: cl.dir, ClientURL: cl.url})
 	if err != nil {
 		cl.t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/config"
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/testcert"
 )
 
@@ -28,7 +29,7 @@ func securedEtcd(t *testing.T) (endpoint string, ca *testcert.CA, sec Security) 
 	ca = testcert.NewCA(t)
 	caFile := ca.WriteCA(t, dir)
 	serverCert, serverKey := ca.Issue(t, "etcd", "127.0.0.1", "localhost").Write(t, dir, "etcd")
-	e, err := StartEmbedded(EmbeddedConfig{Dir: filepath.Join(dir, "data"), ClientURL: "https://127.0.0.1:0",
+	e, err := etcdembed.Start(etcdembed.Config{Dir: filepath.Join(dir, "data"), ClientURL: "https://127.0.0.1:0",
 		CertFile: serverCert, KeyFile: serverKey, TrustedCAFile: caFile, ClientCertAuth: true})
 	if err != nil {
 		t.Fatal(err)

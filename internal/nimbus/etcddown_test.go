@@ -10,6 +10,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -20,7 +21,7 @@ import (
 // once etcd is back.
 func TestLeaderStepsDownWhileEtcdIsDown(t *testing.T) {
 	dir := t.TempDir()
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestLeaderStepsDownWhileEtcdIsDown(t *testing.T) {
 	wantCode(t, err, codes.Unavailable, "cannot reach etcd at "+url)
 	_, err = nd.api.List(ctx, &nimbuspb.ListRequest{})
 	wantCode(t, err, codes.Unavailable, "cannot reach etcd")
-	e2, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: dir, ClientURL: url})
+	e2, err := etcdembed.Start(etcdembed.Config{Dir: dir, ClientURL: url})
 	if err != nil {
 		t.Fatalf("restart etcd on %s: %v", url, err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
 )
@@ -35,13 +36,13 @@ func TestMain(m *testing.M) {
 // and writes, closed by the test's cleanup after the nimbuses.
 type cluster struct {
 	t     *testing.T
-	etcd  *coord.Embedded
+	etcd  *etcdembed.Etcd
 	store *coord.Store
 }
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

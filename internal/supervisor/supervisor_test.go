@@ -28,6 +28,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/proclist"
 	"github.com/gale-stream/gale/internal/transport"
@@ -172,7 +173,7 @@ func (n *fakeNimbus) waitReport(t *testing.T, what string, ok func(*nimbuspb.Rep
 // testCluster is an embedded etcd, a store on it, and a fake nimbus
 // leader serving the test binary as the artifact.
 type testCluster struct {
-	etcd    *coord.Embedded
+	etcd    *etcdembed.Etcd
 	etcdDir string
 	store   *coord.Store
 	nimbus  *fakeNimbus
@@ -182,7 +183,7 @@ type testCluster struct {
 func newTestCluster(t *testing.T) *testCluster {
 	t.Helper()
 	etcdDir := t.TempDir()
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: etcdDir, ClientURL: "http://127.0.0.1:0"})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: etcdDir, ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,7 +743,7 @@ func TestSupervisorSurvivesEtcdRestart(t *testing.T) {
 		n++
 		return n >= 20
 	})
-	e, err := coord.StartEmbedded(coord.EmbeddedConfig{Dir: tc.etcdDir, ClientURL: url})
+	e, err := etcdembed.Start(etcdembed.Config{Dir: tc.etcdDir, ClientURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

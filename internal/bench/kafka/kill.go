@@ -1,0 +1,211 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/connectors/kafka"
+	"github.com/gale-stream/gale/internal/workerproc"
+)
+
+// ModeKill is the duplicates measurement: the crash tests' topology
+// (Build) in KillWorkers worker processes, one of them killed with
+// SIGKILL mid-stream and started again, as a supervisor would.
+const ModeKill = "kill"
+
+// OutputTopic is where the kill mode's topology writes what it
+// processed, and PacedTopic what it reads when Config.Rate is set; the
+// broker makes them with the input topic.
+const (
+	OutputTopic = "events-out"
+	PacedTopic  = "events-paced"
+)
+
+// The kill mode's shape: what bounds its duplicates.
+const (
+	KillWorkers         = 2
+	KillSpoutTasks      = 2
+	KillMaxSpoutPending = 500
+	// KillAt is the share of the ids in the output when worker 0 is
+	// killed.
+	KillAt = 0.3
+	// killTimeout is topology.message.timeout.secs: how long the trees
+	// through the dead worker take to fail back to their spouts.
+	killTimeout = 5
+	// killSession is the group's session timeout, in ms: how soon the
+	// dead worker's partitions go to a live member.
+	killSession = 6000
+)
+
+// KillResult is the kill mode's measurement of duplicates against their
+// bound.
+type KillResult struct {
+	// PerSec is the output's rate before the kill (ids a second).
+	PerSec float64 `json:"messages_per_sec_before_kill"`
+	// InFlight is the trees the spouts may hold (spout tasks × max spout
+	// pending), CommitPeriodRecords the records the output gained in an
+	// offset.commit.period before the kill; Bound their sum: what a kill
+	// may make the topology process again.
+	InFlight            int64 `json:"in_flight"`
+	CommitPeriodRecords int64 `json:"commit_period_records"`
+	Bound               int64 `json:"bound"`
+	// RecoverSeconds is the time from the kill until every id was in the
+	// output; Restarts the workers started again.
+	RecoverSeconds float64 `json:"recover_seconds"`
+	Restarts       int     `json:"restarts"`
+}
+
+// killParams are the worker processes' topology parameters (Build).
+func killParams(brokers []string, topic, group string) map[string]string {
+	return map[string]string{"brokers": brokers[0], "topic": topic, "group": group, "output": OutputTopic,
+		"spouts": strconv.Itoa(KillSpoutTasks), "decoders": "2", "sinks": "2",
+		"session.timeout.ms": strconv.Itoa(killSession)}
+}
+
+// KillFactory is the name the kill mode's worker processes know
+// WorkerFactory by (workerproc.Register, in the gale binary).
+const KillFactory = "bench:kafka-kill"
+
+// WorkerFactory builds the crash tests' topology (Build) in a worker
+// process of the kill mode; the gale binary registers it as KillFactory.
+func WorkerFactory(raw json.RawMessage) (*workerproc.Built, error) {
+	var params map[string]string
+	if err := json.Unmarshal(raw, &params); err != nil {
+		return nil, fmt.Errorf("bench-kafka parameters: %w", err)
+	}
+	topo, conf, err := Build(params)
+	if err != nil {
+		return nil, err
+	}
+	return &workerproc.Built{Topology: topo, Config: conf}, nil
+}
+
+// runKill runs the kill mode in group group: it reads the output topic
+// from the start, launches the workers, kills worker 0 once KillAt of the
+// ids are in the output, and waits until every id is.
+func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, *KillResult, error) {
+	res := Result{Mode: ModeKill, Messages: cfg.Messages, Lost: int64(cfg.Messages)}
+	kr := &KillResult{InFlight: KillSpoutTasks * KillMaxSpoutPending}
+	brokers := []string{b.Addr}
+	out, err := ReadOutput(brokers, OutputTopic, cfg.Messages)
+	if err != nil {
+		return res, kr, err
+	}
+	defer out.Close()
+	topic := Topic
+	if cfg.Rate > 0 {
+		// Produced while the topology reads, at cfg.Rate, by a goroutine
+		// this function waits for.
+		topic = PacedTopic
+		pctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := Produce(pctx, brokers, PacedTopic, 0, int64(cfg.Messages), cfg.Rate); err != nil && pctx.Err() == nil {
+				cfg.Log.Error("bench kafka: producing the paced topic failed", "err", err)
+			}
+		}()
+		defer func() { cancel(); wg.Wait() }()
+	}
+	params, err := json.Marshal(killParams(brokers, topic, group))
+	if err != nil {
+		return res, kr, err
+	}
+	stderr := cfg.WorkerLogs
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	c, err := workerproc.Launch(workerproc.LaunchConfig{
+		Exe:  cfg.Exe,
+		Args: cfg.WorkerArgs,
+		Spec: workerproc.Spec{
+			Topology: TopologyName, Factory: KillFactory, Params: params,
+			Config: gale.Config{gale.TopologyMessageTimeoutSecs: killTimeout, gale.TopologyAckerExecutors: KillWorkers,
+				gale.TopologyMaxSpoutPending: KillMaxSpoutPending},
+			HeartbeatMS: 100,
+			LogLevel:    "warn",
+		},
+		N:       KillWorkers,
+		Stderr:  stderr,
+		Restart: true,
+	})
+	if err != nil {
+		return res, kr, err
+	}
+	start := time.Now()
+	runErr := func() error {
+		tk := time.NewTicker(watchPoll)
+		defer tk.Stop()
+		at := int64(float64(cfg.Messages) * KillAt)
+		period := kafka.DefaultOffsetCommitPeriod
+		// The output's rate over the last offset.commit.period before
+		// the kill, from samples a watchPoll apart.
+		type sample struct {
+			at time.Time
+			n  int64
+		}
+		var window []sample
+		killed := time.Time{}
+		last, lastAt := out.Tally.Seen(), time.Now()
+		for !out.Tally.Complete() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-b.Exited():
+				return fmt.Errorf("the broker exited: %v; its last lines: %s", b.err, b.tail())
+			case now := <-tk.C:
+				n := out.Tally.Distinct()
+				if killed.IsZero() {
+					window = append(window, sample{now, n})
+					for len(window) > 1 && now.Sub(window[1].at) >= period {
+						window = window[1:]
+					}
+					if n >= at {
+						w0 := window[0]
+						if d := now.Sub(w0.at); d > 0 {
+							kr.PerSec = float64(n-w0.n) / d.Seconds()
+						}
+						kr.CommitPeriodRecords = int64(kr.PerSec * period.Seconds())
+						if err := c.Kill(0); err != nil {
+							return fmt.Errorf("kill worker 0: %w", err)
+						}
+						killed = now
+						fmt.Fprintf(cfg.Live, "bench kafka: kill  worker 0 killed with %d of %d ids in the output (%.0f/s)\n", n, cfg.Messages, kr.PerSec)
+					}
+				}
+				if s := out.Tally.Seen(); s != last {
+					last, lastAt = s, now
+				} else if now.Sub(lastAt) > cfg.Stall {
+					return fmt.Errorf("no new record in the output for %s, %d of %d ids seen", cfg.Stall, out.Tally.Distinct(), cfg.Messages)
+				}
+			}
+		}
+		kr.RecoverSeconds = time.Since(killed).Seconds()
+		return nil
+	}()
+	end := time.Now()
+	stopErr := c.Stop(2*killTimeout*time.Second + 30*time.Second)
+	kr.Restarts = c.Restarts()
+	kr.Bound = kr.InFlight + kr.CommitPeriodRecords
+	res.Seconds = end.Sub(start).Seconds()
+	res.TotalSeconds = res.Seconds
+	res.Measured = out.Tally.Distinct()
+	if res.Seconds > 0 {
+		res.PerSec = float64(res.Measured) / res.Seconds
+	}
+	res.Lost, res.Duplicates = out.Tally.Lost(), out.Tally.Duplicates()
+	if runErr == nil && stopErr != nil {
+		runErr = stopErr
+	}
+	if runErr == nil && res.Lost > 0 {
+		runErr = fmt.Errorf("%d of %d ids never reached the output (the first: %v)", res.Lost, cfg.Messages, out.Tally.Missing(5))
+	}
+	return res, kr, runErr
+}

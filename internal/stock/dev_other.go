@@ -1,0 +1,17 @@
+//go:build !unix
+
+package stock
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+func devSupported() error {
+	return errors.New("dev runs its cluster on Linux or macOS: supervisors start workers as process groups of their own, which this system does not have")
+}
+
+func devSysProcAttr() *syscall.SysProcAttr { return nil }
+
+func terminateProcess(p *os.Process) { p.Kill() }
