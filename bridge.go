@@ -20,7 +20,7 @@ func init() {
 		if !ok {
 			return nil, fmt.Errorf("gale: StartWorker wants a *gale.Topology, got %T", topo)
 		}
-		ro := RunOptions{Logger: opts.Logger, FileConfig: opts.FileConfig, hooks: h}
+		ro := RunOptions{Logger: opts.Logger, file: opts.FileConfig, hooks: h}
 		if h.Clock != nil {
 			c, ok := h.Clock.(Clock)
 			if !ok {
@@ -40,6 +40,7 @@ func init() {
 	}
 	bridge.PlanTopologyWith = planWorkers
 	bridge.SetHooks = func(opts any, h bridge.Hooks) { opts.(*RunOptions).hooks = h }
+	bridge.SetFileConfig = func(opts any, file map[string]any) { opts.(*RunOptions).file = file }
 	bridge.LocalOf = func(lt any) bridge.Local { return localHooks{lt.(*LocalTopology)} }
 	bridge.ReplaceSpout = func(topo any, id string, factory any) (any, error) {
 		t, err := topo.(*Topology).replaceSpout(id, factory.(func() Spout))
@@ -65,7 +66,7 @@ func planWorkers(topo any, conf, file map[string]any, workers int, parallelism m
 	for i := range addrs {
 		addrs[i] = "127.0.0.1:" + strconv.Itoa(i+1)
 	}
-	rt, err := newRuntimeWith("plan", t, conf, RunOptions{FileConfig: file}, &worker.Assignment{Workers: addrs, Parallelism: parallelism})
+	rt, err := newRuntimeWith("plan", t, conf, RunOptions{file: file}, &worker.Assignment{Workers: addrs, Parallelism: parallelism})
 	if err != nil {
 		return plan.Topology{}, err
 	}

@@ -3,6 +3,8 @@ package gale
 import (
 	"fmt"
 	"sort"
+
+	"github.com/gale-stream/gale/internal/config"
 )
 
 // A worker's memory budget (worker.heap.memory.mb) bounds two things the
@@ -55,7 +57,7 @@ type compCount struct {
 // placement must be made), refuses a parallelism whose fixed costs do not
 // fit in the worker's heap budget, and sets rt.mem.
 func (rt *runtime) checkBudget() error {
-	mb, _ := rt.conf.Int(workerHeapMemoryMB)
+	mb, _ := rt.conf.Int(config.WorkerHeapMemoryMB)
 	rt.mem.heapBytes = int64(mb) << 20
 	var counts []compCount
 	for _, c := range rt.comps {
@@ -103,7 +105,7 @@ func (rt *runtime) checkBudget() error {
 			kind = "spout"
 		}
 		return fmt.Errorf("%w: %s %s: %d tasks in one worker need ~%d MiB of the worker's %d MiB (%s), more than the 1/%d of it executors and tasks may take; at most %d fit: lower its parallelism or add workers",
-			ErrInvalidTopology, kind, cc.c.id, cc.tasks, (total+(1<<20)-1)>>20, mb, workerHeapMemoryMB, fixedShare, max(fit, 0))
+			ErrInvalidTopology, kind, cc.c.id, cc.tasks, (total+(1<<20)-1)>>20, mb, config.WorkerHeapMemoryMB, fixedShare, max(fit, 0))
 	}
 	rt.mem.trees = int(rt.mem.heapBytes / treeShare / treeBytes)
 	rt.setFeedbackBudget()

@@ -27,7 +27,9 @@ func spoutsTopology(t *testing.T, n int) *gale.Topology {
 // that many start.
 func TestParallelismBeyondBudgetRefused(t *testing.T) {
 	file := gale.Config{"worker.heap.memory.mb": 64}
-	_, err := gale.StartLocal("big", nil, spoutsTopology(t, 5000), gale.RunOptions{Logger: testLogger(t), FileConfig: file})
+	opts := gale.RunOptions{Logger: testLogger(t)}
+	bridge.SetFileConfig(&opts, file)
+	_, err := gale.StartLocal("big", nil, spoutsTopology(t, 5000), opts)
 	if err == nil {
 		t.Fatal("StartLocal with 5000 spout tasks in a 64 MiB worker succeeded, want an error")
 	}
@@ -49,8 +51,9 @@ func TestParallelismBeyondBudgetRefused(t *testing.T) {
 		t.Fatalf("error says %d fit, want between 1 and 4999", fit)
 	}
 	for _, n := range []int{fit, fit + 1} {
-		lt, err := gale.StartLocal("big", gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0}, spoutsTopology(t, n),
-			gale.RunOptions{Logger: testLogger(t), FileConfig: file, Clock: galetest.NewClock(testEpoch)})
+		opts := gale.RunOptions{Logger: testLogger(t), Clock: galetest.NewClock(testEpoch)}
+		bridge.SetFileConfig(&opts, file)
+		lt, err := gale.StartLocal("big", gale.Config{gale.TopologyShutdownDrainTimeoutSecs: 0}, spoutsTopology(t, n), opts)
 		switch {
 		case n == fit && err != nil:
 			t.Errorf("%d spout tasks, which the error said fit: %v", n, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gale-stream/gale/internal/codec"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 // ErrInvalidTopology is wrapped by every topology validation error.
@@ -132,7 +133,7 @@ func (b *TopologyBuilder) componentConfig(kind, id string, instance any) (conf C
 	if len(declared) == 0 {
 		return nil
 	}
-	if _, err := declared.normalise(LayerComponent, id); err != nil {
+	if err := config.ValidateComponent(id, declared); err != nil {
 		b.errorf("%s %q: its ComponentConfiguration: %w", kind, id, err)
 		return nil
 	}
@@ -521,7 +522,7 @@ func (d *TopologyDef) Validate() error {
 			}
 		}
 		if c.Config != nil {
-			if err := c.Config.Validate(LayerComponent); err != nil {
+			if err := config.Validate(c.Config, config.LayerComponent); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s %q: %w", ErrInvalidTopology, kind, c.ID, err))
 			}
 		}

@@ -3,6 +3,7 @@ package gale_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -273,8 +274,21 @@ func TestBuildIsolatesTheTopology(t *testing.T) {
 	}
 }
 
+// parseDef decodes a JSON topology definition and validates it, as a
+// definition from another language would be.
+func parseDef(data []byte) (*gale.TopologyDef, error) {
+	var d gale.TopologyDef
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("topology definition: %w", err)
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 // TestTopologyDefJSONRoundTrip: a definition using every feature survives
-// MarshalIndent and ParseTopologyDef.
+// MarshalIndent, decoding and Validate.
 func TestTopologyDefJSONRoundTrip(t *testing.T) {
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("words", declSpout(func(d gale.OutputDeclarer) {
@@ -300,9 +314,9 @@ func TestTopologyDefJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := gale.ParseTopologyDef(data)
+	got, err := parseDef(data)
 	if err != nil {
-		t.Fatalf("ParseTopologyDef of MarshalIndent's output: %v\n%s", err, data)
+		t.Fatalf("decoding MarshalIndent's output: %v\n%s", err, data)
 	}
 	// JSON numbers come back as float64: compare configs by their JSON.
 	want := topo.Def
@@ -341,7 +355,7 @@ func TestTopologyDefJSONRoundTrip(t *testing.T) {
 	}
 }
 
-func TestParseTopologyDefRejects(t *testing.T) {
+func TestTopologyDefFromJSONRejects(t *testing.T) {
 	tests := []struct {
 		name    string
 		doc     string
@@ -365,9 +379,9 @@ func TestParseTopologyDefRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := gale.ParseTopologyDef([]byte(tc.doc))
+			d, err := parseDef([]byte(tc.doc))
 			if err == nil {
-				t.Fatalf("ParseTopologyDef accepted %s as %+v", tc.doc, d)
+				t.Fatalf("parseDef accepted %s as %+v", tc.doc, d)
 			}
 			if got := errors.Is(err, gale.ErrInvalidTopology); got != tc.invalid {
 				t.Errorf("errors.Is(%q, ErrInvalidTopology) = %t, want %t", err, got, tc.invalid)

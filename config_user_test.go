@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 // TestUserKeysReachPrepare: keys of the topology's own, outside the
@@ -41,7 +43,8 @@ func TestUserKeysReachPrepare(t *testing.T) {
 	b.SetBolt("rank", bolt, 1).ShuffleGrouping("src")
 	b.SetBolt("top3", bolt, 1).ShuffleGrouping("src").AddConfiguration("starter.top.n", 3)
 	conf := gale.Config{"starter.top.n": 5, "starter.names": []string{"a", "b"}}
-	opts := gale.RunOptions{Logger: testLogger(t), FileConfig: gale.Config{"starter.site": "eu"}}
+	opts := gale.RunOptions{Logger: testLogger(t)}
+	bridge.SetFileConfig(&opts, gale.Config{"starter.site": "eu"})
 	lt, err := gale.StartLocal("user-keys", conf, build(t, b), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +93,7 @@ func TestUserKeyValuesAsJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eff, err := gale.ResolveConfig(nil, gale.Config{"starter.v": tt.raw})
+			eff, err := config.Resolve(nil, gale.Config{"starter.v": tt.raw})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +110,7 @@ func TestUserKeyValuesAsJSON(t *testing.T) {
 			if err := json.Unmarshal(b, &wire); err != nil {
 				t.Fatal(err)
 			}
-			eff, err = gale.ResolveConfig(nil, wire)
+			eff, err = config.Resolve(nil, wire)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,11 +126,11 @@ func TestUserKeyValuesAsJSON(t *testing.T) {
 		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		file, err := gale.LoadConfigFile(path)
+		file, err := config.LoadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		eff, err := gale.ResolveConfig(file, nil)
+		eff, err := config.Resolve(file, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +142,7 @@ func TestUserKeyValuesAsJSON(t *testing.T) {
 	})
 
 	t.Run("copies", func(t *testing.T) {
-		eff, err := gale.ResolveConfig(nil, gale.Config{"starter.m": map[string]any{"l": []any{1}}})
+		eff, err := config.Resolve(nil, gale.Config{"starter.m": map[string]any{"l": []any{1}}})
 		if err != nil {
 			t.Fatal(err)
 		}

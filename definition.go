@@ -126,15 +126,3 @@ func (d *TopologyDef) Component(id string) (*ComponentDef, bool) {
 func (d *TopologyDef) MarshalIndent() ([]byte, error) {
 	return json.MarshalIndent(d, "", "  ")
 }
-
-// ParseTopologyDef decodes and validates a JSON topology definition.
-func ParseTopologyDef(data []byte) (*TopologyDef, error) {
-	var d TopologyDef
-	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, fmt.Errorf("topology definition: %w", err)
-	}
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	return &d, nil
-}

@@ -3,6 +3,8 @@ package gale
 import (
 	"maps"
 	"testing"
+
+	"github.com/gale-stream/gale/internal/config"
 )
 
 func TestFeedbackEdges(t *testing.T) {
@@ -61,7 +63,7 @@ func TestAutoLimitWithinBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := newRuntime("budget", topo, nil, RunOptions{FileConfig: Config{workerHeapMemoryMB: 64}})
+	rt, err := newRuntime("budget", topo, nil, RunOptions{file: Config{config.WorkerHeapMemoryMB: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 // lifecycle counts each task's lifecycle calls and notes calls out of
@@ -280,7 +281,7 @@ func TestRunLocalBadConfig(t *testing.T) {
 	}{
 		{"unknown key", gale.Config{"topology.no.such.key": 1}, gale.ErrUnknownKey, "topology.no.such.key"},
 		{"typo", gale.Config{"topology.message.timout.secs": 5}, gale.ErrUnknownKey, "topology.message.timout.secs"},
-		{"cluster key in topology config", gale.Config{gale.NimbusSeeds: []string{"a"}}, gale.ErrForbiddenOverride, gale.NimbusSeeds},
+		{"cluster key in topology config", gale.Config{config.NimbusSeeds: []string{"a"}}, gale.ErrForbiddenOverride, config.NimbusSeeds},
 		{"wrong type", gale.Config{gale.TopologyMessageTimeoutSecs: "ten"}, gale.ErrWrongType, gale.TopologyMessageTimeoutSecs},
 		{"out of range", gale.Config{gale.TopologyMessageTimeoutSecs: 0}, gale.ErrOutOfRange, gale.TopologyMessageTimeoutSecs},
 		{"unknown panic policy", gale.Config{gale.TopologyComponentPanicPolicy: "ignore"}, gale.ErrOutOfRange, gale.TopologyComponentPanicPolicy},

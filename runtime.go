@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/ratelog"
 	"github.com/gale-stream/gale/internal/runstats"
@@ -30,7 +31,7 @@ type compInfo struct {
 	isSpout   bool
 	firstTask int
 	numTasks  int
-	conf      *Effective
+	conf      *config.Effective
 	streams   map[string]*streamInfo
 	subs      map[string][]*subscription // by output stream
 }
@@ -69,7 +70,7 @@ type execSlot struct {
 type runtime struct {
 	name      string
 	topo      *Topology
-	conf      *Effective
+	conf      *config.Effective
 	clock     Clock
 	log       *slog.Logger
 	debugLog  *slog.Logger // topology.debug's lines (bridge.Hooks.DebugLogger)
@@ -292,8 +293,9 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// Clock is the time source; nil means the system clock.
 	Clock Clock
-	// FileConfig is the gale.yaml layer; nil means none.
-	FileConfig Config
+	// file is the cluster's gale.yaml layer, which `gale run` sets
+	// (bridge.SetFileConfig); nil means none.
+	file Config
 	// hooks are the test-only settings (bridge.SetHooks).
 	hooks bridge.Hooks
 	// spoutMirrors is worker.Options.SpoutMirrors, for a worker process.
@@ -313,7 +315,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 	if name == "" {
 		return nil, fmt.Errorf("%w: the topology name is empty", ErrInvalidTopology)
 	}
-	eff, err := ResolveConfig(opts.FileConfig, conf)
+	eff, err := config.Resolve(opts.file, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +380,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 // planTopology is the plan's input (internal/plan): the components with
 // their effective numbers, and the ackers. In a worker of several, the
 // assignment's Parallelism overrides the components' executor counts.
-func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) {
+func (rt *runtime) planTopology() (plan.Topology, map[string]*config.Effective, error) {
 	var defs []*ComponentDef
 	for i := range rt.topo.Def.Spouts {
 		defs = append(defs, &rt.topo.Def.Spouts[i])
@@ -390,7 +392,7 @@ func (rt *runtime) planTopology() (plan.Topology, map[string]*Effective, error) 
 	// the same every time.
 	slices.SortFunc(defs, func(a, b *ComponentDef) int { return cmp.Compare(a.ID, b.ID) })
 	pt := plan.Topology{Ackers: rt.numAckers}
-	confs := make(map[string]*Effective, len(defs))
+	confs := make(map[string]*config.Effective, len(defs))
 	for _, d := range defs {
 		ceff, err := rt.conf.ForComponent(d.ID, d.Config)
 		if err != nil {
@@ -518,7 +520,7 @@ func (rt *runtime) context(c *compInfo, task int) *TopologyContext {
 		componentID:  c.id,
 		taskID:       task,
 		taskIndex:    task - c.firstTask,
-		config:       c.conf,
+		config:       &Effective{c.conf},
 		rt:           rt,
 		log:          rt.log.With("component", c.id, "task", task),
 	}

@@ -51,7 +51,7 @@ func TestRegisterType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := gale.ParseTopologyDef(data)
+	def, err := parseDef(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +85,10 @@ func TestRegisterType(t *testing.T) {
 
 	bad := `{"spouts":[{"id":"s","language":"go","parallelism":1,"tasks":1,"streams":[{"id":"default","fields":["n"]}]}],"bolts":[],
 		"types":[{"name":"a","go_type":"x.A"},{"name":"a","go_type":"x.B"},{"name":"","go_type":"x.C"}]}`
-	_, err = gale.ParseTopologyDef([]byte(bad))
+	_, err = parseDef([]byte(bad))
 	for _, want := range []string{`type name "a" is registered twice`, "registered type 2 (x.C) has an empty name"} {
 		if !errors.Is(err, gale.ErrInvalidTopology) || !strings.Contains(fmt.Sprint(err), want) {
-			t.Errorf("ParseTopologyDef: %v, want it to say %q", err, want)
+			t.Errorf("parseDef: %v, want it to say %q", err, want)
 		}
 	}
 }

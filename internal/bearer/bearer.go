@@ -17,27 +17,27 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 // Load returns the bearer token of the cluster config: nimbus.auth.token,
 // else the contents of nimbus.auth.token.file with surrounding white
 // space removed; "" when neither is set.
-func Load(e *gale.Effective) (string, error) {
-	if tok := e.String(gale.NimbusAuthToken); tok != "" {
+func Load(e *config.Effective) (string, error) {
+	if tok := e.String(config.NimbusAuthToken); tok != "" {
 		return tok, nil
 	}
-	path := e.String(gale.NimbusAuthTokenFile)
+	path := e.String(config.NimbusAuthTokenFile)
 	if path == "" {
 		return "", nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", gale.NimbusAuthTokenFile, err)
+		return "", fmt.Errorf("%s: %w", config.NimbusAuthTokenFile, err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", fmt.Errorf("%s %s is empty: write the cluster's token in it", gale.NimbusAuthTokenFile, path)
+		return "", fmt.Errorf("%s %s is empty: write the cluster's token in it", config.NimbusAuthTokenFile, path)
 	}
 	return tok, nil
 }

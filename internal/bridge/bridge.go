@@ -40,6 +40,12 @@ var (
 	// gale.RunLocal.
 	SetHooks func(opts any, h Hooks)
 
+	// SetFileConfig sets the cluster's gale.yaml layer (file, as
+	// internal/config.LoadFile reads it) on opts, a *gale.RunOptions, for
+	// gale.StartLocal or gale.RunLocal: what `gale run` does with the
+	// cluster's file. Without it a local run has no file layer.
+	SetFileConfig func(opts any, file map[string]any)
+
 	// LocalOf returns the test view of lt, a *gale.LocalTopology.
 	LocalOf func(lt any) Local
 

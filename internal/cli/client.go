@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"net"
 	"os"
 	"slices"
@@ -49,7 +50,7 @@ func (f *ClusterFlags) FileConfig() (gale.Config, error) {
 	if f.File == "" {
 		return nil, nil
 	}
-	return gale.LoadConfigFile(f.File)
+	return config.LoadFile(f.File)
 }
 
 // ClientConfig resolves the cluster layer into where and how to dial.
@@ -58,46 +59,46 @@ func (f *ClusterFlags) ClientConfig() (ClientConfig, error) {
 	if err != nil {
 		return ClientConfig{}, err
 	}
-	eff, err := gale.ResolveConfig(file, nil)
+	eff, err := config.Resolve(file, nil)
 	if err != nil {
 		return ClientConfig{}, err
 	}
 	return f.ClientConfigFrom(eff)
 }
 
-func (f *ClusterFlags) ClientConfigFrom(eff *gale.Effective) (ClientConfig, error) {
+func (f *ClusterFlags) ClientConfigFrom(eff *config.Effective) (ClientConfig, error) {
 	var cc ClientConfig
-	port, _ := eff.Int(gale.NimbusThriftPort)
+	port, _ := eff.Int(config.NimbusThriftPort)
 	if f.Nimbus != "" {
 		if _, _, err := net.SplitHostPort(f.Nimbus); err != nil {
 			return cc, usageError{fmt.Errorf("--nimbus wants host:port, got %q", f.Nimbus)}
 		}
 		cc.Seeds = []string{f.Nimbus}
 	} else {
-		for _, s := range eff.Strings(gale.NimbusSeeds) {
+		for _, s := range eff.Strings(config.NimbusSeeds) {
 			cc.Seeds = append(cc.Seeds, seedAddr(s, port))
 		}
 	}
-	cc.Token = eff.String(gale.NimbusAuthToken)
+	cc.Token = eff.String(config.NimbusAuthToken)
 	if cc.Token == "" {
-		if path := eff.String(gale.NimbusAuthTokenFile); path != "" {
+		if path := eff.String(config.NimbusAuthTokenFile); path != "" {
 			b, err := os.ReadFile(path)
 			if err != nil {
-				return cc, fmt.Errorf("%s: %w", gale.NimbusAuthTokenFile, err)
+				return cc, fmt.Errorf("%s: %w", config.NimbusAuthTokenFile, err)
 			}
 			if cc.Token = strings.TrimSpace(string(b)); cc.Token == "" {
-				return cc, fmt.Errorf("%s: %s is empty: write the nimbus's bearer token in it", gale.NimbusAuthTokenFile, path)
+				return cc, fmt.Errorf("%s: %s is empty: write the nimbus's bearer token in it", config.NimbusAuthTokenFile, path)
 			}
 		}
 	}
-	if path := eff.String(gale.NimbusTLSCert); path != "" {
+	if path := eff.String(config.NimbusTLSCert); path != "" {
 		pem, err := os.ReadFile(path)
 		if err != nil {
-			return cc, fmt.Errorf("%s: %w", gale.NimbusTLSCert, err)
+			return cc, fmt.Errorf("%s: %w", config.NimbusTLSCert, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return cc, fmt.Errorf("%s: %s holds no PEM certificate", gale.NimbusTLSCert, path)
+			return cc, fmt.Errorf("%s: %s holds no PEM certificate", config.NimbusTLSCert, path)
 		}
 		cc.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}

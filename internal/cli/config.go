@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -37,13 +38,13 @@ the wrong type or a key gale.yaml may not set is reported as an error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var fileConf gale.Config
 			if file != "" {
-				c, err := gale.LoadConfigFile(file)
+				c, err := config.LoadFile(file)
 				if err != nil {
 					return err
 				}
 				fileConf = c
 			}
-			eff, err := gale.ResolveConfig(fileConf, nil)
+			eff, err := config.Resolve(fileConf, nil)
 			if err != nil {
 				return err
 			}

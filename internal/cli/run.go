@@ -18,6 +18,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
@@ -171,12 +172,12 @@ func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f run
 	}
 	var file gale.Config
 	if f.file != "" {
-		if file, err = gale.LoadConfigFile(f.file); err != nil {
+		if file, err = config.LoadFile(f.file); err != nil {
 			return err
 		}
 	}
 	// Every key is checked here, before any process starts.
-	eff, err := gale.ResolveConfig(file, conf)
+	eff, err := config.Resolve(file, conf)
 	if err != nil {
 		return fmt.Errorf("topology %q: %w", t.Name, err)
 	}
@@ -353,7 +354,8 @@ type local struct {
 // startLocal starts the topology in this process, logging to log and
 // topology.debug's lines to debugLog.
 func startLocal(name string, conf, file gale.Config, topo *gale.Topology, log, debugLog *slog.Logger) (*local, error) {
-	opts := gale.RunOptions{Logger: log, FileConfig: file}
+	opts := gale.RunOptions{Logger: log}
+	bridge.SetFileConfig(&opts, file)
 	bridge.SetHooks(&opts, bridge.Hooks{DebugLogger: debugLog})
 	lt, err := gale.StartLocal(name, conf, topo, opts)
 	if err != nil {
@@ -406,7 +408,7 @@ const workerHeartbeat = 250 * time.Millisecond
 
 // startWorkers launches n workers of this binary; eff is the topology's
 // effective config, file the gale.yaml layer beneath it.
-func startWorkers(name string, eff *gale.Effective, file gale.Config, params map[string]string, n int, logs io.Writer) (_ *workers, err error) {
+func startWorkers(name string, eff *config.Effective, file gale.Config, params map[string]string, n int, logs io.Writer) (_ *workers, err error) {
 	secs, _ := eff.Int(gale.TopologyShutdownDrainTimeoutSecs)
 	exe, err := os.Executable()
 	if err != nil {

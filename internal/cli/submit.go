@@ -19,6 +19,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/transport"
@@ -124,7 +125,7 @@ func (f *SubmitFlags) Parse(cmd *cobra.Command, opts *Options, args []string) (*
 	if err != nil {
 		return nil, err
 	}
-	eff, err := gale.ResolveConfig(file, nil)
+	eff, err := config.Resolve(file, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (f *SubmitFlags) Parse(cmd *cobra.Command, opts *Options, args []string) (*
 		layer = gale.Config{}
 	}
 	maps.Copy(layer, settings)
-	if eff, err = gale.ResolveConfig(file, layer); err != nil {
+	if eff, err = config.Resolve(file, layer); err != nil {
 		return nil, fmt.Errorf("topology %q: %w", t.Name, err)
 	}
 	workers, _ := eff.Int(gale.TopologyWorkers)
@@ -215,7 +216,7 @@ func parseSettings(kvs []string) (gale.Config, error) {
 			// check to judge.
 			val = v
 		}
-		if _, err := gale.ResolveConfig(nil, gale.Config{k: val}); errors.Is(err, gale.ErrForbiddenOverride) && !strings.HasPrefix(k, "topology.") {
+		if _, err := config.Resolve(nil, gale.Config{k: val}); errors.Is(err, gale.ErrForbiddenOverride) && !strings.HasPrefix(k, "topology.") {
 			errs = append(errs, fmt.Errorf("-c %s: -c sets topology.* keys and user keys only; set cluster keys in gale.yaml (--file)", k))
 			continue
 		}
@@ -224,7 +225,7 @@ func parseSettings(kvs []string) (gale.Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
-	if _, err := gale.ResolveConfig(nil, c); err != nil {
+	if _, err := config.Resolve(nil, c); err != nil {
 		return c, fmt.Errorf("-c: %w", err)
 	}
 	return c, nil

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/ui"
 )
@@ -49,7 +49,7 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 			if err != nil {
 				return err
 			}
-			eff, err := gale.ResolveConfig(file, nil)
+			eff, err := config.Resolve(file, nil)
 			if err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ nimbus.auth.token. It runs until SIGINT or SIGTERM.`,
 				return err
 			}
 			if addr == "" {
-				port, _ := eff.Int(gale.UIPort)
+				port, _ := eff.Int(config.UIPort)
 				addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			} else if _, _, err := net.SplitHostPort(addr); err != nil {
 				return Usage(fmt.Errorf("--addr wants host:port (or :port for every address), got %q", addr))

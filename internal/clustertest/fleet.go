@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/proclist"
@@ -467,8 +467,8 @@ func newFleetTLS(t testing.TB, dir string) *fleetTLS {
 // config is the gale.yaml lines that point Gale's processes at the CA
 // and the client certificate.
 func (ft *fleetTLS) config() string {
-	return fmt.Sprintf("\n%s: %s\n%s: %s\n%s: %s\n", gale.GaleEtcdTLSCA, ft.caFile,
-		gale.GaleEtcdTLSCert, ft.client.CertFile, gale.GaleEtcdTLSKey, ft.client.KeyFile)
+	return fmt.Sprintf("\n%s: %s\n%s: %s\n%s: %s\n", config.GaleEtcdTLSCA, ft.caFile,
+		config.GaleEtcdTLSCert, ft.client.CertFile, config.GaleEtcdTLSKey, ft.client.KeyFile)
 }
 
 // serverArgs are gale etcd's flags to serve TLS on addr and accept only

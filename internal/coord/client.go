@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 // Security is how a Gale process proves itself to etcd and checks
@@ -43,28 +43,28 @@ func (s Security) TLS() bool { return s.CAFile != "" || s.CertFile != "" || s.Ke
 // gale.etcd.tls.ca, .cert, .key, gale.etcd.username and
 // gale.etcd.password (or gale.etcd.password.file), and checks that
 // they make sense together.
-func SecurityFromConfig(e *gale.Effective) (Security, error) {
+func SecurityFromConfig(e *config.Effective) (Security, error) {
 	s := Security{
-		CAFile: e.String(gale.GaleEtcdTLSCA), CertFile: e.String(gale.GaleEtcdTLSCert), KeyFile: e.String(gale.GaleEtcdTLSKey),
-		Username: e.String(gale.GaleEtcdUsername), Password: e.String(gale.GaleEtcdPassword),
+		CAFile: e.String(config.GaleEtcdTLSCA), CertFile: e.String(config.GaleEtcdTLSCert), KeyFile: e.String(config.GaleEtcdTLSKey),
+		Username: e.String(config.GaleEtcdUsername), Password: e.String(config.GaleEtcdPassword),
 	}
-	if path := e.String(gale.GaleEtcdPasswordFile); s.Password == "" && path != "" {
+	if path := e.String(config.GaleEtcdPasswordFile); s.Password == "" && path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return Security{}, fmt.Errorf("coord: %s: %w", gale.GaleEtcdPasswordFile, err)
+			return Security{}, fmt.Errorf("coord: %s: %w", config.GaleEtcdPasswordFile, err)
 		}
 		if s.Password = strings.TrimSpace(string(b)); s.Password == "" {
-			return Security{}, fmt.Errorf("coord: %s %s is empty: write the etcd user's password in it", gale.GaleEtcdPasswordFile, path)
+			return Security{}, fmt.Errorf("coord: %s %s is empty: write the etcd user's password in it", config.GaleEtcdPasswordFile, path)
 		}
 	}
 	if (s.CertFile == "") != (s.KeyFile == "") {
-		return Security{}, fmt.Errorf("coord: a client certificate for etcd needs both %s and %s, got %q and %q", gale.GaleEtcdTLSCert, gale.GaleEtcdTLSKey, s.CertFile, s.KeyFile)
+		return Security{}, fmt.Errorf("coord: a client certificate for etcd needs both %s and %s, got %q and %q", config.GaleEtcdTLSCert, config.GaleEtcdTLSKey, s.CertFile, s.KeyFile)
 	}
 	if s.Username == "" && s.Password != "" {
-		return Security{}, fmt.Errorf("coord: %s is set but %s is not: name the etcd user", gale.GaleEtcdPassword, gale.GaleEtcdUsername)
+		return Security{}, fmt.Errorf("coord: %s is set but %s is not: name the etcd user", config.GaleEtcdPassword, config.GaleEtcdUsername)
 	}
 	if s.Username != "" && s.Password == "" {
-		return Security{}, fmt.Errorf("coord: %s %q needs %s or %s", gale.GaleEtcdUsername, s.Username, gale.GaleEtcdPassword, gale.GaleEtcdPasswordFile)
+		return Security{}, fmt.Errorf("coord: %s %q needs %s or %s", config.GaleEtcdUsername, s.Username, config.GaleEtcdPassword, config.GaleEtcdPasswordFile)
 	}
 	return s, nil
 }
@@ -78,17 +78,17 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 	if s.CAFile != "" {
 		pem, err := os.ReadFile(s.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", gale.GaleEtcdTLSCA, err)
+			return nil, fmt.Errorf("%s: %w", config.GaleEtcdTLSCA, err)
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s %s holds no PEM certificate", gale.GaleEtcdTLSCA, s.CAFile)
+			return nil, fmt.Errorf("%s %s holds no PEM certificate", config.GaleEtcdTLSCA, s.CAFile)
 		}
 	}
 	if s.CertFile != "" || s.KeyFile != "" {
 		pair, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s, %s %s: %w", gale.GaleEtcdTLSCert, s.CertFile, gale.GaleEtcdTLSKey, s.KeyFile, err)
+			return nil, fmt.Errorf("%s %s, %s %s: %w", config.GaleEtcdTLSCert, s.CertFile, config.GaleEtcdTLSKey, s.KeyFile, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
@@ -120,7 +120,7 @@ func DialSecure(endpoints []string, sec Security) (*clientv3.Client, error) {
 	if tc != nil {
 		for _, ep := range endpoints {
 			if strings.HasPrefix(ep, "http://") || strings.HasPrefix(ep, "unix://") {
-				return nil, fmt.Errorf("coord: etcd endpoint %s is plain, but %s or %s turns on TLS: write it with https:// (gale.etcd.endpoints or --etcd)", ep, gale.GaleEtcdTLSCA, gale.GaleEtcdTLSCert)
+				return nil, fmt.Errorf("coord: etcd endpoint %s is plain, but %s or %s turns on TLS: write it with https:// (gale.etcd.endpoints or --etcd)", ep, config.GaleEtcdTLSCA, config.GaleEtcdTLSCert)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/testcert"
 )
@@ -111,7 +112,7 @@ func TestEtcdUserAndPassword(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("galepw\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eff, err := gale.ResolveConfig(gale.Config{gale.GaleEtcdUsername: "gale", gale.GaleEtcdPasswordFile: pwFile}, nil)
+	eff, err := config.Resolve(gale.Config{config.GaleEtcdUsername: "gale", config.GaleEtcdPasswordFile: pwFile}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,13 +143,13 @@ func TestSecurityFromConfigRefusesHalfASetting(t *testing.T) {
 		cfg  gale.Config
 		says string
 	}{
-		{gale.Config{gale.GaleEtcdTLSCert: "c.pem"}, "gale.etcd.tls.key"},
-		{gale.Config{gale.GaleEtcdTLSKey: "k.pem"}, "gale.etcd.tls.cert"},
-		{gale.Config{gale.GaleEtcdUsername: "gale"}, "gale.etcd.password"},
-		{gale.Config{gale.GaleEtcdPassword: "pw"}, "gale.etcd.username"},
-		{gale.Config{gale.GaleEtcdUsername: "gale", gale.GaleEtcdPasswordFile: "/nonexistent/pw"}, "gale.etcd.password.file"},
+		{gale.Config{config.GaleEtcdTLSCert: "c.pem"}, "gale.etcd.tls.key"},
+		{gale.Config{config.GaleEtcdTLSKey: "k.pem"}, "gale.etcd.tls.cert"},
+		{gale.Config{config.GaleEtcdUsername: "gale"}, "gale.etcd.password"},
+		{gale.Config{config.GaleEtcdPassword: "pw"}, "gale.etcd.username"},
+		{gale.Config{config.GaleEtcdUsername: "gale", config.GaleEtcdPasswordFile: "/nonexistent/pw"}, "gale.etcd.password.file"},
 	} {
-		eff, err := gale.ResolveConfig(tt.cfg, nil)
+		eff, err := config.Resolve(tt.cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

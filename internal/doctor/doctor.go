@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -233,7 +234,7 @@ func messageTimeout(info *nimbuspb.TopologyInfo) int {
 			return int(f)
 		}
 	}
-	eff, err := gale.ResolveConfig(nil, nil)
+	eff, err := config.Resolve(nil, nil)
 	if err != nil {
 		return 30
 	}
@@ -851,7 +852,7 @@ func (d *diagnosis) restarts() {
 		Cause:    fmt.Sprintf("%d worker(s) started again or stopped heartbeating while sampled: each restart replays its trees in flight and empties its counters", restarted),
 		Evidence: ev,
 		Fix: fmt.Sprintf("read the worker's log for why it exits (a panic, memory); if it is killed for missed heartbeats, check %s against %s and the machine's load",
-			gale.SupervisorWorkerTimeoutSecs, gale.WorkerHeartbeatFrequencySecs)})
+			config.SupervisorWorkerTimeoutSecs, config.WorkerHeartbeatFrequencySecs)})
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }

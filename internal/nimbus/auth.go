@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bearer"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -33,7 +33,7 @@ var public = map[string]bool{
 
 // loadToken returns the bearer token of the cluster config (see
 // bearer.Load); "" when none is set.
-func loadToken(e *gale.Effective) (string, error) {
+func loadToken(e *config.Effective) (string, error) {
 	tok, err := bearer.Load(e)
 	if err != nil {
 		return "", fmt.Errorf("nimbus: %w", err)
@@ -43,8 +43,8 @@ func loadToken(e *gale.Effective) (string, error) {
 
 // loadTLS returns the server's TLS config from nimbus.tls.cert and
 // nimbus.tls.key, or nil when neither is set.
-func loadTLS(e *gale.Effective) (*tls.Config, error) {
-	cert, key := e.String(gale.NimbusTLSCert), e.String(gale.NimbusTLSKey)
+func loadTLS(e *config.Effective) (*tls.Config, error) {
+	cert, key := e.String(config.NimbusTLSCert), e.String(config.NimbusTLSKey)
 	if cert == "" && key == "" {
 		return nil, nil
 	}
@@ -65,13 +65,13 @@ func (n *Nimbus) clientCreds() (credentials.TransportCredentials, error) {
 	if n.tls == nil {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(n.cluster.String(gale.NimbusTLSCert))
+	pem, err := os.ReadFile(n.cluster.String(config.NimbusTLSCert))
 	if err != nil {
 		return nil, fmt.Errorf("nimbus: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("nimbus: nimbus.tls.cert %s holds no PEM certificate", n.cluster.String(gale.NimbusTLSCert))
+		return nil, fmt.Errorf("nimbus: nimbus.tls.cert %s holds no PEM certificate", n.cluster.String(config.NimbusTLSCert))
 	}
 	return credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}), nil
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -28,7 +29,7 @@ func TestEveryCallButThePublicReadsNeedsTheToken(t *testing.T) {
 	cl.supervisor("s1", 6700, 6701)
 	nd := cl.startNimbus("n1", "", func(c *Config) {
 		c.RequireAuth = true
-		c.Cluster = gale.Config{gale.NimbusAuthToken: "s3cret"}
+		c.Cluster = gale.Config{config.NimbusAuthToken: "s3cret"}
 	})
 	nd.leads()
 
@@ -106,7 +107,7 @@ func TestStandbyReplicatesWithTheToken(t *testing.T) {
 	cl.supervisor("s1", 6700, 6701)
 	auth := func(c *Config) {
 		c.RequireAuth = true
-		c.Cluster = gale.Config{gale.NimbusAuthToken: "s3cret"}
+		c.Cluster = gale.Config{config.NimbusAuthToken: "s3cret"}
 	}
 	a := cl.startNimbus("a", "", auth)
 	a.leads()

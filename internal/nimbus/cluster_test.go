@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/testcert"
@@ -72,7 +73,7 @@ func TestIsolatedTopologyGetsAMachineToItself(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700, 6701)
 	cl.supervisor("s2", 6700, 6701)
-	nd := cl.startNimbus("n1", "", func(c *Config) { c.Cluster = gale.Config{gale.IsolationSchedulerMachines: map[string]any{"iso": 1}} })
+	nd := cl.startNimbus("n1", "", func(c *Config) { c.Cluster = gale.Config{config.IsolationSchedulerMachines: map[string]any{"iso": 1}} })
 	nd.leads()
 	shared := nd.mustSubmit(newSubmission("shared", 2, 1)).GetId()
 	iso := nd.mustSubmit(newSubmission("iso", 1, 2)).GetId()
@@ -136,7 +137,7 @@ func TestTLS(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700)
 	cert, key := testcert.Files(t)
-	withTLS := func(c *Config) { c.Cluster = gale.Config{gale.NimbusTLSCert: cert, gale.NimbusTLSKey: key} }
+	withTLS := func(c *Config) { c.Cluster = gale.Config{config.NimbusTLSCert: cert, config.NimbusTLSKey: key} }
 	a := cl.startNimbus("a", "", withTLS)
 	a.leads()
 	sub := newSubmission("wc", 1, 1)
@@ -156,7 +157,7 @@ func TestTLS(t *testing.T) {
 
 func TestNewRefusesHalfATLSConfig(t *testing.T) {
 	cert, _ := testcert.Files(t)
-	_, err := New(Config{Dir: t.TempDir(), Endpoints: []string{"http://127.0.0.1:2379"}, Cluster: gale.Config{gale.NimbusTLSCert: cert}})
+	_, err := New(Config{Dir: t.TempDir(), Endpoints: []string{"http://127.0.0.1:2379"}, Cluster: gale.Config{config.NimbusTLSCert: cert}})
 	if err == nil || !strings.Contains(err.Error(), "nimbus.tls.key") {
 		t.Errorf("New with a certificate and no key: got %v, want an error naming nimbus.tls.key", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
@@ -33,7 +34,7 @@ func (n *Nimbus) waitSecs(t coord.Topology, req int32) (time.Duration, error) {
 	if req >= 0 {
 		return time.Duration(req) * time.Second, nil
 	}
-	eff, err := gale.ResolveConfig(n.cfg.Cluster, t.Config)
+	eff, err := config.Resolve(n.cfg.Cluster, t.Config)
 	if err != nil {
 		return 0, status.Errorf(codes.FailedPrecondition, "nimbus: topology %q: %v", t.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
@@ -39,7 +40,7 @@ func TestLeaderStepsDownWhileEtcdIsDown(t *testing.T) {
 		}
 	})
 	nd := cl.startNimbus("n1", "", func(c *Config) {
-		c.Cluster = gale.Config{gale.NimbusSupervisorTimeoutSecs: 2, gale.NimbusMonitorFreqSecs: 1}
+		c.Cluster = gale.Config{config.NimbusSupervisorTimeoutSecs: 2, config.NimbusMonitorFreqSecs: 1}
 	})
 	nd.leads()
 	cl.etcd.Close()

@@ -3,7 +3,7 @@ package nimbus
 import (
 	"fmt"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/plan"
 )
 
@@ -19,8 +19,8 @@ type limits struct {
 	tasks, executors int
 }
 
-func limitsOf(e *gale.Effective) limits {
-	return limits{tasks: intKey(e, gale.NimbusTasksPerTopology), executors: intKey(e, gale.NimbusExecutorsPerTopology)}
+func limitsOf(e *config.Effective) limits {
+	return limits{tasks: intKey(e, config.NimbusTasksPerTopology), executors: intKey(e, config.NimbusExecutorsPerTopology)}
 }
 
 // check refuses a definition with more tasks or executors than the
@@ -45,11 +45,11 @@ func (l limits) check(d plan.Topology) error {
 	case l.tasks > 0 && tasks > int64(l.tasks):
 		return fmt.Errorf("it has %d tasks, over the bound of %d tasks per topology (%s): "+
 			"declare fewer tasks (SetNumTasks, topology.max.task.parallelism), or raise %s in the cluster's gale.yaml",
-			tasks, l.tasks, gale.NimbusTasksPerTopology, gale.NimbusTasksPerTopology)
+			tasks, l.tasks, config.NimbusTasksPerTopology, config.NimbusTasksPerTopology)
 	case l.executors > 0 && executors+ackers > int64(l.executors):
 		return fmt.Errorf("it has %d executors (%d ackers among them), over the bound of %d executors per topology (%s): "+
 			"lower the parallelism hints or topology.acker.executors, or raise %s in the cluster's gale.yaml",
-			executors+ackers, ackers, l.executors, gale.NimbusExecutorsPerTopology, gale.NimbusExecutorsPerTopology)
+			executors+ackers, ackers, l.executors, config.NimbusExecutorsPerTopology, config.NimbusExecutorsPerTopology)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
 )
@@ -24,16 +25,16 @@ func TestLimitsCountAsThePlanWould(t *testing.T) {
 	}{
 		{"at the bounds", plan.Topology{Components: []plan.Component{comp("a", 96, 6, 0), comp("b", 4, 2, 0)}, Ackers: 2}, nil},
 		{"one task over", plan.Topology{Components: []plan.Component{comp("a", 96, 1, 0), comp("b", 5, 1, 0)}},
-			[]string{"101 tasks", "bound of 100 tasks", gale.NimbusTasksPerTopology}},
+			[]string{"101 tasks", "bound of 100 tasks", config.NimbusTasksPerTopology}},
 		{"max task parallelism caps the tasks", plan.Topology{Components: []plan.Component{comp("a", 1_000_000, 1, 100)}}, nil},
 		{"executors are capped by the tasks", plan.Topology{Components: []plan.Component{comp("a", 5, 1_000_000, 0), comp("b", 5, 1_000_000, 0)}}, nil},
 		{"the ackers count", plan.Topology{Components: []plan.Component{comp("a", 5, 5, 0), comp("b", 5, 5, 0)}, Ackers: 1},
-			[]string{"11 executors", "1 ackers", gale.NimbusExecutorsPerTopology}},
+			[]string{"11 executors", "1 ackers", config.NimbusExecutorsPerTopology}},
 		{"ackers from the wire", plan.Topology{Components: []plan.Component{comp("a", 1, 1, 0)}, Ackers: math.MaxInt32},
-			[]string{gale.NimbusExecutorsPerTopology}},
+			[]string{config.NimbusExecutorsPerTopology}},
 		{"sums of the largest numbers", plan.Topology{Components: []plan.Component{
 			comp("a", math.MaxInt32, math.MaxInt32, 0), comp("b", math.MaxInt32, math.MaxInt32, 0), comp("c", math.MaxInt32, math.MaxInt32, 0)}},
-			[]string{"6442450941 tasks", gale.NimbusTasksPerTopology}},
+			[]string{"6442450941 tasks", config.NimbusTasksPerTopology}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,15 +78,15 @@ func TestSubmitOverTheBoundsIsRefusedAtOnce(t *testing.T) {
 	}{
 		{"1,000,000 tasks", with(func(h *nimbuspb.SubmitHeader) {
 			h.Definition.Components[1].Tasks, h.Definition.Components[1].Parallelism = 1_000_000, 1_000_000
-		}), []string{`"big"`, "1000006 tasks", "100000 tasks per topology", gale.NimbusTasksPerTopology}},
+		}), []string{`"big"`, "1000006 tasks", "100000 tasks per topology", config.NimbusTasksPerTopology}},
 		{"20,000,000 tasks", with(func(h *nimbuspb.SubmitHeader) {
 			h.Definition.Components[0].Tasks, h.Definition.Components[0].Parallelism = 20_000_000, 20_000_000
-		}), []string{"20000008 tasks", gale.NimbusTasksPerTopology}},
+		}), []string{"20000008 tasks", config.NimbusTasksPerTopology}},
 		{"20,000 executors", with(func(h *nimbuspb.SubmitHeader) {
 			h.Definition.Components[1].Tasks, h.Definition.Components[1].Parallelism = 20_000, 20_000
-		}), []string{"20006 executors", "10000 executors per topology", gale.NimbusExecutorsPerTopology}},
+		}), []string{"20006 executors", "10000 executors per topology", config.NimbusExecutorsPerTopology}},
 		{"2^31-1 ackers", with(func(h *nimbuspb.SubmitHeader) { h.Definition.Ackers = math.MaxInt32 }),
-			[]string{"ackers", gale.NimbusExecutorsPerTopology}},
+			[]string{"ackers", config.NimbusExecutorsPerTopology}},
 		{"a record of 1 MiB", with(func(h *nimbuspb.SubmitHeader) { h.Definition.Params["blob"] = strings.Repeat("x", 1<<20) }),
 			[]string{"bytes as a record", "512 KiB"}},
 	}
@@ -111,7 +112,7 @@ func TestSubmitOverTheBoundsIsRefusedAtOnce(t *testing.T) {
 	id := nd.mustSubmit(newSubmission("wc", 1, 2)).GetId()
 	before, _ := cl.store.Topology(ctxT(t), id)
 	_, err := nd.api.Rebalance(ctxT(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 0, NumWorkers: 2_000_000_000})
-	wantCode(t, err, codes.InvalidArgument, `"wc"`, "2000000000 ackers", gale.NimbusExecutorsPerTopology)
+	wantCode(t, err, codes.InvalidArgument, `"wc"`, "2000000000 ackers", config.NimbusExecutorsPerTopology)
 	if after, _ := cl.store.Topology(ctxT(t), id); after.Rev != before.Rev {
 		t.Errorf("a refused rebalance rewrote the record: %+v", after)
 	}
@@ -126,7 +127,7 @@ func TestAnAssignmentEtcdRefusesFailsOnlyItsTopology(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700, 6701, 6702)
 	nd := cl.startNimbus("n1", "", func(c *Config) {
-		c.Cluster = gale.Config{gale.NimbusTasksPerTopology: 2_000_000, gale.NimbusExecutorsPerTopology: 2_000_000}
+		c.Cluster = gale.Config{config.NimbusTasksPerTopology: 2_000_000, config.NimbusExecutorsPerTopology: 2_000_000}
 	})
 	nd.leads()
 	huge := newSubmission("huge", 1, 1)

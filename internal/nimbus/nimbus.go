@@ -22,6 +22,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/blobstore"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -78,7 +79,7 @@ type Nimbus struct {
 	cfg     Config
 	id      string
 	log     *slog.Logger
-	cluster *gale.Effective
+	cluster *config.Effective
 	blobs   *blobstore.Store
 	token   string // "" when calls need no token
 	tls     *tls.Config
@@ -146,7 +147,7 @@ func New(cfg Config) (*Nimbus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nimbus: listen address %q: %w (want host:port, such as %s)", cfg.Listen, err, DefaultListen)
 	}
-	eff, err := gale.ResolveConfig(cfg.Cluster, nil)
+	eff, err := config.Resolve(cfg.Cluster, nil)
 	if err != nil {
 		return nil, fmt.Errorf("nimbus: %w", err)
 	}
@@ -175,9 +176,9 @@ func New(cfg Config) (*Nimbus, error) {
 	n.mu.pending = make(map[string]string)
 	n.mu.reports = make(map[string]report)
 	n.mu.uploads = make(map[string]int)
-	n.monitor = time.Duration(intKey(eff, gale.NimbusMonitorFreqSecs)) * time.Second
-	n.ttl = time.Duration(intKey(eff, gale.NimbusSupervisorTimeoutSecs)) * time.Second
-	n.step = StepConfig{Cluster: cfg.Cluster, Isolation: eff.IntMap(gale.IsolationSchedulerMachines), Limits: limitsOf(eff)}
+	n.monitor = time.Duration(intKey(eff, config.NimbusMonitorFreqSecs)) * time.Second
+	n.ttl = time.Duration(intKey(eff, config.NimbusSupervisorTimeoutSecs)) * time.Second
+	n.step = StepConfig{Cluster: cfg.Cluster, Isolation: eff.IntMap(config.IsolationSchedulerMachines), Limits: limitsOf(eff)}
 
 	if n.token, err = loadToken(eff); err != nil {
 		return nil, err
@@ -194,7 +195,7 @@ func New(cfg Config) (*Nimbus, error) {
 	if n.tls, err = loadTLS(eff); err != nil {
 		return nil, err
 	}
-	limit := int64(intKey(eff, gale.NimbusArtifactMaxMB)) << 20
+	limit := int64(intKey(eff, config.NimbusArtifactMaxMB)) << 20
 	if n.blobs, err = blobstore.Open(filepath.Join(cfg.Dir, "artifacts"), limit); err != nil {
 		return nil, fmt.Errorf("nimbus: %w", err)
 	}
@@ -228,7 +229,7 @@ func persistentID(dir string) (string, error) {
 }
 
 // intKey reads an integer key that has a default.
-func intKey(e *gale.Effective, key string) int {
+func intKey(e *config.Effective, key string) int {
 	v, _ := e.Int(key)
 	return v
 }

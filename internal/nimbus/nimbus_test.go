@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
@@ -217,7 +218,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 func TestSubmitRefusesBadSubmissionsAndChangesNothing(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700, 6701)
-	nd := cl.startNimbus("n1", "", func(c *Config) { c.Cluster = gale.Config{gale.NimbusArtifactMaxMB: 1} })
+	nd := cl.startNimbus("n1", "", func(c *Config) { c.Cluster = gale.Config{config.NimbusArtifactMaxMB: 1} })
 	nd.leads()
 	good := newSubmission("ok", 1, 2)
 	with := func(f func(h *nimbuspb.SubmitHeader, s *submission)) submission {
@@ -501,7 +502,7 @@ func TestStandbyReplicatesRefusesMutationsAndTakesOver(t *testing.T) {
 func TestLeaderWithoutAnArtifactResigns(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700, 6701)
-	slow := func(c *Config) { c.Cluster = gale.Config{gale.NimbusMonitorFreqSecs: 3600} }
+	slow := func(c *Config) { c.Cluster = gale.Config{config.NimbusMonitorFreqSecs: 3600} }
 	adir := t.TempDir()
 	a := cl.startNimbus("a", adir, slow)
 	a.leads()
@@ -581,7 +582,7 @@ func TestMutatingCallsNeedTheToken(t *testing.T) {
 	cl.supervisor("s1", 6700, 6701)
 	nd := cl.startNimbus("n1", "", func(c *Config) {
 		c.RequireAuth = true
-		c.Cluster = gale.Config{gale.NimbusAuthToken: "s3cret"}
+		c.Cluster = gale.Config{config.NimbusAuthToken: "s3cret"}
 	})
 	nd.leads()
 	_, err := nd.submit(ctxT(t), newSubmission("wc", 1, 1))
@@ -617,7 +618,7 @@ func TestTokenFile(t *testing.T) {
 	}
 	nd := cl.startNimbus("n1", "", func(c *Config) {
 		c.RequireAuth = true
-		c.Cluster = gale.Config{gale.NimbusAuthTokenFile: path}
+		c.Cluster = gale.Config{config.NimbusAuthTokenFile: path}
 	})
 	nd.leads()
 	_, err := nd.api.Kill(metadataCtx(t, "Bearer from-a-file"), &nimbuspb.KillRequest{Name: "none"})
@@ -634,7 +635,7 @@ func TestNewRefusesOffLoopbackWithoutAToken(t *testing.T) {
 		}
 	}
 	if _, err := New(Config{Dir: t.TempDir(), Listen: "0.0.0.0:6627", Endpoints: []string{"http://127.0.0.1:2379"},
-		Cluster: gale.Config{gale.NimbusAuthToken: "t"}}); err != nil {
+		Cluster: gale.Config{config.NimbusAuthToken: "t"}}); err != nil {
 		t.Errorf("New off loopback with a token: %v", err)
 	}
 	if _, err := New(Config{Dir: t.TempDir(), Listen: "127.0.0.1:6627", Endpoints: []string{"http://127.0.0.1:2379"}}); err != nil {
@@ -646,7 +647,7 @@ func TestNewRefusesOffLoopbackWithoutAToken(t *testing.T) {
 // the config registry: a bad entry is refused by name.
 func TestNewRefusesABadIsolationEntry(t *testing.T) {
 	_, err := New(Config{Dir: t.TempDir(), Endpoints: []string{"http://127.0.0.1:2379"},
-		Cluster: gale.Config{gale.IsolationSchedulerMachines: map[string]any{"wordcount": 0}}})
+		Cluster: gale.Config{config.IsolationSchedulerMachines: map[string]any{"wordcount": 0}}})
 	const want = `"isolation.scheduler.machines" in gale.yaml must map names to integers ≥ 1, got 0 for "wordcount"`
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, gale.ErrOutOfRange) {
 		t.Errorf("New with 0 machines for a topology: got %v, want gale.ErrOutOfRange containing %s", err, want)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/scheduler"
@@ -243,7 +244,7 @@ func finishRebalance(cluster gale.Config, t coord.Topology) (coord.Topology, err
 	if r == nil {
 		r = &coord.Rebalance{Workers: t.Workers, Parallelism: t.Parallelism, Resume: coord.StatusActive}
 	}
-	eff, err := gale.ResolveConfig(cluster, t.Config)
+	eff, err := config.Resolve(cluster, t.Config)
 	if err != nil {
 		return t, fmt.Errorf("topology %q: %w", t.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/plan"
 )
@@ -344,7 +345,7 @@ func TestStepRefusesToPlanATopologyOverTheBounds(t *testing.T) {
 		Supervisors: []coord.Supervisor{sup("s1", 6700, 6701)},
 	}
 	d := Step(s, t0, stepCfg)
-	if why := d.Pending["big"]; !strings.Contains(why, "20000000 tasks") || !strings.Contains(why, gale.NimbusTasksPerTopology) {
+	if why := d.Pending["big"]; !strings.Contains(why, "20000000 tasks") || !strings.Contains(why, config.NimbusTasksPerTopology) {
 		t.Errorf("pending %q, want the tasks and the key named", why)
 	}
 	if len(d.Writes) != 1 || d.Writes[0].ID != "a" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/blobstore"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
@@ -148,7 +149,7 @@ func (n *Nimbus) checkSubmission(ctx context.Context, h *nimbuspb.SubmitHeader) 
 	if err != nil {
 		return bad("topology %q: config: %v", name, err)
 	}
-	if _, err := gale.ResolveConfig(n.cfg.Cluster, conf); err != nil {
+	if _, err := config.Resolve(n.cfg.Cluster, conf); err != nil {
 		return bad("topology %q: %v", name, err)
 	}
 	if w, ok := conf[gale.TopologyWorkers]; ok {
@@ -237,7 +238,7 @@ func decodeConfig(b []byte) (gale.Config, error) {
 // hold t's artifact, for at most topology.max.replication.wait.time.sec
 // (-1: as long as it takes); past that it goes on, and says so in the log.
 func (n *Nimbus) awaitReplication(ctx context.Context, t coord.Topology) error {
-	eff, err := gale.ResolveConfig(n.cfg.Cluster, t.Config)
+	eff, err := config.Resolve(n.cfg.Cluster, t.Config)
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error()) // checked in checkSubmission
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -199,7 +200,7 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 	var file gale.Config
 	var err error
 	if f.file != "" {
-		if file, err = gale.LoadConfigFile(f.file); err != nil {
+		if file, err = config.LoadFile(f.file); err != nil {
 			return err
 		}
 	}
@@ -703,7 +704,7 @@ func writeClientConfig(dir string, file gale.Config, nimbuses []string) (string,
 	if c == nil {
 		c = gale.Config{}
 	}
-	c[gale.NimbusSeeds] = nimbuses
+	c[config.NimbusSeeds] = nimbuses
 	b, err := yaml.Marshal(c)
 	if err != nil {
 		return "", err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"io"
 	"slices"
 	"strconv"
@@ -236,15 +237,15 @@ func runFailover(cmd *cobra.Command, f failoverFlags) error {
 	var file gale.Config
 	var err error
 	if f.file != "" {
-		if file, err = gale.LoadConfigFile(f.file); err != nil {
+		if file, err = config.LoadFile(f.file); err != nil {
 			return err
 		}
 	}
-	eff, err := gale.ResolveConfig(file, nil)
+	eff, err := config.Resolve(file, nil)
 	if err != nil {
 		return err
 	}
-	supTimeout, _ := eff.Int(gale.NimbusSupervisorTimeoutSecs)
+	supTimeout, _ := eff.Int(config.NimbusSupervisorTimeoutSecs)
 	if f.slotBase == 0 {
 		if f.slotBase, err = freeport.Consecutive(f.supervisors * f.workers); err != nil {
 			return fmt.Errorf("%w: give --slot-base", err)

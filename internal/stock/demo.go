@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
 
@@ -43,7 +44,7 @@ supervisors' reports to nimbus. Ctrl-C stops everything.`,
 			ctx := cmd.Context()
 			// Live numbers each second need the supervisors' reports each
 			// second (an RPC to nimbus; nothing reaches etcd).
-			f.defaults = gale.Config{gale.SupervisorHeartbeatFrequencySecs: 1}
+			f.defaults = gale.Config{config.SupervisorHeartbeatFrequencySecs: 1}
 			d, err := startDev(ctx, opts, f, cmd.ErrOrStderr(), hurry)
 			if err != nil {
 				return err

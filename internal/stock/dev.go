@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/proclist"
 
@@ -249,10 +250,10 @@ func startDev(ctx context.Context, opts *cli.Options, f devFlags, stderr io.Writ
 	var sec coord.Security // how the children reach dev's etcd
 	if f.file != "" {
 		// Checked here, once, rather than by each child as it starts.
-		if file, err = gale.LoadConfigFile(f.file); err != nil {
+		if file, err = config.LoadFile(f.file); err != nil {
 			return nil, err
 		}
-		eff, err := gale.ResolveConfig(file, nil)
+		eff, err := config.Resolve(file, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -844,14 +845,14 @@ func (d *devCluster) workersUnder(dir string) ([]proclist.Proc, error) {
 // gale.etcd.tls.cert and .key (a certificate that serves 127.0.0.1 and
 // is a client's too) and accepts only the clients of gale.etcd.tls.ca;
 // with gale.etcd.username, dev turns etcd's auth on for that user.
-func devEtcdSecurity(eff *gale.Effective) (coord.Security, error) {
+func devEtcdSecurity(eff *config.Effective) (coord.Security, error) {
 	sec, err := coord.SecurityFromConfig(eff)
 	if err != nil {
 		return sec, err
 	}
 	if sec.TLS() && (sec.CAFile == "" || sec.CertFile == "") {
 		return sec, fmt.Errorf("dev serves its etcd with TLS when the gale.yaml sets %s: it needs %s (the CA of its clients) and %s with %s (its certificate, for 127.0.0.1, and every process's)",
-			gale.GaleEtcdTLSCA, gale.GaleEtcdTLSCA, gale.GaleEtcdTLSCert, gale.GaleEtcdTLSKey)
+			config.GaleEtcdTLSCA, config.GaleEtcdTLSCA, config.GaleEtcdTLSCert, config.GaleEtcdTLSKey)
 	}
 	return sec, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 
@@ -116,14 +117,14 @@ func etcdSecurity(file string) (coord.Security, []string, error) {
 	var c gale.Config
 	if file != "" {
 		var err error
-		if c, err = gale.LoadConfigFile(file); err != nil {
+		if c, err = config.LoadFile(file); err != nil {
 			return coord.Security{}, nil, err
 		}
 	}
-	eff, err := gale.ResolveConfig(c, nil)
+	eff, err := config.Resolve(c, nil)
 	if err != nil {
 		return coord.Security{}, nil, err
 	}
 	sec, err := coord.SecurityFromConfig(eff)
-	return sec, eff.Strings(gale.GaleEtcdEndpoints), err
+	return sec, eff.Strings(config.GaleEtcdEndpoints), err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbus"
 
 	"github.com/gale-stream/gale/internal/cli"
@@ -45,20 +46,20 @@ leaves the cluster.`,
 			}
 			var file gale.Config
 			if f.file != "" {
-				c, err := gale.LoadConfigFile(f.file)
+				c, err := config.LoadFile(f.file)
 				if err != nil {
 					return err
 				}
 				file = c
 			}
-			eff, err := gale.ResolveConfig(file, nil)
+			eff, err := config.Resolve(file, nil)
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("port") {
-				f.port, _ = eff.Int(gale.NimbusThriftPort)
+				f.port, _ = eff.Int(config.NimbusThriftPort)
 			}
-			endpoints := eff.Strings(gale.GaleEtcdEndpoints)
+			endpoints := eff.Strings(config.GaleEtcdEndpoints)
 			if f.etcd != "" {
 				endpoints = strings.Split(f.etcd, ",")
 			}

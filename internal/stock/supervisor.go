@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/supervisor"
 
@@ -71,7 +72,7 @@ machine), not a wildcard such as 0.0.0.0.`,
 			}
 			var file gale.Config
 			if f.file != "" {
-				c, err := gale.LoadConfigFile(f.file)
+				c, err := config.LoadFile(f.file)
 				if err != nil {
 					return err
 				}
@@ -81,11 +82,11 @@ machine), not a wildcard such as 0.0.0.0.`,
 			// is no concern of the supervisor or its workers.
 			file = maps.Clone(file)
 			delete(file, "isolation.scheduler.machines")
-			eff, err := gale.ResolveConfig(file, nil)
+			eff, err := config.Resolve(file, nil)
 			if err != nil {
 				return err
 			}
-			ports := eff.Ints(gale.SupervisorSlotsPorts)
+			ports := eff.Ints(config.SupervisorSlotsPorts)
 			if f.ports != "" {
 				ports = nil
 				for _, p := range strings.Split(f.ports, ",") {
@@ -96,7 +97,7 @@ machine), not a wildcard such as 0.0.0.0.`,
 					ports = append(ports, n)
 				}
 			}
-			endpoints := eff.Strings(gale.GaleEtcdEndpoints)
+			endpoints := eff.Strings(config.GaleEtcdEndpoints)
 			if f.etcd != "" {
 				endpoints = strings.Split(f.etcd, ",")
 			}
@@ -175,8 +176,8 @@ func joinPorts(ports []int) string {
 // nimbusDialOptions are how a supervisor dials nimbus: TLS trusting
 // nimbus.tls.cert (the cluster's certificate, or the CA that signed each
 // nimbus's) when it is set, else plaintext (nil).
-func nimbusDialOptions(eff *gale.Effective) ([]grpc.DialOption, error) {
-	cert := eff.String(gale.NimbusTLSCert)
+func nimbusDialOptions(eff *config.Effective) ([]grpc.DialOption, error) {
+	cert := eff.String(config.NimbusTLSCert)
 	if cert == "" {
 		return nil, nil
 	}

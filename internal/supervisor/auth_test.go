@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 )
 
@@ -16,7 +17,7 @@ func TestSupervisorSendsTheClusterToken(t *testing.T) {
 	tc := newTestCluster(t)
 	ports := freePorts(t, 1)
 	cfg := tc.supervisorConfig(t, shortDir(t), ports)
-	cfg.Cluster = gale.Config{gale.NimbusAuthToken: "s3cret"}
+	cfg.Cluster = gale.Config{config.NimbusAuthToken: "s3cret"}
 	runSupervisor(t, cfg)
 	asg := coord.Assignment{Topology: "t1", Name: "ticks", Version: 1, Active: true, Artifact: tc.art, Factory: "ticks",
 		Workers: []coord.Slot{{Supervisor: "s1", Host: "127.0.0.1", Port: ports[0]}}}

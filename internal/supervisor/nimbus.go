@@ -13,6 +13,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bearer"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -105,7 +106,7 @@ func (n *nimbusConn) close() {
 // supervisor sends to nimbus: Report and Download need it where nimbus
 // checks one.
 func clusterToken(cluster gale.Config) (string, error) {
-	eff, err := gale.ResolveConfig(cluster, nil)
+	eff, err := config.Resolve(cluster, nil)
 	if err != nil {
 		return "", fmt.Errorf("supervisor: %w", err)
 	}

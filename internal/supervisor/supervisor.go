@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/transport"
@@ -76,17 +77,17 @@ type Config struct {
 }
 
 // FromCluster sets c's timings from the cluster's effective config.
-func (c *Config) FromCluster(eff *gale.Effective) {
+func (c *Config) FromCluster(eff *config.Effective) {
 	secs := func(key string) time.Duration {
 		n, _ := eff.Int(key)
 		return time.Duration(n) * time.Second
 	}
-	c.WorkerTimeout = secs(gale.SupervisorWorkerTimeoutSecs)
-	c.StartTimeout = secs(gale.SupervisorWorkerStartTimeoutSecs)
-	c.WorkerHeartbeat = secs(gale.WorkerHeartbeatFrequencySecs)
-	c.ReportEvery = secs(gale.SupervisorHeartbeatFrequencySecs)
-	c.LeaseTTL = secs(gale.NimbusSupervisorTimeoutSecs)
-	c.ArtifactRetention = secs(gale.SupervisorArtifactRetentionSecs)
+	c.WorkerTimeout = secs(config.SupervisorWorkerTimeoutSecs)
+	c.StartTimeout = secs(config.SupervisorWorkerStartTimeoutSecs)
+	c.WorkerHeartbeat = secs(config.WorkerHeartbeatFrequencySecs)
+	c.ReportEvery = secs(config.SupervisorHeartbeatFrequencySecs)
+	c.LeaseTTL = secs(config.NimbusSupervisorTimeoutSecs)
+	c.ArtifactRetention = secs(config.SupervisorArtifactRetentionSecs)
 }
 
 // Supervisor runs the workers that assignments place on its slots.
@@ -221,9 +222,9 @@ func New(cfg Config) (*Supervisor, error) {
 		errs = append(errs, errors.New("no coordination store"))
 	}
 	for name, d := range map[string]time.Duration{
-		gale.SupervisorWorkerTimeoutSecs: cfg.WorkerTimeout, gale.SupervisorWorkerStartTimeoutSecs: cfg.StartTimeout,
-		gale.WorkerHeartbeatFrequencySecs: cfg.WorkerHeartbeat, gale.SupervisorHeartbeatFrequencySecs: cfg.ReportEvery,
-		gale.NimbusSupervisorTimeoutSecs: cfg.LeaseTTL,
+		config.SupervisorWorkerTimeoutSecs: cfg.WorkerTimeout, config.SupervisorWorkerStartTimeoutSecs: cfg.StartTimeout,
+		config.WorkerHeartbeatFrequencySecs: cfg.WorkerHeartbeat, config.SupervisorHeartbeatFrequencySecs: cfg.ReportEvery,
+		config.NimbusSupervisorTimeoutSecs: cfg.LeaseTTL,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be > 0, got %v", name, d))

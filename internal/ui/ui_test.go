@@ -20,6 +20,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bearer"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbus"
@@ -71,7 +72,7 @@ func newEnvWith(t *testing.T, mod func(*nimbus.Config)) *env {
 
 	ncfg := nimbus.Config{
 		ID: "n1", Dir: t.TempDir(), Listen: "127.0.0.1:0", Endpoints: e.Endpoints,
-		Cluster: gale.Config{gale.NimbusAuthToken: token}, RequireAuth: true, GaleVersion: "1.2.3-test",
+		Cluster: gale.Config{config.NimbusAuthToken: token}, RequireAuth: true, GaleVersion: "1.2.3-test",
 	}
 	if mod != nil {
 		mod(&ncfg)

@@ -19,24 +19,24 @@ import (
 	"runtime/metrics"
 	"sync"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 )
 
-// The worker settings' keys, cluster keys of gale.yaml (the root
-// package's registry holds their types, defaults and documentation).
+// The worker settings' keys, cluster keys of gale.yaml (internal/config's
+// registry holds their types, defaults and documentation).
 const (
 	// KeyGOGC is the GC percent of a worker process (int, default 400;
 	// GOGCOff or ≥ 25).
-	KeyGOGC = "worker.gogc"
+	KeyGOGC = config.WorkerGOGC
 	// KeyGCFloorMB is the least heap, in MiB, a worker grows to before it
 	// collects, however little is live (int, default 64, ≥ 0; 0 = none).
-	KeyGCFloorMB = "worker.gc.floor.mb"
+	KeyGCFloorMB = config.WorkerGCFloorMB
 	// KeyHeapPretouch has a worker fault in its GC floor's worth of heap,
 	// and a quarter more, when it starts (bool, default true).
-	KeyHeapPretouch = "worker.heap.pretouch"
+	KeyHeapPretouch = config.WorkerHeapPretouch
 	// KeyHeapMemoryMB is Storm's heap budget of a worker, its Go memory
 	// limit (int, default 768, ≥ 64).
-	KeyHeapMemoryMB = "worker.heap.memory.mb"
+	KeyHeapMemoryMB = config.WorkerHeapMemoryMB
 )
 
 // GOGCOff is the value of KeyGOGC that turns proportional collection off,
@@ -57,7 +57,7 @@ type Settings struct {
 }
 
 // Of reads a worker's memory settings from its effective configuration.
-func Of(e *gale.Effective) Settings {
+func Of(e *config.Effective) Settings {
 	gogc, _ := e.Int(KeyGOGC)
 	mb, _ := e.Int(KeyHeapMemoryMB)
 	floor, _ := e.Int(KeyGCFloorMB)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 func TestOf(t *testing.T) {
@@ -32,7 +33,7 @@ func TestOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := gale.ResolveConfig(tt.file, nil)
+			e, err := config.Resolve(tt.file, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func TestKeysAreClusterSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := gale.ResolveConfig(nil, tt.topology)
+			_, err := config.Resolve(nil, tt.topology)
 			if !errors.Is(err, tt.is) || err.Error() != tt.want {
 				t.Errorf("ResolveConfig(nil, %v):\n got %v\nwant %s (%v)", tt.topology, err, tt.want, tt.is)
 			}
@@ -93,7 +94,7 @@ func TestRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := gale.ResolveConfig(tt.file, nil)
+			_, err := config.Resolve(tt.file, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ResolveConfig(%v, nil) = %v, want an error containing %s", tt.file, err, tt.want)
 			}

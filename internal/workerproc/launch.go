@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -69,12 +70,12 @@ type LaunchConfig struct {
 // each at half speed (docs/performance.md, "Pinning the workers").
 // Ignored with one worker, with fewer CPUs than workers, and off Linux:
 // Cluster.CPUs tells what was done.
-const CPUPinningKey = "worker.cpu.pinning"
+const CPUPinningKey = config.WorkerCPUPinning
 
 // pinCPUs reads CPUPinningKey from the cluster layer a launch hands its
 // workers, checked as the workers check it.
 func pinCPUs(cluster gale.Config) (bool, error) {
-	eff, err := gale.ResolveConfig(cluster, nil)
+	eff, err := config.Resolve(cluster, nil)
 	if err != nil {
 		return false, fmt.Errorf("workerproc: %w", err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -24,8 +24,8 @@ import (
 // default 0: a free port, which the worker reports in its heartbeats
 // and the UI offers to Prometheus by its service discovery; -1: none;
 // a fixed port suits one worker per host, since the others cannot bind
-// it and serve none). The root package registers and validates it.
-const KeyMetricsPort = "worker.metrics.port"
+// it and serve none). internal/config registers and validates it.
+const KeyMetricsPort = config.WorkerMetricsPort
 
 // A worker's /metrics holds what only the worker knows, live, with no
 // nimbus in between: its process (Go's go_* and process_* series: CPU,
@@ -41,7 +41,7 @@ const metricsShutdown = 2 * time.Second
 // eff's KeyMetricsPort gives, and returns the port (0 for none) and a
 // stop that ends the server and waits for it. A port it cannot bind is
 // logged, and the worker runs on without /metrics.
-func serveMetrics(eff *gale.Effective, listen, topology, topologyID string, w worker.Handle, log *slog.Logger) (port int, stop func()) {
+func serveMetrics(eff *config.Effective, listen, topology, topologyID string, w worker.Handle, log *slog.Logger) (port int, stop func()) {
 	want, _ := eff.Int(KeyMetricsPort)
 	if want < 0 {
 		return 0, func() {}

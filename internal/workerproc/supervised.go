@@ -15,6 +15,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/countfile"
 	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/scheduler"
@@ -115,7 +116,7 @@ const (
 )
 
 // runSupervised runs a supervised worker once its listener is bound.
-func runSupervised(ctx context.Context, spec Spec, conf gale.Config, eff *gale.Effective, built *Built, ln net.Listener, log *slog.Logger) error {
+func runSupervised(ctx context.Context, spec Spec, conf gale.Config, eff *config.Effective, built *Built, ln net.Listener, log *slog.Logger) error {
 	sv := spec.Supervised
 	opts := worker.Options{Logger: log, Listener: ln}
 	if sv.Counts != "" {

@@ -38,6 +38,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/worker"
@@ -265,7 +266,7 @@ func Main(ctx context.Context, spec Spec, stdin io.ReadCloser, stdout io.Writer,
 	for k, v := range spec.Config {
 		conf[k] = v
 	}
-	eff, err := gale.ResolveConfig(spec.Cluster, conf)
+	eff, err := config.Resolve(spec.Cluster, conf)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
 	}

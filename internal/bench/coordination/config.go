@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 )
 
 // Config says what Run simulates and measures.
@@ -61,13 +61,13 @@ type Config struct {
 // a topology of 1,000 workers, 60 s of steady state, and Gale's defaults
 // for the supervisor timeout and the report period.
 func DefaultConfig() Config {
-	eff, err := gale.ResolveConfig(nil, nil)
+	eff, err := config.Resolve(nil, nil)
 	timeout, every := 10, 5
 	if err == nil {
-		if v, ok := eff.Int(gale.NimbusSupervisorTimeoutSecs); ok {
+		if v, ok := eff.Int(config.NimbusSupervisorTimeoutSecs); ok {
 			timeout = v
 		}
-		if v, ok := eff.Int(gale.SupervisorHeartbeatFrequencySecs); ok {
+		if v, ok := eff.Int(config.SupervisorHeartbeatFrequencySecs); ok {
 			every = v
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/procstat"
@@ -118,8 +118,8 @@ func (b *bench) start() error {
 	}
 	b.dir = dir
 	conf := fmt.Sprintf("%s: %d\n%s: %d\n",
-		gale.NimbusSupervisorTimeoutSecs, int(b.cfg.SupervisorTimeout.Seconds()),
-		gale.SupervisorHeartbeatFrequencySecs, int(b.cfg.ReportEvery.Seconds()))
+		config.NimbusSupervisorTimeoutSecs, int(b.cfg.SupervisorTimeout.Seconds()),
+		config.SupervisorHeartbeatFrequencySecs, int(b.cfg.ReportEvery.Seconds()))
 	confFile := filepath.Join(dir, "gale.yaml")
 	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {
 		return err

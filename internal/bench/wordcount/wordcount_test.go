@@ -16,6 +16,7 @@ import (
 	"github.com/gale-stream/gale/internal/bench"
 	benchtopo "github.com/gale-stream/gale/internal/bench/wordcount"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/worker"
 	"github.com/gale-stream/gale/internal/workermem"
 )
@@ -347,7 +348,7 @@ func TestBenchDefaultsAreAWorkers(t *testing.T) {
 		return workermem.Settings{GCPercent: opts.GOGC, LimitBytes: int64(opts.HeapMB) << 20,
 			FloorBytes: int64(opts.GCFloorMB) << 20, Pretouch: opts.HeapPretouch}
 	}
-	e, err := gale.ResolveConfig(nil, nil)
+	e, err := config.Resolve(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +358,7 @@ func TestBenchDefaultsAreAWorkers(t *testing.T) {
 	}
 
 	o.GOGC, o.HeapMB, o.GCFloorMB, o.HeapPretouch = bench.GOGCOff, 1024, 0, false
-	e, err = gale.ResolveConfig(benchtopo.WorkerCluster(o), nil)
+	e, err = config.Resolve(benchtopo.WorkerCluster(o), nil)
 	if err != nil {
 		t.Fatalf("the workers' cluster layer: %v", err)
 	}

@@ -1,4 +1,4 @@
-package gale
+package config
 
 import (
 	"encoding/json"
@@ -54,7 +54,7 @@ func TestConfigIntMap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := ResolveConfig(Config{IsolationSchedulerMachines: tt.raw}, nil)
+			e, err := Resolve(Config{IsolationSchedulerMachines: tt.raw}, nil)
 			if tt.wantIs != nil {
 				if err == nil {
 					t.Fatalf("got %v, nil error, want %q", e.IntMap(IsolationSchedulerMachines), tt.wantMsg)
@@ -82,7 +82,7 @@ func TestConfigIntMap(t *testing.T) {
 }
 
 func TestIsolationSchedulerMachinesIsAClusterKey(t *testing.T) {
-	e, err := ResolveConfig(nil, nil)
+	e, err := Resolve(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,21 +97,21 @@ func TestIsolationSchedulerMachinesIsAClusterKey(t *testing.T) {
 		{LayerTopology, `config: "isolation.scheduler.machines" may not be set in topology config (only topology.* keys may; set it in gale.yaml)`},
 		{LayerComponent, `config: "isolation.scheduler.machines" may not be set in component config (allowed: topology.component.panic.policy, topology.debug, topology.max.spout.pending, topology.max.spout.pending.autotune, topology.max.spout.pending.autotune.interval.secs, topology.max.task.parallelism, topology.tick.tuple.freq.secs, topology.tuple.reuse; set it in gale.yaml)`},
 	} {
-		err := iso.Validate(tt.layer)
+		err := Validate(iso, tt.layer)
 		if err == nil || err.Error() != tt.want || !errors.Is(err, ErrForbiddenOverride) {
 			t.Errorf("in %v: got %v, want ErrForbiddenOverride %s", tt.layer, err, tt.want)
 		}
 	}
-	if err := iso.Validate(LayerFile); err != nil {
+	if err := Validate(iso, LayerFile); err != nil {
 		t.Errorf("in gale.yaml: got %v, want nil", err)
 	}
 }
 
 // TestEffectiveIntMapIsACopy: neither IntMap's result, Map's nor the
-// Config given to ResolveConfig shares its map with the Effective.
+// Config given to Resolve shares its map with the Effective.
 func TestEffectiveIntMapIsACopy(t *testing.T) {
 	file := Config{IsolationSchedulerMachines: map[string]int{"wordcount": 2}}
-	e, err := ResolveConfig(file, nil)
+	e, err := Resolve(file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,16 +127,16 @@ func TestEffectiveIntMapIsACopy(t *testing.T) {
 		t.Errorf("after the callers changed their maps: got %v, want map[wordcount:2]", got)
 	}
 	// Map's result is a valid gale.yaml, and gives the same mapping back.
-	again, err := ResolveConfig(e.Map(), nil)
+	again, err := Resolve(e.Map(), nil)
 	if err != nil {
-		t.Fatalf("ResolveConfig(Map()): %v", err)
+		t.Fatalf("Resolve(Map()): %v", err)
 	}
 	if got := again.IntMap(IsolationSchedulerMachines); !maps.Equal(got, map[string]int{"wordcount": 2}) {
 		t.Errorf("round trip: got %v, want map[wordcount:2]", got)
 	}
 }
 
-// TestConfigIntMapFromDecoders: the mapping as LoadConfigFile, goccy's
+// TestConfigIntMapFromDecoders: the mapping as LoadFile, goccy's
 // YAML and encoding/json decode it.
 func TestConfigIntMapFromDecoders(t *testing.T) {
 	want := map[string]int{"wordcount": 2, "billing": 1, "123": 4}
@@ -147,7 +147,7 @@ func TestConfigIntMapFromDecoders(t *testing.T) {
 		t.Fatal(err)
 	}
 	decode := map[string]func() (Config, error){
-		"LoadConfigFile": func() (Config, error) { return LoadConfigFile(path) },
+		"LoadFile": func() (Config, error) { return LoadFile(path) },
 		"goccy/go-yaml flow style": func() (Config, error) {
 			var c Config
 			err := yaml.Unmarshal([]byte("isolation.scheduler.machines: {wordcount: 2, billing: 1, 123: 4}\n"), &c)
@@ -165,9 +165,9 @@ func TestConfigIntMapFromDecoders(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			e, err := ResolveConfig(c, nil)
+			e, err := Resolve(c, nil)
 			if err != nil {
-				t.Fatalf("ResolveConfig: got error %v, want nil", err)
+				t.Fatalf("Resolve: got error %v, want nil", err)
 			}
 			if got := e.IntMap(IsolationSchedulerMachines); !maps.Equal(got, want) {
 				t.Errorf("got %v, want %v", got, want)
@@ -180,11 +180,11 @@ func TestConfigIntMapFromDecoders(t *testing.T) {
 		if err := os.WriteFile(big, []byte("isolation.scheduler.machines:\n  wordcount: 99999999999999999999\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := LoadConfigFile(big)
+		c, err := LoadFile(big)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = ResolveConfig(c, nil)
+		_, err = Resolve(c, nil)
 		const want = `config: "isolation.scheduler.machines" in gale.yaml must be a mapping of names to integers that fit in 64 bits, got number 99999999999999999999 for "wordcount"`
 		if err == nil || err.Error() != want || !errors.Is(err, ErrOutOfRange) {
 			t.Errorf("got %v, want ErrOutOfRange %s", err, want)

@@ -1,4 +1,4 @@
-package gale
+package config
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package gale
+package config
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // code's Storm table (stormKeys) with the same status and note, and no
 // other, so that the two cannot drift.
 func TestStormKeysDocumented(t *testing.T) {
-	data, err := os.ReadFile("docs/storm-keys.md")
+	data, err := os.ReadFile("../../docs/storm-keys.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestStormKeysAgreeWithTheRegistry(t *testing.T) {
 				t.Errorf("%s is refused without a reason", k.name)
 			}
 			for _, layer := range []Layer{LayerFile, LayerTopology, LayerComponent} {
-				err := Config{k.name: 1}.Validate(layer)
+				err := Validate(Config{k.name: 1}, layer)
 				if !errors.Is(err, ErrUnsupportedKey) || errors.Is(err, ErrUnknownKey) ||
 					!strings.Contains(err.Error(), "is not supported by Gale: "+k.note) {
 					t.Errorf("%s %s: got %v, want ErrUnsupportedKey with its reason", k.name, layer, err)
@@ -93,13 +93,13 @@ func TestUserKeysBoundedPerLayer(t *testing.T) {
 	for i := range 17 {
 		c["starter.part"+string(rune('a'+i))] = value
 	}
-	err := c.Validate(LayerTopology)
+	err := Validate(c, LayerTopology)
 	want := `config: user key "starter.partq" in topology config takes the user keys in topology config past 1024 KiB as JSON, their limit; put large data in a file or a store and the key's value its name`
 	if err == nil || err.Error() != want || !errors.Is(err, ErrOutOfRange) {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	delete(c, "starter.partq")
-	if err := c.Validate(LayerTopology); err != nil {
+	if err := Validate(c, LayerTopology); err != nil {
 		t.Errorf("16 user keys of 62 KiB: %v, want accepted", err)
 	}
 }

@@ -1,4 +1,4 @@
-package gale
+package config
 
 import (
 	"encoding/json"
@@ -16,9 +16,9 @@ import (
 )
 
 func TestConfigDefaults(t *testing.T) {
-	e, err := ResolveConfig(nil, nil)
+	e, err := Resolve(nil, nil)
 	if err != nil {
-		t.Fatalf("ResolveConfig(nil, nil): got error %v, want nil", err)
+		t.Fatalf("Resolve(nil, nil): got error %v, want nil", err)
 	}
 	tests := []struct {
 		key  string
@@ -44,13 +44,13 @@ func TestConfigDefaults(t *testing.T) {
 		{TopologyStatsSampleRate, nil},
 		{TopologyMinReplicationCount, 1},
 		{TopologyMaxReplicationWaitTimeSec, 60},
-		{workerGOGC, 400},
-		{workerGCFloorMB, 64},
-		{workerHeapPretouch, true},
+		{WorkerGOGC, 400},
+		{WorkerGCFloorMB, 64},
+		{WorkerHeapPretouch, true},
 		{TopologyTestingAlwaysTrySerialize, false},
-		{workerHeapMemoryMB, 768},
-		{workerCPUPinning, false},
-		{workerMetricsPort, 0},
+		{WorkerHeapMemoryMB, 768},
+		{WorkerCPUPinning, false},
+		{WorkerMetricsPort, 0},
 		{SupervisorSlotsPorts, []int{6700, 6701, 6702, 6703}},
 		{SupervisorHeartbeatFrequencySecs, 5},
 		{SupervisorWorkerTimeoutSecs, 30},
@@ -115,7 +115,7 @@ func TestConfigRegistry(t *testing.T) {
 			if s.def == nil {
 				return
 			}
-			if err := (Config{s.name: s.def}).Validate(LayerDefault); err != nil {
+			if err := Validate(Config{s.name: s.def}, LayerDefault); err != nil {
 				t.Errorf("default %v: got error %v, want nil", s.def, err)
 			}
 		})
@@ -156,9 +156,9 @@ func TestResolveConfigLayers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := ResolveConfig(tt.file, tt.topology)
+			e, err := Resolve(tt.file, tt.topology)
 			if err != nil {
-				t.Fatalf("ResolveConfig: got error %v, want nil", err)
+				t.Fatalf("Resolve: got error %v, want nil", err)
 			}
 			if tt.component != nil {
 				if e, err = e.ForComponent("split", tt.component); err != nil {
@@ -181,12 +181,12 @@ func TestResolveConfigLayers(t *testing.T) {
 }
 
 func TestEffectiveGetters(t *testing.T) {
-	e, err := ResolveConfig(
+	e, err := Resolve(
 		Config{NimbusSeeds: []any{"n1", "n2"}, SupervisorSlotsPorts: []any{6700}},
 		Config{TopologyWorkers: 2, TopologyDebug: true, TopologyComponentPanicPolicy: PanicPolicyKillWorker},
 	)
 	if err != nil {
-		t.Fatalf("ResolveConfig: got error %v, want nil", err)
+		t.Fatalf("Resolve: got error %v, want nil", err)
 	}
 	if v, set := e.Int(TopologyWorkers); v != 2 || !set {
 		t.Errorf("Int(%s): got %d, %t, want 2, true", TopologyWorkers, v, set)
@@ -228,9 +228,9 @@ func TestEffectiveGetters(t *testing.T) {
 }
 
 func TestEffectiveGetterPanics(t *testing.T) {
-	e, err := ResolveConfig(nil, nil)
+	e, err := Resolve(nil, nil)
 	if err != nil {
-		t.Fatalf("ResolveConfig: got error %v, want nil", err)
+		t.Fatalf("Resolve: got error %v, want nil", err)
 	}
 	tests := []struct {
 		name    string
@@ -357,7 +357,7 @@ func TestConfigValidateErrors(t *testing.T) {
 			`config: "topology.component.panic.policy" in topology config must be one of "fail-tuple", "kill-worker", got "explode"`},
 		{"port too large", LayerFile, Config{UIPort: 70000}, ErrOutOfRange,
 			`config: "ui.port" in gale.yaml must be a port number from 0 to 65535, got 70000`},
-		{"worker metrics port below -1", LayerFile, Config{workerMetricsPort: -2}, ErrOutOfRange,
+		{"worker metrics port below -1", LayerFile, Config{WorkerMetricsPort: -2}, ErrOutOfRange,
 			`config: "worker.metrics.port" in gale.yaml must be -1 (none) or a port number from 0 to 65535, got -2`},
 		{"slot port zero", LayerFile, Config{SupervisorSlotsPorts: []any{6700, 0}}, ErrOutOfRange,
 			`config: "supervisor.slots.ports" in gale.yaml must hold port numbers from 1 to 65535, got 0 at index 1`},
@@ -373,7 +373,7 @@ func TestConfigValidateErrors(t *testing.T) {
 	sentinels := []error{ErrUnknownKey, ErrUnsupportedKey, ErrWrongType, ErrForbiddenOverride, ErrOutOfRange}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.config.Validate(tt.layer)
+			err := Validate(tt.config, tt.layer)
 			if err == nil {
 				t.Fatalf("got nil error, want %q", tt.wantMsg)
 			}
@@ -410,7 +410,7 @@ func TestConfigValidateAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.config.Validate(tt.layer); err != nil {
+			if err := Validate(tt.config, tt.layer); err != nil {
 				t.Errorf("got error %v, want nil", err)
 			}
 		})
@@ -439,14 +439,14 @@ func TestConfigNumberTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := ResolveConfig(nil, Config{TopologyWorkers: tt.raw})
+			e, err := Resolve(nil, Config{TopologyWorkers: tt.raw})
 			if err != nil {
 				t.Fatalf("got error %v, want nil", err)
 			}
 			if got, _ := e.Int(TopologyWorkers); got != 7 {
 				t.Errorf("got %d, want 7", got)
 			}
-			e, err = ResolveConfig(Config{SupervisorSlotsPorts: []any{tt.raw}}, nil)
+			e, err = Resolve(Config{SupervisorSlotsPorts: []any{tt.raw}}, nil)
 			if err != nil {
 				t.Fatalf("as list element: got error %v, want nil", err)
 			}
@@ -519,9 +519,9 @@ func TestConfigFromDecoders(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			e, err := ResolveConfig(nil, c)
+			e, err := Resolve(nil, c)
 			if err != nil {
-				t.Fatalf("ResolveConfig: got error %v, want nil", err)
+				t.Fatalf("Resolve: got error %v, want nil", err)
 			}
 			if got, _ := e.Int(TopologyWorkers); got != 3 {
 				t.Errorf("workers: got %d, want 3", got)
@@ -540,7 +540,7 @@ func TestConfigFromDecoders(t *testing.T) {
 }
 
 func TestResolveConfigReportsAllErrors(t *testing.T) {
-	_, err := ResolveConfig(
+	_, err := Resolve(
 		Config{TopologyWorkers: "two", "ui.prot": 1},
 		Config{SupervisorSlotsPorts: []any{1}, TopologyMessageTimeoutSecs: 0},
 	)
@@ -564,9 +564,9 @@ func TestResolveConfigReportsAllErrors(t *testing.T) {
 }
 
 func TestForComponent(t *testing.T) {
-	top, err := ResolveConfig(nil, Config{TopologyDebug: true})
+	top, err := Resolve(nil, Config{TopologyDebug: true})
 	if err != nil {
-		t.Fatalf("ResolveConfig: got error %v, want nil", err)
+		t.Fatalf("Resolve: got error %v, want nil", err)
 	}
 
 	t.Run("errors name the component", func(t *testing.T) {
@@ -619,9 +619,9 @@ func TestForComponent(t *testing.T) {
 }
 
 func TestEffectiveEntriesAndMap(t *testing.T) {
-	top, err := ResolveConfig(Config{UIPort: 9000}, Config{TopologyWorkers: 2})
+	top, err := Resolve(Config{UIPort: 9000}, Config{TopologyWorkers: 2})
 	if err != nil {
-		t.Fatalf("ResolveConfig: got error %v, want nil", err)
+		t.Fatalf("Resolve: got error %v, want nil", err)
 	}
 	e, err := top.ForComponent("split", Config{TopologyMaxSpoutPending: 8})
 	if err != nil {
@@ -631,10 +631,10 @@ func TestEffectiveEntriesAndMap(t *testing.T) {
 	if len(entries) != len(configKeySpecs) {
 		t.Fatalf("len(Entries): got %d, want %d", len(entries), len(configKeySpecs))
 	}
-	if !slices.IsSortedFunc(entries, func(a, b ConfigEntry) int { return strings.Compare(a.Key, b.Key) }) {
+	if !slices.IsSortedFunc(entries, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) }) {
 		t.Errorf("Entries: got unsorted keys, want sorted")
 	}
-	byKey := make(map[string]ConfigEntry)
+	byKey := make(map[string]Entry)
 	for _, en := range entries {
 		byKey[en.Key] = en
 		if en.Doc == "" {
@@ -681,8 +681,8 @@ func TestEffectiveEntriesAndMap(t *testing.T) {
 		t.Errorf("Map shares slices with the config: got %q after change, want %q", got, "127.0.0.1")
 	}
 	// The map round-trips: it is a valid gale.yaml, apart from topology.name.
-	if err := m.Validate(LayerFile); err != nil {
-		t.Errorf("Map().Validate(LayerFile): got error %v, want nil", err)
+	if err := Validate(m, LayerFile); err != nil {
+		t.Errorf("Validate(Map(), LayerFile): got error %v, want nil", err)
 	}
 }
 
@@ -707,13 +707,13 @@ nimbus.seeds:
   - nimbus-2.example
 topology.acker.executors: ~
 `)
-		c, err := LoadConfigFile(p)
+		c, err := LoadFile(p)
 		if err != nil {
-			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+			t.Fatalf("LoadFile: got error %v, want nil", err)
 		}
-		e, err := ResolveConfig(c, nil)
+		e, err := Resolve(c, nil)
 		if err != nil {
-			t.Fatalf("ResolveConfig: got error %v, want nil", err)
+			t.Fatalf("Resolve: got error %v, want nil", err)
 		}
 		if got, _ := e.Int(TopologyWorkers); got != 2 {
 			t.Errorf("workers: got %d, want 2", got)
@@ -738,26 +738,26 @@ topology.acker.executors: ~
 	})
 
 	t.Run("empty file", func(t *testing.T) {
-		c, err := LoadConfigFile(write("empty.yaml", "# nothing set\n"))
+		c, err := LoadFile(write("empty.yaml", "# nothing set\n"))
 		if err != nil || c == nil || len(c) != 0 {
 			t.Errorf("got %v, %v, want an empty Config and nil", c, err)
 		}
 	})
 
-	t.Run("unknown key is caught by ResolveConfig", func(t *testing.T) {
-		c, err := LoadConfigFile(write("typo.yaml", "topology.wrokers: 2\n"))
+	t.Run("unknown key is caught by Resolve", func(t *testing.T) {
+		c, err := LoadFile(write("typo.yaml", "topology.wrokers: 2\n"))
 		if err != nil {
-			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+			t.Fatalf("LoadFile: got error %v, want nil", err)
 		}
-		_, err = ResolveConfig(c, nil)
+		_, err = Resolve(c, nil)
 		want := `config: unknown key "topology.wrokers" in gale.yaml (did you mean "topology.workers"?)`
 		if err == nil || err.Error() != want {
-			t.Errorf("ResolveConfig: got %v, want %s", err, want)
+			t.Errorf("Resolve: got %v, want %s", err, want)
 		}
 	})
 
 	t.Run("numbers beyond 64 bits are out of range", func(t *testing.T) {
-		c, err := LoadConfigFile(write("big.yaml", `topology.workers: 99999999999999999999
+		c, err := LoadFile(write("big.yaml", `topology.workers: 99999999999999999999
 topology.max.spout.pending: -99999999999999999999
 ui.port: 0x1_0000_0000_0000_0000
 topology.message.timeout.secs: 1.0e+400
@@ -765,9 +765,9 @@ supervisor.slots.ports: [6700, 99999999999999999999]
 topology.shutdown.drain.timeout.secs: "99999999999999999999"
 `))
 		if err != nil {
-			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+			t.Fatalf("LoadFile: got error %v, want nil", err)
 		}
-		_, err = ResolveConfig(c, nil)
+		_, err = Resolve(c, nil)
 		for _, want := range []struct {
 			is  error
 			msg string
@@ -781,22 +781,22 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 			{ErrWrongType, `config: "topology.shutdown.drain.timeout.secs" in gale.yaml must be an integer, got string "99999999999999999999"`},
 		} {
 			if !slices.ContainsFunc(joinedErrors(err), func(e error) bool { return errors.Is(e, want.is) && e.Error() == want.msg }) {
-				t.Errorf("ResolveConfig: got %v\nwant among them (%v) %s", err, want.is, want.msg)
+				t.Errorf("Resolve: got %v\nwant among them (%v) %s", err, want.is, want.msg)
 			}
 		}
 	})
 
 	t.Run("numbers that fit", func(t *testing.T) {
-		c, err := LoadConfigFile(write("fit.yaml", "topology.workers: 0x10\nui.port: 9223372036854775807\ntopology.message.timeout.secs: 1e3\n"))
+		c, err := LoadFile(write("fit.yaml", "topology.workers: 0x10\nui.port: 9223372036854775807\ntopology.message.timeout.secs: 1e3\n"))
 		if err != nil {
-			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+			t.Fatalf("LoadFile: got error %v, want nil", err)
 		}
-		_, err = ResolveConfig(c, nil)
+		_, err = Resolve(c, nil)
 		if want := `config: "ui.port" in gale.yaml must be a port number from 0 to 65535, got 9223372036854775807`; err == nil || err.Error() != want {
-			t.Fatalf("ResolveConfig: got %v, want %s", err, want)
+			t.Fatalf("Resolve: got %v, want %s", err, want)
 		}
 		delete(c, UIPort)
-		e, err := ResolveConfig(c, nil)
+		e, err := Resolve(c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -809,13 +809,13 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 	})
 
 	t.Run("string keys keep long digit strings", func(t *testing.T) {
-		c, err := LoadConfigFile(write("seeds.yaml", "nimbus.seeds: [99999999999999999999]\n"))
+		c, err := LoadFile(write("seeds.yaml", "nimbus.seeds: [99999999999999999999]\n"))
 		if err != nil {
-			t.Fatalf("LoadConfigFile: got error %v, want nil", err)
+			t.Fatalf("LoadFile: got error %v, want nil", err)
 		}
-		e, err := ResolveConfig(c, nil)
+		e, err := Resolve(c, nil)
 		if err != nil {
-			t.Fatalf("ResolveConfig: got error %v, want nil", err)
+			t.Fatalf("Resolve: got error %v, want nil", err)
 		}
 		if got, want := e.Strings(NimbusSeeds), []string{"99999999999999999999"}; !slices.Equal(got, want) {
 			t.Errorf("seeds: got %q, want %q", got, want)
@@ -825,7 +825,7 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 	t.Run("binary file", func(t *testing.T) {
 		elf := "\x7fELF\x02\x01\x01\x00\x00\x00\x1b[2J\x1b]0;pwned\x07" + strings.Repeat("\x00", 64) + "topology.workers: 2\n"
 		p := write("ls", elf)
-		_, err := LoadConfigFile(p)
+		_, err := LoadFile(p)
 		want := "config: " + p + ` is not a text file (control character 0x7f at offset 0): a gale.yaml is YAML text, such as "topology.workers: 2"`
 		if err == nil || err.Error() != want {
 			t.Fatalf("got %v, want %s", err, want)
@@ -833,7 +833,7 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 	})
 
 	t.Run("not UTF-8", func(t *testing.T) {
-		_, err := LoadConfigFile(write("latin1.yaml", "nimbus.seeds: [caf\xe9]\n"))
+		_, err := LoadFile(write("latin1.yaml", "nimbus.seeds: [caf\xe9]\n"))
 		if err == nil || !strings.Contains(err.Error(), "is not a text file (byte 0xe9 at offset 18 is not UTF-8)") {
 			t.Fatalf("got %v, want it to say the file is not text, and where", err)
 		}
@@ -841,7 +841,7 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 
 	t.Run("YAML error on a long line", func(t *testing.T) {
 		long := "nimbus.seeds: [a, " + strings.Repeat("ü", 300) + "\n"
-		_, err := LoadConfigFile(write("long.yaml", long))
+		_, err := LoadFile(write("long.yaml", long))
 		if err == nil {
 			t.Fatal("got nil, want a YAML error")
 		}
@@ -873,7 +873,7 @@ topology.shutdown.drain.timeout.secs: "99999999999999999999"
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := LoadConfigFile(tt.path)
+			c, err := LoadFile(tt.path)
 			if err == nil {
 				t.Fatalf("got %v, nil, want an error", c)
 			}
@@ -925,3 +925,6 @@ func TestLayerAndScopeStrings(t *testing.T) {
 		}
 	}
 }
+
+// Config is a configuration layer, as package gale's Config is.
+type Config = map[string]any
