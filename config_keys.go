@@ -32,7 +32,7 @@ const (
 	// message timeout, topology.message.timeout.secs, ≥ 1). Trees that a
 	// too-large value queues time out a message timeout after they were
 	// emitted, so an interval that long sees the cost of a step in the
-	// next interval's progress; the seed's 120 s is four of Storm's
+	// next interval's progress; the paper's 120 s is four of Storm's
 	// default timeouts, and at 25% a step the climb from 1 to 1000 takes
 	// some 30 steps: an hour at 120 s, a quarter of one at 30 s. May be set
 	// per component.

@@ -19,7 +19,7 @@
 //
 // Each Step compares the interval's progress with the last one's, calling
 // it higher, lower or about the same (within Config.Tolerance, below),
-// and takes one of three actions, as in the seed:
+// and takes one of three actions, as in the paper:
 //
 //   - Increase: the value grows by 25%, at least by 1.
 //   - Decrease: the value shrinks by max(25%, the relative drop in
@@ -38,7 +38,7 @@
 // "Back" restores the value before the last move and compares the next
 // interval with the progress measured at that value, so that the recovery
 // is not taken for a gain. An increase that brought no gain goes back
-// (the seed's rule); so does a decrease that cost progress. A decrease that
+// (the paper's rule); so does a decrease that cost progress. A decrease that
 // cost none is followed by another: the same progress with fewer trees in
 // flight is better (less latency, fewer replays after a failure), so the
 // value slides down until progress starts to fall, then steps back once.
@@ -58,7 +58,7 @@
 // executors of a short bolt (issue 22's Kafka bench: 8 executors, 2 ms).
 //
 // After five no-changes in a row the tuner probes: with an increase, as
-// the seed says, unless an increase went back for want of a gain and no
+// the paper says, unless an increase went back for want of a gain and no
 // downward probe has gone back since, in which case with a decrease (at a
 // bound, the way it can move). So at the best value the probes alternate,
 // one up, one down. The downward probes, with the slide above, take the
@@ -125,7 +125,7 @@ const (
 	DefaultMax       = 1 << 20
 	DefaultTolerance = 0.05
 	// NoChangesBeforeProbe is how many no-changes in a row make the next
-	// step a probe (the seed's five).
+	// step a probe (the paper's five).
 	NoChangesBeforeProbe = 5
 )
 

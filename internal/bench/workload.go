@@ -13,7 +13,7 @@ const (
 	MinWordLen       = 5
 	MaxWordLen       = 9 // lengths cycle MinWordLen..MaxWordLen, so the mean is exactly 7
 
-	// BaseSeed is the seed [SpoutSeed] derives every spout's generator seed from.
+	// BaseSeed is the paper [SpoutSeed] derives every spout's generator seed from.
 	BaseSeed uint64 = 0x6761_6c65_6265_6e63 // "galebenc"
 
 	vocabSeed1 uint64 = 0x853c_49e6_748f_ea9b
@@ -61,7 +61,7 @@ func SpoutSeed(index int) uint64 {
 
 // SentenceGen generates the workload's sentences: WordsPerSentence words drawn
 // uniformly from the vocabulary, joined by single spaces. The sequence is fully
-// determined by the seed. A SentenceGen is not safe for concurrent use; give each
+// determined by the paper. A SentenceGen is not safe for concurrent use; give each
 // spout its own.
 type SentenceGen struct {
 	pcg rand.PCG

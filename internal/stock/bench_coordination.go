@@ -17,7 +17,7 @@ func newCoordinationCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "coordination",
 		Short: "Benchmark the cluster's coordination: a real etcd and nimbus facing thousands of simulated supervisors",
-		Long: `Benchmark the cluster's coordination, the seed's ZooKeeper experiment at
+		Long: `Benchmark the cluster's coordination, the paper's ZooKeeper experiment at
 internet scale: a real etcd and a real nimbus, each a child process of this
 program, face --supervisors simulated supervisors in this process. Each holds
 its own etcd lease (TTL --supervisor-timeout, kept alive by keep-alives) and

@@ -44,12 +44,12 @@ func newFailoverCmd() *cobra.Command {
 		warmup: 5 * time.Second, drainTimeout: 2 * time.Minute, messageTimeout: 10, maxSpoutPending: 100}
 	cmd := &cobra.Command{
 		Use:   "failover",
-		Short: "The seed's machine-loss experiment on one machine: kill -9 a supervisor and its workers every --kill-every",
+		Short: "Storm@Twitter's machine-loss experiment on one machine: kill -9 a supervisor and its workers every --kill-every",
 		Long: `Run a dev cluster of --supervisors supervisors (etcd, nimbus and the
 supervisors as processes of this program, on 127.0.0.1) with a word count in
 ack mode, 2 workers per supervisor unless --workers says otherwise, and feed
 it --rate sentences per second from a hold-and-ack queue in this process,
-outside every worker (the seed's Kestrel queue): a sentence whose tree fails,
+outside every worker (the paper's Kestrel queue): a sentence whose tree fails,
 whose spout's worker dies or whose hold expires is put back and replayed.
 
 After --warmup, every --kill-every one supervisor and its workers are killed
@@ -57,9 +57,9 @@ with SIGKILL, as the loss of a machine, --kills times (default: down to one
 supervisor); the last period runs as long as the others. Then the queue stops
 producing and the run waits (at most --drain-timeout) until every sentence is
 acked. Each supervisor has a slot for every worker, so the last one can run
-them all (the seed's machines went from 3 workers each to 12).
+them all (the paper's machines went from 3 workers each to 12).
 
-It prints a row per period between kills, as the seed's table: supervisors
+It prints a row per period between kills, as the paper's table: supervisors
 alive, workers running, throughput (sentences acked per second), p50 and p99
 complete latency (emit to ack, measured by the spouts). For each kill, the
 time until the throughput of 1 s windows is back to ≥ 80% of the new steady

@@ -34,8 +34,8 @@ func newBenchKafkaCmd() *cobra.Command {
 	f := kafkaFlags{cfg: benchkafka.Config{Messages: 1_000_000, Partitions: 4}}
 	cmd := &cobra.Command{
 		Use:   "kafka",
-		Short: "The seed's three experiments on an in-process Kafka: a plain consumer, the topology with acking off, and on",
-		Long: `Reproduce the seed's three experiments, which weighed Storm's cost against
+		Short: "Storm@Twitter's three experiments on an in-process Kafka: a plain consumer, the topology with acking off, and on",
+		Long: `Reproduce the paper's three experiments, which weighed Storm's cost against
 the deserialization it cannot avoid, on an in-process Kafka (franz-go's kfake,
 one broker on 127.0.0.1, run as a child process of this program so that its
 CPU is not counted). First --messages records are produced to a topic of
@@ -75,7 +75,7 @@ process's CPU time per message (getrusage; the broker's is reported apart).
 lost counts the ids the decoding step never saw, duplicates the sightings
 beyond each id's first. Then the CPU per
 message is compared: the issue's targets are noack ≤ 1.5× plain and
-ack ≤ 2× noack (the seed measured about 3× for Storm's reliability).
+ack ≤ 2× noack (the paper measured about 3× for Storm's reliability).
 
 --json prints one JSON object on stdout: "messages", "partitions",
 "produce_seconds", "runs" (one object per mode, in order, with "mode",

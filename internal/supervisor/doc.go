@@ -6,6 +6,6 @@
 // observed ones (launched or adopted from local state), the local
 // artifacts and the time give the actions to take: download, launch,
 // kill, reassign, activate, deactivate. It classifies every worker as
-// the seed does: valid, timed out, not started or disallowed, plus
+// the paper does: valid, timed out, not started or disallowed, plus
 // starting while within its start grace.
 package supervisor

@@ -135,7 +135,7 @@ type StepConfig struct {
 	WireVersion  int
 }
 
-// State is a worker's classification: the seed's four states, plus
+// State is a worker's classification: the paper's four states, plus
 // starting (within the start grace) and, for a desired worker that does
 // not run, why not.
 type State string

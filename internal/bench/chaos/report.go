@@ -18,7 +18,7 @@ type Report struct {
 	Rate        float64 `json:"rate"`
 	MaxGapS     float64 `json:"max_list_gap_s"`
 
-	// Planned are the events the seed gave, Events those done.
+	// Planned are the events the paper gave, Events those done.
 	Planned []PlannedEvent `json:"planned"`
 	Events  []Done         `json:"events"`
 

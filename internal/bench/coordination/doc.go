@@ -1,4 +1,4 @@
-// Package coordination is `gale bench coordination`: the seed's ZooKeeper
+// Package coordination is `gale bench coordination`: the paper's ZooKeeper
 // experiment, heartbeats and all, at internet scale by simulation. A real
 // etcd and a real nimbus, each a process of its own, face S simulated
 // supervisors in this process. Each supervisor holds its own etcd lease

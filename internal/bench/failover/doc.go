@@ -1,7 +1,7 @@
-// Package failover is the workload of `gale bench failover`, the seed's
+// Package failover is the workload of `gale bench failover`, the paper's
 // machine-loss experiment: a hold-and-ack queue (Queue, served over TCP
 // by Server) that lives in the bench's process, outside every worker, as
-// the seed's Kestrel queue lives outside Storm, and the word count whose
+// the paper's Kestrel queue lives outside Storm, and the word count whose
 // spouts take their sentences from it (Build, Spout).
 //
 // Because the queue, not the topology, keeps what is not acked yet, the

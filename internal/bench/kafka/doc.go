@@ -1,4 +1,4 @@
-// Package kafka is the workload of `gale bench kafka`, the seed's
+// Package kafka is the workload of `gale bench kafka`, the paper's
 // three experiments, and the topology of the Kafka crash tests.
 //
 // The bench (Run) starts a Kafka broker (franz-go's kfake, ServeBroker)
@@ -9,7 +9,7 @@
 // consumer group of its own, measuring this process's CPU over the
 // consuming phase only:
 //
-//   - plain: a bare franz-go consumer loop (ConsumePlain), the seed's
+//   - plain: a bare franz-go consumer loop (ConsumePlain), the paper's
 //     program without Storm;
 //   - noack: the topology of the Kafka spout (connectors/kafka,
 //     no-guarantee) → Decode, with no ackers;

@@ -33,7 +33,7 @@ func AppendEvent(dst []byte, id int64) []byte {
 }
 
 // DecodeID decodes an event's JSON document, the decoding step of every
-// mode, and returns its id. It is the work the seed's experiments measure
+// mode, and returns its id. It is the work the paper's experiments measure
 // the framework against: encoding/json into Event.
 func DecodeID(value []byte) (int64, error) {
 	var e Event

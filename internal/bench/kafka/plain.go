@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ConsumePlain is the seed's first experiment: a bare franz-go consumer
+// ConsumePlain is the paper's first experiment: a bare franz-go consumer
 // in group group reads topic from its start in one loop, decodes every
 // record's value (DecodeID) and counts its id in tally, with no
 // framework, until tally is complete. It returns nil then, ctx's error

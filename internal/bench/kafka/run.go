@@ -17,7 +17,7 @@ import (
 	"github.com/gale-stream/gale/connectors/kafka"
 )
 
-// The modes, the seed's three experiments.
+// The modes, the paper's three experiments.
 const (
 	ModePlain = "plain" // a bare franz-go consumer loop: read, decode, count
 	ModeNoAck = "noack" // the topology, acking off
