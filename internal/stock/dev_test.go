@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/proclist"
 	"github.com/gale-stream/gale/internal/proctest"
@@ -195,7 +196,7 @@ func TestDevStopsEverything(t *testing.T) {
 	if st := p.Wait(t); st.ExitCode() != exitOK {
 		t.Errorf("exit: %v, want code 0", st)
 	}
-	var r devReport
+	var r devcluster.Report
 	decodeOne(t, p.Stdout.String(), &r)
 	if r.Dir != dir || r.Temporary || len(r.Supervisors) != 2 || r.Nimbus.PID == 0 || !strings.HasPrefix(r.Etcd.Addr, "http://127.0.0.1:") {
 		t.Errorf("report: %+v", r)
@@ -274,7 +275,7 @@ func TestDevNimbuses(t *testing.T) {
 	if st := p.Wait(t); st.ExitCode() != exitOK {
 		t.Errorf("exit: %v, want code 0", st)
 	}
-	var r devReport
+	var r devcluster.Report
 	decodeOne(t, p.Stdout.String(), &r)
 	want := []string{"127.0.0.1:" + strconv.Itoa(port), "127.0.0.1:" + strconv.Itoa(port+1)}
 	if len(r.Nimbuses) != 2 || r.Nimbuses[0].Addr != want[0] || r.Nimbuses[1].Addr != want[1] || r.Nimbus != r.Nimbuses[0] ||
