@@ -45,6 +45,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/proclist"
@@ -179,24 +180,6 @@ type Cluster struct {
 	stop   error
 }
 
-// devJSON is what `gale dev --json` prints once the cluster is ready.
-type devJSON struct {
-	Dir  string `json:"dir"`
-	Etcd struct {
-		Addr string `json:"addr"`
-		PID  int    `json:"pid"`
-	} `json:"etcd"`
-	Nimbus struct {
-		Addr string `json:"addr"`
-		PID  int    `json:"pid"`
-	} `json:"nimbus"`
-	Supervisors []struct {
-		Ports []int `json:"ports"`
-		PID   int   `json:"pid"`
-	} `json:"supervisors"`
-	UI string `json:"ui"`
-}
-
 // startAttempts bounds the retries of a start that lost a port it had
 // found free to another process.
 const startAttempts = 4
@@ -281,9 +264,9 @@ func start(dir string, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.DevPID = cmd.Process.Pid
-	decoded := make(chan devJSON, 1)
+	decoded := make(chan devcluster.Report, 1)
 	go func() { // ends with dev's stdout, closed once dev has exited
-		var d devJSON
+		var d devcluster.Report // what `gale dev --json` prints once the cluster is ready
 		if json.NewDecoder(out).Decode(&d) == nil {
 			decoded <- d
 		}
