@@ -574,23 +574,7 @@ func (d *Cluster) terminate(cs []*Child, grace time.Duration) {
 // program lies under the cluster's directory: the workers
 // its supervisors started, which outlive a supervisor by design.
 func (d *Cluster) stopWorkers() error {
-	ours := make(map[int]bool)
-	for _, c := range d.Children() {
-		ours[c.PID()] = true
-	}
-	find := func() ([]proclist.Proc, error) {
-		ps, err := proclist.Running(d.Dir)
-		if err != nil {
-			return nil, err
-		}
-		out := ps[:0]
-		for _, p := range ps {
-			if !ours[p.PID] {
-				out = append(out, p)
-			}
-		}
-		return out, nil
-	}
+	find := func() ([]proclist.Proc, error) { return d.WorkersUnder(d.Dir) }
 	ps, err := find()
 	if err != nil || len(ps) == 0 {
 		return err
