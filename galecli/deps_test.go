@@ -26,7 +26,7 @@ func TestUserBinaryLinksNoServers(t *testing.T) {
 	prefixes := []string{"go.etcd.io/etcd/server/", mod + "bench"}
 	// These packages and those under them.
 	trees := []string{"github.com/twmb/franz-go/pkg/kfake", mod + "stock",
-		mod + "coord/etcdembed", mod + "nimbus", mod + "supervisor"}
+		mod + "coord/etcdembed", mod + "nimbus", mod + "supervisor", mod + "devcluster"}
 	for _, pkg := range strings.Fields(string(out)) {
 		bad := false
 		for _, p := range prefixes {

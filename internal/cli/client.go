@@ -32,6 +32,7 @@ type ClusterFlags struct {
 	Nimbus string // host:port, instead of nimbus.seeds
 }
 
+// Bind adds --file and --nimbus to cmd.
 func (f *ClusterFlags) Bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.File, "file", "", "the cluster's gale.yaml `FILE`: nimbus.seeds, nimbus.thrift.port, nimbus.auth.token, nimbus.tls.cert")
@@ -66,6 +67,8 @@ func (f *ClusterFlags) ClientConfig() (ClientConfig, error) {
 	return f.ClientConfigFrom(eff)
 }
 
+// ClientConfigFrom is ClientConfig with the cluster layer already
+// resolved into eff.
 func (f *ClusterFlags) ClientConfigFrom(eff *config.Effective) (ClientConfig, error) {
 	var cc ClientConfig
 	port, _ := eff.Int(config.NimbusThriftPort)
@@ -175,7 +178,6 @@ func DialNimbus(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// Close closes every connection the client opened.
 // Leader is the address of the nimbus the client takes for the leader,
 // "" while it knows none.
 func (c *Client) Leader() string {
@@ -184,6 +186,7 @@ func (c *Client) Leader() string {
 	return c.leader
 }
 
+// Close closes every connection the client opened.
 func (c *Client) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gale-stream/gale/internal/cli/clitest"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/testcert"
 	"github.com/gale-stream/gale/internal/transport"
@@ -214,19 +215,6 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-// closedPort is a port of 127.0.0.1 nothing listens on (it did a moment
-// ago).
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
-}
-
 // TestSubmitSendsDefinition: submit sends the topology as planned with
 // its parameters and config (a user key's too), and this very binary as the artifact, in
 // chunks of at most 64 KiB.
@@ -240,7 +228,7 @@ func TestSubmitSendsDefinition(t *testing.T) {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
 	}
 	var r submitResult
-	decodeOne(t, stdout, &r)
+	clitest.DecodeOne(t, stdout, &r)
 	if r.ID != "wordcount-1" || r.Status != "ACTIVE" || r.Nimbus != fake.addr {
 		t.Errorf("result: got %+v, want id wordcount-1, ACTIVE, nimbus %s", r, fake.addr)
 	}
@@ -391,7 +379,7 @@ func TestClientFindsLeader(t *testing.T) {
 	standby.leader, standby.standby = leader.addr, true
 	standby.mu.Unlock()
 	// The first seed does not answer; the second is the standby.
-	conf := writeFile(t, "gale.yaml", "nimbus.seeds: [\"127.0.0.1:"+strconv.Itoa(closedPort(t))+"\", \""+standby.addr+"\"]\n")
+	conf := writeFile(t, "gale.yaml", "nimbus.seeds: [\"127.0.0.1:"+strconv.Itoa(clitest.ClosedPort(t))+"\", \""+standby.addr+"\"]\n")
 	code, _, _ := runGale(t, "submit", "wordcount", "--file", conf)
 	if code != exitOK {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
@@ -445,7 +433,7 @@ func TestClientStandbyOnly(t *testing.T) {
 // address tried and what to check.
 func TestClientUnreachableSeeds(t *testing.T) {
 	t.Parallel()
-	p1, p2 := closedPort(t), closedPort(t)
+	p1, p2 := clitest.ClosedPort(t), clitest.ClosedPort(t)
 	conf := writeFile(t, "gale.yaml", "nimbus.seeds: [\"127.0.0.1:"+strconv.Itoa(p1)+"\", \"localhost\"]\nnimbus.thrift.port: "+strconv.Itoa(p2)+"\n")
 	code, _, stderr := runGale(t, "list", "--file", conf)
 	if code != exitRuntime {
@@ -528,7 +516,7 @@ func TestList(t *testing.T) {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
 	}
 	var r ListReport
-	decodeOne(t, stdout, &r)
+	clitest.DecodeOne(t, stdout, &r)
 	want := []listedTopology{
 		{Name: "wordcount", ID: "wordcount-1", Status: "ACTIVE", Workers: 2, WorkersRunning: 2, Executors: 7, Tasks: 7, UptimeSecs: 3725, Emitted: 100, Acked: 90, Failed: 3},
 		{Name: "big", ID: "big-2", Status: "ACTIVE", PendingReason: "needs 9 slots, 3 are free", Workers: 9},
@@ -591,7 +579,7 @@ func TestAdminCommands(t *testing.T) {
 
 	code, stdout, _ := runGale(t, "kill", "wordcount", "-w", "5", "--json", "--nimbus", fake.addr)
 	var r adminResult
-	decodeOne(t, stdout, &r)
+	clitest.DecodeOne(t, stdout, &r)
 	if code != exitOK || r.Action != "kill" || r.Name != "wordcount" || r.WaitSecs == nil || *r.WaitSecs != 5 {
 		t.Errorf("kill --json: exit %d, %+v", code, r)
 	}
@@ -622,7 +610,7 @@ func TestAdminCommands(t *testing.T) {
 func TestListReadsFromAStandbyWhileTheLeaderIsDead(t *testing.T) {
 	t.Parallel()
 	standby := startFakeNimbus(t, nil)
-	dead := "127.0.0.1:" + strconv.Itoa(closedPort(t))
+	dead := "127.0.0.1:" + strconv.Itoa(clitest.ClosedPort(t))
 	standby.mu.Lock()
 	standby.leader, standby.standby = dead, true
 	standby.topologies = []*nimbuspb.TopologySummary{{Id: "wc-1", Name: "wc", Status: "ACTIVE", Workers: 2, WorkersRunning: 2, Acked: 1000}}

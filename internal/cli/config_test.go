@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 const timeoutKey = "topology.message.timeout.secs"
@@ -41,7 +43,7 @@ func TestConfigShowJSON(t *testing.T) {
 		Value  any    `json:"value"`
 		Source string `json:"source"`
 	}
-	decodeOne(t, stdout, &rows)
+	clitest.DecodeOne(t, stdout, &rows)
 	for _, r := range rows {
 		if r.Key == timeoutKey {
 			if r.Value != float64(30) || r.Source != "default" {
@@ -97,7 +99,7 @@ func TestConfigShowFile(t *testing.T) {
 			Source string `json:"source"`
 		}
 		var rows []row
-		decodeOne(t, stdout, &rows)
+		clitest.DecodeOne(t, stdout, &rows)
 		i := slices.IndexFunc(rows, func(r row) bool { return r.Key == key })
 		if i < 0 {
 			t.Fatalf("--json: no %q among %d keys", key, len(rows))

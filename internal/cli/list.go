@@ -30,6 +30,8 @@ type listedTopology struct {
 	Failed         int64 `json:"failed"`
 }
 
+// ListReport is what `list --json` prints: the topologies and the
+// nimbus that answered.
 type ListReport struct {
 	Nimbus     string           `json:"nimbus"`
 	Topologies []listedTopology `json:"topologies"`

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // TestRunDebugLogsEachEmit: with topology.debug, `gale run` logs every
@@ -23,7 +24,7 @@ func TestRunDebugLogsEachEmit(t *testing.T) {
 				topo, err := b.Build()
 				return topo, gale.Config{gale.TopologyDebug: debug}, err
 			}}}}
-			var stdout, stderr syncBuffer
+			var stdout, stderr clitest.SyncBuffer
 			if code := Run([]string{"run", "echo", "--duration", "1s"}, &stdout, &stderr, opts); code != exitOK {
 				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitOK, stderr.String())
 			}

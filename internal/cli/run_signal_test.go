@@ -3,28 +3,17 @@
 package cli
 
 import (
-	"os"
-	"os/exec"
 	"syscall"
 	"testing"
 
-	"github.com/gale-stream/gale/internal/proctest"
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
-
-// startGale runs this test binary as gale with args, in a process of its
-// own, so that signals reach it and nothing else.
-func startGale(t *testing.T, args ...string) *proctest.Proc {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), galeMainEnv+"=1")
-	return proctest.Start(t, cmd)
-}
 
 // TestRunSignalDrains: the first SIGINT stops a run in order, every tree
 // in flight drained, and it still reports.
 func TestRunSignalDrains(t *testing.T) {
 	t.Parallel()
-	p := startGale(t, "run", "wordcount", "--json")
+	p := clitest.Start(t, "run", "wordcount", "--json")
 	p.WaitLineContaining(t, "running wordcount")
 	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -34,7 +23,7 @@ func TestRunSignalDrains(t *testing.T) {
 		t.Fatalf("exit: %v, want code 0", st)
 	}
 	var r runReportJSON
-	decodeOne(t, p.Stdout.String(), &r)
+	clitest.DecodeOne(t, p.Stdout.String(), &r)
 	if r.StoppedBy != "signal" || r.Failed != 0 || r.Pending != 0 || r.Emitted != r.Acked {
 		t.Errorf("stopped_by %q, failed %d, pending %d, emitted %d, acked %d: want signal, 0, 0, emitted = acked",
 			r.StoppedBy, r.Failed, r.Pending, r.Emitted, r.Acked)
@@ -45,7 +34,7 @@ func TestRunSignalDrains(t *testing.T) {
 // topology's would last a minute) kills the program at once.
 func TestRunSecondSignalKills(t *testing.T) {
 	t.Parallel()
-	p := startGale(t, "run", "stuck")
+	p := clitest.Start(t, "run", "stuck")
 	p.WaitLineContaining(t, "running stuck")
 	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

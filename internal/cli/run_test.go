@@ -8,6 +8,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/examples/wordcount"
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // runReportJSON is the part of `run --json` a user relies on.
@@ -123,7 +124,7 @@ func TestRunBadTopologies(t *testing.T) {
 		{Name: "b c", Build: wordcount.Build},
 		{Name: "d"},
 	}}
-	var out, errOut syncBuffer
+	var out, errOut clitest.SyncBuffer
 	code := Run([]string{"version"}, &out, &errOut, opts)
 	if code != exitRuntime {
 		t.Errorf("exit code: got %d, want %d", code, exitRuntime)
@@ -144,7 +145,7 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("exit code: got %d, want %d", code, exitOK)
 	}
 	var r runReportJSON
-	decodeOne(t, stdout, &r)
+	clitest.DecodeOne(t, stdout, &r)
 	t.Logf("report: %+v", r)
 	if r.Topology != "wordcount" || r.Workers != 1 || r.StoppedBy != "duration" || r.Error != "" {
 		t.Errorf("topology %q, workers %d, stopped_by %q, error %q; want wordcount, 1, duration, none",

@@ -289,6 +289,8 @@ type submitResult struct {
 	Nimbus        string `json:"nimbus"`
 }
 
+// Send submits s and prints what nimbus answered, as `submit` does
+// (--json as f says).
 func (s *Submission) Send(cmd *cobra.Command, f SubmitFlags) error {
 	r, err := s.Submit(cmd.Context(), cmd)
 	if err != nil {

@@ -26,6 +26,8 @@ type versionInfo struct {
 	Arch      string `json:"arch"`
 }
 
+// CurrentVersion is this binary's Gale version, with the Go version,
+// OS and architecture it was built with.
 func CurrentVersion() versionInfo {
 	v := versionInfo{Version: version, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {

@@ -31,6 +31,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -45,6 +46,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/proclist"
@@ -72,17 +74,7 @@ func Main(m *testing.M) int {
 	if runtime.GOOS == "windows" {
 		galePath += ".exe"
 	}
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goCmd); err != nil {
-		goCmd = "go"
-	}
-	args := []string{"build", "-o", galePath}
-	if os.Getenv(RaceEnv) == "1" {
-		args = append(args, "-race")
-	}
-	build := exec.Command(goCmd, append(args, "github.com/gale-stream/gale/cmd/gale")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := build(galePath, "github.com/gale-stream/gale/cmd/gale"); err != nil {
 		fmt.Fprintln(os.Stderr, "clustertest: build gale:", err)
 		return 1
 	}
@@ -94,6 +86,37 @@ func Main(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// build builds the package pkg into the binary out, with -race when
+// RaceEnv says so, its output going to stderr.
+func build(out, pkg string) error {
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goCmd); err != nil {
+		goCmd = "go"
+	}
+	args := []string{"build", "-o", out}
+	if os.Getenv(RaceEnv) == "1" {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goCmd, append(args, pkg)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// BuildProgram builds the main package pkg (an import path: a user's
+// program, such as github.com/gale-stream/gale/examples/readme) into the
+// test's temporary directory and returns the binary's path.
+func BuildProgram(t testing.TB, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), path.Base(pkg))
+	if runtime.GOOS == "windows" {
+		out += ".exe"
+	}
+	if err := build(out, pkg); err != nil {
+		t.Fatalf("clustertest: build %s: %v", pkg, err)
+	}
+	return out
 }
 
 // Binary is the path of the gale binary Main built.
@@ -177,24 +200,6 @@ type Cluster struct {
 	err    error
 	once   sync.Once
 	stop   error
-}
-
-// devJSON is what `gale dev --json` prints once the cluster is ready.
-type devJSON struct {
-	Dir  string `json:"dir"`
-	Etcd struct {
-		Addr string `json:"addr"`
-		PID  int    `json:"pid"`
-	} `json:"etcd"`
-	Nimbus struct {
-		Addr string `json:"addr"`
-		PID  int    `json:"pid"`
-	} `json:"nimbus"`
-	Supervisors []struct {
-		Ports []int `json:"ports"`
-		PID   int   `json:"pid"`
-	} `json:"supervisors"`
-	UI string `json:"ui"`
 }
 
 // startAttempts bounds the retries of a start that lost a port it had
@@ -281,9 +286,9 @@ func start(dir string, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.DevPID = cmd.Process.Pid
-	decoded := make(chan devJSON, 1)
+	decoded := make(chan devcluster.Report, 1)
 	go func() { // ends with dev's stdout, closed once dev has exited
-		var d devJSON
+		var d devcluster.Report // what `gale dev --json` prints once the cluster is ready
 		if json.NewDecoder(out).Decode(&d) == nil {
 			decoded <- d
 		}

@@ -4,6 +4,7 @@ package clustertest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -87,6 +89,61 @@ func TestSubmitListKill(t *testing.T) {
 	}
 	if err := c.Stop(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestUserProgramOnACluster: a user's program (examples/readme), which
+// carries none of the cluster's servers, submits its own topology to a
+// cluster of the stock binary; the supervisor runs it in worker
+// processes of that program, its trees are acked, and the program's own
+// kill stops it.
+func TestUserProgramOnACluster(t *testing.T) {
+	needCluster(t)
+	prog := BuildProgram(t, "github.com/gale-stream/gale/examples/readme")
+	if exec.Command(prog, "help", "nimbus").Run() == nil {
+		t.Errorf("%s help nimbus succeeds: a user's program must carry no nimbus", prog)
+	}
+	c := Start(t, Options{Supervisors: 1, Config: "supervisor.heartbeat.frequency.secs: 1\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, prog, "submit", "wordcount", "--nimbus", c.Nimbus, "--json").CombinedOutput(); err != nil {
+		t.Fatalf("readme submit wordcount: %v\n%s", err, out)
+	}
+	var last []Topology
+	if err := Poll(ctx, func() bool {
+		last = c.List(t)
+		return len(last) == 1 && last[0].Acked > 0
+	}); err != nil {
+		t.Fatalf("no tree of the program's topology acked within 2 minutes of submit; last list: %+v", last)
+	}
+	workers, err := c.Workers()
+	if err != nil || len(workers) == 0 {
+		t.Fatalf("workers of the running topology: %v, %v; want some", workers, err)
+	}
+	if runtime.GOOS == "linux" {
+		want, err := os.ReadFile(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range workers {
+			got, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/exe")
+			if err != nil {
+				t.Fatalf("worker %d's binary: %v", pid, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("worker %d runs a binary of %d bytes, not the submitted program (%d bytes)", pid, len(got), len(want))
+			}
+		}
+	}
+	if out, err := exec.CommandContext(ctx, prog, "kill", "wordcount", "-w", "1", "--nimbus", c.Nimbus).CombinedOutput(); err != nil {
+		t.Fatalf("readme kill wordcount: %v\n%s", err, out)
+	}
+	if err := Poll(ctx, func() bool {
+		last = c.List(t)
+		workers, err = c.Workers()
+		return err == nil && len(last) == 0 && len(workers) == 0
+	}); err != nil {
+		t.Fatalf("after kill: list %+v, workers %v; want neither", last, workers)
 	}
 }
 

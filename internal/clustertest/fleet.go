@@ -3,12 +3,10 @@
 package clustertest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/proclist"
 	"github.com/gale-stream/gale/internal/testcert"
@@ -156,7 +155,7 @@ func (f *Fleet) StartEtcd(t testing.TB, h Host) *Proc {
 	}
 	p := f.startRetrying(t, "etcd", dir, h, 1, func(ports []int) []string {
 		return append([]string{"etcd", "--dir", dir, "--listen", scheme + joinHostPort(h.Addr, ports[0])}, secure...)
-	}, readyAfter(" etcd: serving on "))
+	}, devcluster.EtcdReady)
 	p.Addr = p.ready
 	f.Etcd = p
 	return p
@@ -172,11 +171,9 @@ func (f *Fleet) StartNimbus(t testing.TB, h Host) *Proc {
 	etcd := f.EtcdURL()
 	p := f.startRetrying(t, role, dir, h, 1, func(ports []int) []string {
 		return append([]string{"nimbus", "--dir", dir, "--host", h.Addr, "--port", strconv.Itoa(ports[0]), "--etcd", etcd}, f.fileArgs()...)
-	}, readyAfter(" nimbus: serving on "))
+	}, devcluster.NimbusReady)
 	p.Addr = p.ready
-	if _, after, ok := strings.Cut(p.readyLine, "(id "); ok {
-		p.ID = strings.TrimSuffix(strings.TrimSpace(after), ")")
-	}
+	p.ID = devcluster.NimbusReadyID(p.readyLine)
 	f.Nimbuses = append(f.Nimbuses, p)
 	return p
 }
@@ -191,16 +188,8 @@ func (f *Fleet) StartSupervisor(t testing.TB, h Host) *Proc {
 	dir := filepath.Join(f.Dir, role)
 	etcd := f.EtcdURL()
 	p := f.startRetrying(t, role, dir, h, f.slotsPer, func(ports []int) []string {
-		return append([]string{"supervisor", "--dir", dir, "--host", h.Addr, "--ports", joinInts(ports), "--etcd", etcd}, f.fileArgs()...)
-	}, func(l string) (string, bool) {
-		// "gale supervisor: ID on HOST slots P1,P2"
-		_, after, ok := strings.Cut(l, " supervisor: ")
-		if !ok || !strings.Contains(l, " slots ") {
-			return "", false
-		}
-		id, _, _ := strings.Cut(after, " ")
-		return id, id != ""
-	})
+		return append([]string{"supervisor", "--dir", dir, "--host", h.Addr, "--ports", devcluster.JoinInts(ports, ","), "--etcd", etcd}, f.fileArgs()...)
+	}, devcluster.SupervisorReady)
 	p.ID = p.ready
 	f.Supervisors = append(f.Supervisors, p)
 	return p
@@ -642,11 +631,8 @@ type Proc struct {
 
 	mu struct {
 		sync.Mutex
-		cmd      *exec.Cmd
-		cancel   context.CancelFunc
-		exited   chan struct{} // closed once the run's process has exited
-		err      error         // how it exited, set before exited closes
-		expected bool          // the test signalled it to end
+		run      *devcluster.Watched // the latest run
+		expected bool                // the test signalled it to end
 		pids     []int
 	}
 }
@@ -659,73 +645,31 @@ func (p *Proc) start() error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	// A worker started by a supervisor may hold the pipe open after
-	// the supervisor is gone.
-	cmd.WaitDelay = pipeGrace
-	r, w, err := os.Pipe()
-	if err != nil {
-		cancel()
-		return err
-	}
-	cmd.Stdout, cmd.Stderr = w, w
 	fmt.Fprintf(p.out, "clustertest: %s %s\n", filepath.Base(Binary()), strings.Join(p.args, " "))
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		r.Close()
+	run := &devcluster.Watched{
+		Cmd:    cmd, // stdout and stderr both read
+		Line:   func(l string) { fmt.Fprintf(p.out, "%s\n", l) },
+		Ready:  func(l string) bool { _, ok := p.ok(l); return ok },
+		Exited: cancel,
+	}
+	if err := run.Start(); err != nil {
 		cancel()
 		return fmt.Errorf("start %s: %w", p.Role, err)
 	}
-	exited := make(chan struct{})
-	ready := make(chan string, 1)
 	p.mu.Lock()
-	p.mu.cmd, p.mu.cancel, p.mu.exited, p.mu.err, p.mu.expected = cmd, cancel, exited, nil, false
+	p.mu.run, p.mu.expected = run, false
 	p.mu.pids = append(p.mu.pids, cmd.Process.Pid)
 	p.mu.Unlock()
-	eof := make(chan struct{})
-	go func() { // ends at the end of the output, or when r is closed
-		defer close(eof)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		readied := false
-		for sc.Scan() {
-			l := sc.Text()
-			fmt.Fprintf(p.out, "%s\n", l)
-			if !readied {
-				if _, yes := p.ok(l); yes {
-					readied = true
-					ready <- l
-				}
-			}
-		}
-		io.Copy(io.Discard, r)
-	}()
-	go func() { // ends once the process has exited
-		err := cmd.Wait()
-		tm := time.NewTimer(pipeGrace)
-		select {
-		case <-eof:
-		case <-tm.C:
-		}
-		tm.Stop()
-		r.Close()
-		<-eof
-		p.mu.Lock()
-		p.mu.err = err
-		p.mu.Unlock()
-		cancel()
-		close(exited)
-	}()
 	tm := time.NewTimer(readyTimeout)
 	defer tm.Stop()
 	select {
-	case l := <-ready:
+	case l := <-run.ReadyLine():
 		if p.readyLine == "" {
 			p.readyLine = l
 			p.ready, _ = p.ok(l)
 		}
 		return nil
-	case <-exited:
+	case <-run.Done():
 		err := fmt.Errorf("%s exited before it was ready: %v", p.Role, p.exitErr())
 		if strings.Contains(p.Output(), "address already in use") {
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
@@ -737,18 +681,18 @@ func (p *Proc) start() error {
 	}
 }
 
-func (p *Proc) exitErr() error {
+// latest is the process's latest run.
+func (p *Proc) latest() *devcluster.Watched {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mu.err
+	return p.mu.run
 }
 
+// exitErr is how the latest run exited; call it once it has.
+func (p *Proc) exitErr() error { return p.latest().Err() }
+
 // PID is the pid of the process's latest run.
-func (p *Proc) PID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mu.cmd.Process.Pid
-}
+func (p *Proc) PID() int { return p.latest().PID() }
 
 func (p *Proc) allPIDs() []int {
 	p.mu.Lock()
@@ -757,21 +701,10 @@ func (p *Proc) allPIDs() []int {
 }
 
 // Exited is closed once the process's latest run has exited.
-func (p *Proc) Exited() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mu.exited
-}
+func (p *Proc) Exited() <-chan struct{} { return p.latest().Done() }
 
 // Running says whether the latest run has not exited.
-func (p *Proc) Running() bool {
-	select {
-	case <-p.Exited():
-		return false
-	default:
-		return true
-	}
-}
+func (p *Proc) Running() bool { return p.latest().Running() }
 
 // Output is everything the process wrote, every run's, with each run's
 // command line before it.
@@ -780,7 +713,7 @@ func (p *Proc) Output() string { return p.out.String() }
 // signal sends sig to the latest run, marked as the test's doing.
 func (p *Proc) signal(sig syscall.Signal) error {
 	p.mu.Lock()
-	cmd := p.mu.cmd
+	cmd := p.mu.run.Cmd
 	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
 		p.mu.expected = true
 	}
@@ -856,18 +789,12 @@ func (p *Proc) unexpectedExit() error {
 		return nil
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.expected {
+	run, expected := p.mu.run, p.mu.expected
+	p.mu.Unlock()
+	if expected {
 		return nil
 	}
-	return fmt.Errorf("%s (pid %d) exited on its own: %v", p.Role, p.mu.cmd.Process.Pid, exitReason(p.mu.err))
-}
-
-func exitReason(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
+	return fmt.Errorf("%s (pid %d) exited on its own: %v", p.Role, run.PID(), devcluster.ExitReason(run.Err()))
 }
 
 // Workers are the pids of a supervisor's workers: the processes under
@@ -914,34 +841,9 @@ func (p *Proc) SupervisorStatus(ctx context.Context) (SupervisorStatus, error) {
 	return st, nil
 }
 
-// readyAfter accepts a line with marker and yields the word after it:
-// "gale nimbus: serving on 127.0.0.1:6627 (id n1)" → 127.0.0.1:6627.
-func readyAfter(marker string) func(string) (string, bool) {
-	return func(l string) (string, bool) {
-		i := strings.Index(l, marker)
-		if i < 0 {
-			return "", false
-		}
-		w, _, _ := strings.Cut(strings.TrimSpace(l[i+len(marker):]), " ")
-		return w, w != ""
-	}
-}
-
 func joinHostPort(host string, port int) string {
 	if strings.Contains(host, ":") {
 		return "[" + host + "]:" + strconv.Itoa(port)
 	}
 	return host + ":" + strconv.Itoa(port)
 }
-
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
-}
-
-// pipeGrace is how long a process's output is read after it exited (a
-// worker it started may hold the pipe open).
-const pipeGrace = 5 * time.Second

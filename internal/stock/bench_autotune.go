@@ -17,9 +17,8 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
-	"github.com/gale-stream/gale/internal/runstats"
-
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // autotuneBench is what `gale bench autotune` runs.

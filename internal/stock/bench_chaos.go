@@ -27,10 +27,10 @@ import (
 	"github.com/gale-stream/gale"
 	benchchaos "github.com/gale-stream/gale/internal/bench/chaos"
 	benchfail "github.com/gale-stream/gale/internal/bench/failover"
+	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/proclist"
-
-	"github.com/gale-stream/gale/internal/cli"
 )
 
 // chaosFlags are the flags of `bench chaos`.
@@ -252,13 +252,13 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 	r := &benchchaos.Report{Seed: f.seed, DurationS: f.duration.Seconds(), PeriodS: f.period.Seconds(), WarmupS: f.warmup.Seconds(),
 		Nimbuses: f.nimbuses, Supervisors: f.supervisors, Workers: f.workers, Rate: f.rate, MaxGapS: f.maxGap.Seconds(),
 		Planned: benchchaos.Planned(sched), Events: []benchchaos.Done{}, Observations: []benchchaos.Observation{}}
-	c := &chaos{f: f, d: d, srv: srv, live: live, sched: sched, r: r, killed: make(map[*child]bool),
-		started: len(d.children()), rec: &chaosRecorder{latest: make(map[string]int64)}, ready: make(chan chaosReady, len(sched))}
+	c := &chaos{f: f, d: d, srv: srv, live: live, sched: sched, r: r, killed: make(map[*devcluster.Child]bool),
+		started: len(d.Children()), rec: &chaosRecorder{latest: make(map[string]int64)}, ready: make(chan chaosReady, len(sched))}
 	runErr := c.run(ctx, cmd, file)
 	if ctx.Err() != nil {
-		fmt.Fprintf(live, "%s bench chaos: stopping the cluster (Ctrl-C again kills it at once)\n", d.name)
+		fmt.Fprintf(live, "%s bench chaos: stopping the cluster (Ctrl-C again kills it at once)\n", d.Name)
 	}
-	stopErr := d.stop()
+	stopErr := d.Stop()
 	c.wg.Wait() // each await ends: its process has exited
 	c.drainExits()
 	srv.Close()
@@ -273,7 +273,7 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 	if f.asJSON {
 		err = cli.WriteJSON(cmd.OutOrStdout(), r)
 	} else {
-		err = r.Print(cmd.OutOrStdout(), d.name)
+		err = r.Print(cmd.OutOrStdout(), d.Name)
 	}
 	if err != nil {
 		return err
@@ -332,7 +332,7 @@ func chaosPorts(n int) (int, error) {
 // which the polls write.
 type chaos struct {
 	f      chaosFlags
-	d      *devCluster
+	d      *devcluster.Cluster
 	srv    *benchfail.Server
 	live   io.Writer
 	sched  []benchchaos.Event
@@ -341,9 +341,9 @@ type chaos struct {
 	client string    // the gale.yaml of the CLI's polls: nimbus.seeds naming every nimbus
 	rec    *chaosRecorder
 	// killed are the children the bench killed: their exits are asked for.
-	killed map[*child]bool
+	killed map[*devcluster.Child]bool
 	// started counts the children ever started, exits those whose exit
-	// was received from d.exited (drainExits takes the rest).
+	// was received from d.Exited() (drainExits takes the rest).
 	started, exits int
 	restarts       []chaosRestart // pending, in time order
 	// starting counts the restarted processes not ready yet; their
@@ -359,7 +359,7 @@ type chaos struct {
 // chaosRestart is a killed supervisor or nimbus to start again.
 type chaosRestart struct {
 	at    time.Duration // since t0
-	c     *child
+	c     *devcluster.Child
 	event int // its index in r.Events
 }
 
@@ -369,7 +369,7 @@ func (c *chaos) now() float64         { return c.since().Seconds() }
 func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) error {
 	c.t0 = time.Now()
 	var err error
-	if c.client, err = writeClientConfig(c.d.dir, file, c.d.nimbusAddrs); err != nil {
+	if c.client, err = writeClientConfig(c.d.Dir, file, c.d.NimbusAddrs); err != nil {
 		return err
 	}
 	w := strconv.Itoa(c.f.workers)
@@ -378,7 +378,7 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 		Conf: []string{gale.TopologyWorkers + "=" + w, gale.TopologyAckerExecutors + "=" + w,
 			gale.TopologyMessageTimeoutSecs + "=" + strconv.Itoa(c.f.messageTimeout),
 			gale.TopologyMaxSpoutPending + "=" + strconv.Itoa(c.f.maxSpoutPending)}}
-	s, err := sf.Parse(cmd, &cli.Options{Name: c.d.name, Topologies: []cli.Topology{failoverTopology}}, []string{benchfail.TopologyName})
+	s, err := sf.Parse(cmd, &cli.Options{Name: c.d.Name, Topologies: []cli.Topology{failoverTopology}}, []string{benchfail.TopologyName})
 	if err != nil {
 		return err
 	}
@@ -388,7 +388,7 @@ func (c *chaos) run(ctx context.Context, cmd *cobra.Command, file gale.Config) e
 		return err
 	}
 	fmt.Fprintf(c.live, "%s bench chaos: submitted %s (id %s): %d workers on %d supervisors, %d nimbuses, %s sentences/s\n",
-		c.d.name, s.Name, resp.ID, c.f.workers, c.f.supervisors, c.f.nimbuses, strconv.FormatFloat(c.f.rate, 'f', -1, 64))
+		c.d.Name, s.Name, resp.ID, c.f.workers, c.f.supervisors, c.f.nimbuses, strconv.FormatFloat(c.f.rate, 'f', -1, 64))
 
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
@@ -501,7 +501,7 @@ func (c *chaos) wait(ctx context.Context, tick <-chan time.Time) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case ch := <-c.d.exited:
+	case ch := <-c.d.Exited():
 		return c.exited(ch)
 	case rd := <-c.ready:
 		c.readied(rd)
@@ -529,19 +529,19 @@ func (c *chaos) progress() {
 }
 
 // exited takes a child's exit: one the bench asked for is no error.
-func (c *chaos) exited(ch *child) error {
+func (c *chaos) exited(ch *devcluster.Child) error {
 	c.exits++
 	if c.killed[ch] {
 		return nil
 	}
-	return fmt.Errorf("%s (pid %d) exited unasked: %v", ch.role, ch.pid(), exitReason(ch.err))
+	return fmt.Errorf("%s (pid %d) exited unasked: %v", ch.Role, ch.PID(), devcluster.ExitReason(ch.Err()))
 }
 
 // drainExits receives the exits not received yet, once the cluster has
 // stopped: each child's goroutine ends with its send.
 func (c *chaos) drainExits() {
 	for ; c.exits < c.started; c.exits++ {
-		<-c.d.exited
+		<-c.d.Exited()
 	}
 }
 
@@ -555,15 +555,15 @@ func (c *chaos) do(ctx context.Context, e benchchaos.Event) {
 			sup string
 		}
 		var ws []worker
-		for _, s := range c.d.supervisors {
-			ps, err := c.d.workersUnder(s.dir)
+		for _, s := range c.d.Supervisors {
+			ps, err := c.d.WorkersUnder(s.Dir)
 			if err != nil {
 				done.Err = err.Error()
 				break
 			}
 			slices.SortFunc(ps, func(a, b proclist.Proc) int { return a.PID - b.PID })
 			for _, p := range ps {
-				ws = append(ws, worker{p.PID, s.role})
+				ws = append(ws, worker{p.PID, s.Role})
 			}
 		}
 		if done.Err != "" {
@@ -581,9 +581,9 @@ func (c *chaos) do(ctx context.Context, e benchchaos.Event) {
 			done.Err = err.Error()
 		}
 	case benchchaos.KillSupervisor:
-		var up []*child
-		for _, s := range c.d.supervisors {
-			if s.running() && !c.killed[s] {
+		var up []*devcluster.Child
+		for _, s := range c.d.Supervisors {
+			if s.Running() && !c.killed[s] {
 				up = append(up, s)
 			}
 		}
@@ -598,7 +598,7 @@ func (c *chaos) do(ctx context.Context, e benchchaos.Event) {
 			done.Skipped = err.Error()
 			break
 		}
-		c.kill(&done, c.d.nimbuses[i], e.Down)
+		c.kill(&done, c.d.Nimbuses[i], e.Down)
 	}
 	c.r.Events = append(c.r.Events, done)
 	line := fmt.Sprintf("%6.1fs  kill -9 %s", done.AtS, done.String())
@@ -613,10 +613,10 @@ func (c *chaos) do(ctx context.Context, e benchchaos.Event) {
 
 // kill kills a supervisor or nimbus with SIGKILL and plans its restart
 // after down.
-func (c *chaos) kill(done *benchchaos.Done, ch *child, down time.Duration) {
-	done.Target, done.PID, done.DownS = ch.role, ch.pid(), down.Seconds()
+func (c *chaos) kill(done *benchchaos.Done, ch *devcluster.Child, down time.Duration) {
+	done.Target, done.PID, done.DownS = ch.Role, ch.PID(), down.Seconds()
 	c.killed[ch] = true
-	if err := ch.cmd.Process.Kill(); err != nil {
+	if err := ch.Cmd.Process.Kill(); err != nil {
 		done.Err = err.Error()
 	}
 	c.restarts = append(c.restarts, chaosRestart{at: c.since() + down, c: ch, event: len(c.r.Events)})
@@ -626,26 +626,14 @@ func (c *chaos) kill(done *benchchaos.Done, ch *child, down time.Duration) {
 // restart starts a killed supervisor or nimbus again, with its directory,
 // ports and arguments; a goroutine waits for it to be ready (readied).
 func (c *chaos) restart(ctx context.Context, rs chaosRestart) error {
-	old := rs.c
-	<-old.done
-	ch, err := c.d.start(ctx, old.role, old.dir, old.ports, old.ok, old.args...)
+	ch, err := c.d.Restart(ctx, rs.c)
 	if err != nil {
-		return fmt.Errorf("start %s again: %w", old.role, err)
+		return err
 	}
 	c.started++
-	for i, s := range c.d.supervisors {
-		if s == old {
-			c.d.supervisors[i] = ch
-		}
-	}
-	for i, n := range c.d.nimbuses {
-		if n == old {
-			c.d.nimbuses[i] = ch
-		}
-	}
 	c.starting++
 	c.wg.Go(func() {
-		_, err := c.d.await(ctx, ch)
+		_, err := c.d.Await(ctx, ch)
 		c.ready <- chaosReady{c: ch, event: rs.event, at: c.now(), err: err}
 	})
 	return nil
@@ -653,7 +641,7 @@ func (c *chaos) restart(ctx context.Context, rs chaosRestart) error {
 
 // chaosReady is a restarted process ready, or not.
 type chaosReady struct {
-	c     *child
+	c     *devcluster.Child
 	event int
 	at    float64
 	err   error
@@ -666,16 +654,16 @@ func (c *chaos) readied(rd chaosReady) {
 	switch {
 	case rd.err == nil:
 		e.RestartedAtS = &rd.at
-		fmt.Fprintf(c.live, "%6.1fs  %s is up again (pid %d)\n", rd.at, rd.c.role, rd.c.pid())
+		fmt.Fprintf(c.live, "%6.1fs  %s is up again (pid %d)\n", rd.at, rd.c.Role, rd.c.PID())
 	case c.killed[rd.c]:
 		// killed again before it was ready: the later event says so
 	default:
 		e.Err = fmt.Sprintf("started again at %.1f s, not ready: %v", rd.at, rd.err)
-		fmt.Fprintf(c.live, "%6.1fs  %s: %s\n", c.now(), rd.c.role, e.Err)
+		fmt.Fprintf(c.live, "%6.1fs  %s: %s\n", c.now(), rd.c.Role, e.Err)
 	}
 }
 
-// leader is the index in d.nimbuses of the nimbus that leads, as the
+// leader is the index in d.Nimbuses of the nimbus that leads, as the
 // seeds say.
 func (c *chaos) leader(ctx context.Context) (int, error) {
 	cc, err := (&cli.ClusterFlags{File: c.client}).ClientConfig()
@@ -687,12 +675,12 @@ func (c *chaos) leader(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("no leader to kill: %v", err)
 	}
 	defer cl.Close()
-	i := slices.Index(c.d.nimbusAddrs, cl.Leader())
+	i := slices.Index(c.d.NimbusAddrs, cl.Leader())
 	if i < 0 {
-		return 0, fmt.Errorf("the leader %s is none of the cluster's nimbuses %v", cl.Leader(), c.d.nimbusAddrs)
+		return 0, fmt.Errorf("the leader %s is none of the cluster's nimbuses %v", cl.Leader(), c.d.NimbusAddrs)
 	}
-	if n := c.d.nimbuses[i]; !n.running() || c.killed[n] {
-		return 0, fmt.Errorf("the leader %s (%s) is already down", cl.Leader(), n.role)
+	if n := c.d.Nimbuses[i]; !n.Running() || c.killed[n] {
+		return 0, fmt.Errorf("the leader %s (%s) is already down", cl.Leader(), n.Role)
 	}
 	return i, nil
 }
@@ -790,7 +778,7 @@ type chaosPoller struct {
 // goroutine, until the returned func is called; that func waits for the
 // polls in flight (each bounded by chaosPollTimeout).
 func (c *chaos) startPolls(ctx context.Context, topology string) func() {
-	ui := "http://" + c.d.ui.Addr
+	ui := "http://" + c.d.UI.Addr
 	tr := &http.Transport{MaxIdleConnsPerHost: 8}
 	hc := &http.Client{Transport: tr, Timeout: chaosPollTimeout}
 	var topoSources []string

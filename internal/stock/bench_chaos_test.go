@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	benchchaos "github.com/gale-stream/gale/internal/bench/chaos"
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // TestBenchChaosFlags: bad flags are refused before anything starts, each
@@ -46,10 +47,10 @@ func TestBenchChaosHarness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster for about 60 s")
 	}
-	t.Setenv(galeMainEnv, "1") // the cluster's processes are this binary, as gale
+	t.Setenv(clitest.MainEnv, "1") // the cluster's processes are this binary, as gale
 	code, stdout, stderr := runGale(t, chaosTestArgs...)
 	var r benchchaos.Report
-	decodeOne(t, stdout, &r)
+	clitest.DecodeOne(t, stdout, &r)
 	for _, c := range r.Checks {
 		t.Logf("check ok=%v %s: %s", c.OK, c.Name, c.Detail)
 	}
@@ -137,7 +138,7 @@ func TestBenchChaosPasses(t *testing.T) {
 	if !chaosAssert {
 		t.Skip("the cluster fails these checks on 9219985 (issue 22, 3 and 4): set GALE_CHAOS_ASSERT=1 to assert them")
 	}
-	t.Setenv(galeMainEnv, "1")
+	t.Setenv(clitest.MainEnv, "1")
 	code, stdout, _ := runGale(t, chaosTestArgs...)
 	var r benchchaos.Report
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {

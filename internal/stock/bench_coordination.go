@@ -6,9 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	benchcoord "github.com/gale-stream/gale/internal/bench/coordination"
-	"github.com/gale-stream/gale/internal/transport"
-
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/transport"
 )
 
 func newCoordinationCmd() *cobra.Command {

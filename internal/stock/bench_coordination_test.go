@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"runtime"
 	"testing"
+
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // coordinationReport is the part of `gale bench coordination --json` a
@@ -67,16 +69,16 @@ func TestBenchCoordinationSmall(t *testing.T) {
 			t.Skipf("gale has no %q command: the bench runs the real etcd and nimbus", c)
 		}
 	}
-	t.Setenv(galeMainEnv, "1") // the etcd and nimbus processes are this binary, as gale
+	t.Setenv(clitest.MainEnv, "1") // the etcd and nimbus processes are this binary, as gale
 	code, stdout, _ := runGale(t, "bench", "coordination", "--supervisors", "20", "--workers-per", "2",
 		"--topology-workers", "10", "--steady", "3s", "--supervisor-timeout", "4s", "--report-every", "1s", "--json")
 	var r coordinationReport
-	decodeOne(t, stdout, &r)
+	clitest.DecodeOne(t, stdout, &r)
 	if code != exitOK {
 		t.Fatalf("exit code %d, want %d; error: %s", code, exitOK, r.Error)
 	}
 	var keys map[string]json.RawMessage
-	decodeOne(t, stdout, &keys)
+	clitest.DecodeOne(t, stdout, &keys)
 	for _, k := range []string{"supervisors", "workers", "join_s", "schedule_s", "steady_s", "raft_index_start", "raft_index_end",
 		"revision_start", "revision_end", "etcd_writes_per_s", "nimbus_cpu_s_per_s", "rpc_bytes_per_s", "reports_per_s",
 		"detect_s", "detect_ttl_s"} {

@@ -16,9 +16,9 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bench"
 	benchfail "github.com/gale-stream/gale/internal/bench/failover"
-	"github.com/gale-stream/gale/internal/freeport"
-
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/devcluster"
+	"github.com/gale-stream/gale/internal/freeport"
 )
 
 // failoverFlags are the flags of `bench failover`.
@@ -288,9 +288,9 @@ func runFailover(cmd *cobra.Command, f failoverFlags) error {
 		Windows: []failoverWindow{}, Kills: []failoverKill{}, Seconds: []failoverSecond{}}
 	runErr := failover(ctx, cmd, f, d, srv, r, live)
 	if ctx.Err() != nil {
-		fmt.Fprintf(live, "%s bench failover: stopping the cluster (Ctrl-C again kills it at once)\n", d.name)
+		fmt.Fprintf(live, "%s bench failover: stopping the cluster (Ctrl-C again kills it at once)\n", d.Name)
 	}
-	stopErr := d.stop()
+	stopErr := d.Stop()
 	srv.Close()
 	sm := srv.Sample()
 	r.summarizeCounts(sm.Counts, sm.Unacked)
@@ -301,7 +301,7 @@ func runFailover(cmd *cobra.Command, f failoverFlags) error {
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
-	if err := r.print(cmd.OutOrStdout(), f, d.name); err != nil {
+	if err := r.print(cmd.OutOrStdout(), f, d.Name); err != nil {
 		return err
 	}
 	if runErr != nil && !f.verbose {
@@ -312,14 +312,14 @@ func runFailover(cmd *cobra.Command, f failoverFlags) error {
 
 // failover submits the topology to d, runs the periods and kills, and
 // drains, filling in r's seconds and kills.
-func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCluster, srv *benchfail.Server, r *failoverReport, live io.Writer) error {
+func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devcluster.Cluster, srv *benchfail.Server, r *failoverReport, live io.Writer) error {
 	w := strconv.Itoa(f.workers)
-	sf := cli.SubmitFlags{ClusterFlags: cli.ClusterFlags{File: f.file, Nimbus: d.nimbusAddr}, Workers: f.workers,
+	sf := cli.SubmitFlags{ClusterFlags: cli.ClusterFlags{File: f.file, Nimbus: d.NimbusAddr}, Workers: f.workers,
 		Params: []string{"queue=" + srv.Addr(), "spouts=" + w, "splitters=" + w, "counters=" + w},
 		Conf: []string{gale.TopologyWorkers + "=" + w, gale.TopologyAckerExecutors + "=" + w,
 			gale.TopologyMessageTimeoutSecs + "=" + strconv.Itoa(f.messageTimeout),
 			gale.TopologyMaxSpoutPending + "=" + strconv.Itoa(f.maxSpoutPending)}}
-	s, err := sf.Parse(cmd, &cli.Options{Name: d.name, Topologies: []cli.Topology{failoverTopology}}, []string{benchfail.TopologyName})
+	s, err := sf.Parse(cmd, &cli.Options{Name: d.Name, Topologies: []cli.Topology{failoverTopology}}, []string{benchfail.TopologyName})
 	if err != nil {
 		return err
 	}
@@ -328,15 +328,15 @@ func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCl
 		return err
 	}
 	fmt.Fprintf(live, "%s bench failover: submitted %s (id %s, %s): %d workers on %d supervisors, %s sentences/s\n",
-		d.name, s.Name, resp.ID, resp.Status, f.workers, f.supervisors, strconv.FormatFloat(f.rate, 'f', -1, 64))
+		d.Name, s.Name, resp.ID, resp.Status, f.workers, f.supervisors, strconv.FormatFloat(f.rate, 'f', -1, 64))
 
-	killed := make(map[*child]bool)
+	killed := make(map[*devcluster.Child]bool)
 	// unasked is a child's exit the bench did not ask for.
-	unasked := func(ch *child) error {
+	unasked := func(ch *devcluster.Child) error {
 		if killed[ch] {
 			return nil
 		}
-		return fmt.Errorf("%s (pid %d) exited unasked: %v", ch.role, ch.pid(), exitReason(ch.err))
+		return fmt.Errorf("%s (pid %d) exited unasked: %v", ch.Role, ch.PID(), devcluster.ExitReason(ch.Err()))
 	}
 
 	// Wait for every spout to connect to the queue.
@@ -348,7 +348,7 @@ func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCl
 		select {
 		case <-ctx.Done():
 			return errors.New("interrupted before the topology ran")
-		case ch := <-d.exited:
+		case ch := <-d.Exited():
 			if err := unasked(ch); err != nil {
 				return err
 			}
@@ -373,7 +373,7 @@ func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCl
 		select {
 		case <-ctx.Done():
 			return errors.New("interrupted")
-		case ch := <-d.exited:
+		case ch := <-d.Exited():
 			if err := unasked(ch); err != nil {
 				return err
 			}
@@ -382,7 +382,7 @@ func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCl
 		}
 		now := time.Now()
 		cur, h := srv.Sample(), srv.Latencies()
-		ws, err := d.workersUnder(d.dir)
+		ws, err := d.WorkersUnder(d.Dir)
 		if err != nil {
 			return err
 		}
@@ -396,15 +396,15 @@ func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCl
 		prev, prevAt = cur, now
 		note := ""
 		if k := sec - warmup; k > 0 && k%every == 0 && k/every <= f.kills {
-			victim := d.supervisors[f.supervisors-k/every]
+			victim := d.Supervisors[f.supervisors-k/every]
 			killed[victim] = true
-			n, err := d.killSupervisor(victim)
+			n, err := d.KillSupervisor(victim)
 			if err != nil {
 				return err
 			}
 			alive--
-			r.Kills = append(r.Kills, failoverKill{AtS: float64(k), Supervisor: victim.role, WorkersKilled: n})
-			note = fmt.Sprintf("  ← killed %s and its %d workers (kill -9)", victim.role, n)
+			r.Kills = append(r.Kills, failoverKill{AtS: float64(k), Supervisor: victim.Role, WorkersKilled: n})
+			note = fmt.Sprintf("  ← killed %s and its %d workers (kill -9)", victim.Role, n)
 		}
 		fmt.Fprintf(live, "%5ds  supervisors %d  workers %2d  acked/s %7.0f  failed %5d  replayed %5d  p99 %7.1f ms  unacked %6d  held %5d  spouts %d%s\n",
 			sec-warmup, s.Supervisors, s.Workers, s.AckedPerS, s.Failed, s.Replayed, s.P99Ms, s.Unacked, s.Held, s.Spouts, note)
@@ -425,7 +425,7 @@ func failover(ctx context.Context, cmd *cobra.Command, f failoverFlags, d *devCl
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("interrupted while draining, %d sentences not acked yet", sm.Unacked)
-		case ch := <-d.exited:
+		case ch := <-d.Exited():
 			if err := unasked(ch); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // TestBenchFailoverJSON runs the machine-loss bench for real, small: two
@@ -18,7 +19,7 @@ func TestBenchFailoverJSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster for about 20 s")
 	}
-	t.Setenv(galeMainEnv, "1") // the cluster's processes are this binary, as gale
+	t.Setenv(clitest.MainEnv, "1") // the cluster's processes are this binary, as gale
 	code, stdout, _ := runGale(t, "bench", "failover", "--supervisors", "2", "--kill-every", "8s", "--warmup", "1s",
 		"--rate", "100", "--json")
 	var r struct {

@@ -12,9 +12,8 @@ import (
 
 	"github.com/gale-stream/gale/internal/bench"
 	benchkafka "github.com/gale-stream/gale/internal/bench/kafka"
-	"github.com/gale-stream/gale/internal/workerproc"
-
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/workerproc"
 )
 
 // kafkaFlags are the flags of `bench kafka`.

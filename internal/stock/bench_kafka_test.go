@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // TestBenchKafkaJSON runs the three experiments for real, small, with
@@ -12,7 +14,7 @@ import (
 // document. The ratios are logged, not asserted: they depend on how busy
 // the machine is.
 func TestBenchKafkaJSON(t *testing.T) {
-	t.Setenv(galeMainEnv, "1") // the broker is this binary, as gale
+	t.Setenv(clitest.MainEnv, "1") // the broker is this binary, as gale
 	const n = 20000
 	code, stdout, _ := runGale(t, "bench", "kafka", "--messages", "20000", "--partitions", "3", "--json")
 	var r struct {
@@ -86,7 +88,7 @@ func TestBenchKafkaFlags(t *testing.T) {
 // duplicates and their bound (logged, not asserted against each other:
 // the bound's rate term depends on how busy the machine is).
 func TestBenchKafkaKill(t *testing.T) {
-	t.Setenv(galeMainEnv, "1") // the broker and the workers are this binary, as gale
+	t.Setenv(clitest.MainEnv, "1") // the broker and the workers are this binary, as gale
 	code, stdout, stderr := runGale(t, "bench", "kafka", "--mode", "kill", "--messages", "20000", "--json")
 	var r struct {
 		Runs []struct {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // benchReport is the part of `gale bench wordcount --json` a user relies on.
@@ -58,7 +60,7 @@ func TestBenchWordcountJSON(t *testing.T) {
 				t.Fatalf("exit code: got %d, want %d", code, exitOK)
 			}
 			var keys map[string]json.RawMessage
-			decodeOne(t, stdout, &keys)
+			clitest.DecodeOne(t, stdout, &keys)
 			want := []string{"mode", "duration_s", "sentences", "words", "sentences_per_sec", "words_per_sec",
 				"acked", "failed", "latency_ms", "cpu_seconds", "max_rss_bytes"}
 			for _, k := range want {
@@ -67,7 +69,7 @@ func TestBenchWordcountJSON(t *testing.T) {
 				}
 			}
 			var r benchReport
-			decodeOne(t, stdout, &r)
+			clitest.DecodeOne(t, stdout, &r)
 			t.Logf("report: %+v", r)
 
 			if r.Mode != tt.mode || r.Runner != tt.runner || r.TupleReuse != tt.reuse {
@@ -170,7 +172,7 @@ func hasRow(table, name string) bool {
 // measured from when the workers' spouts are active, so however long the
 // workers take to start on a busy machine, it measures something.
 func TestBenchWordcountWorkers(t *testing.T) {
-	t.Setenv(galeMainEnv, "1") // inherited by the worker processes
+	t.Setenv(clitest.MainEnv, "1") // inherited by the worker processes
 	code, stdout, _ := runGale(t, "bench", "wordcount", "--workers", "2", "--spouts", "2", "--splitters", "2",
 		"--counters", "2", "--ackers", "2", "--duration", "1s", "--json")
 	if code != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	benchtopo "github.com/gale-stream/gale/internal/bench/wordcount"
+	"github.com/gale-stream/gale/internal/cli/clitest"
 )
 
 // TestBenchWorkerKilled kills a worker with SIGKILL in the middle of a
@@ -22,7 +23,7 @@ import (
 // their sentences were replayed, so every sentence was acked in the end;
 // and gale exits with status 1.
 func TestBenchWorkerKilled(t *testing.T) {
-	t.Setenv(galeMainEnv, "1") // inherited by the worker processes
+	t.Setenv(clitest.MainEnv, "1") // inherited by the worker processes
 	killed := make(chan int, 1)
 	// waitFor polls cond with a deadline; it reports false if the deadline
 	// passed or the run ended first.
@@ -84,7 +85,7 @@ func TestBenchWorkerKilled(t *testing.T) {
 		Lost           int64  `json:"lost"`
 		WorkerRestarts int64  `json:"worker_restarts"`
 	}
-	decodeOne(t, stdout, &r)
+	clitest.DecodeOne(t, stdout, &r)
 	t.Logf("killed worker %d; report: %+v", victim, r)
 	if want := fmt.Sprintf("worker %d exited", victim); !strings.Contains(r.Error, want) {
 		t.Errorf("report error %q, want it to say %q", r.Error, want)
@@ -107,7 +108,7 @@ func TestBenchWorkerKilled(t *testing.T) {
 func TestBenchKilledLeavesNoSpecs(t *testing.T) {
 	tmp := t.TempDir()
 	cmd := exec.Command(os.Args[0], "bench", "wordcount", "--workers", "2", "--duration", "1m")
-	cmd.Env = append(os.Environ(), galeMainEnv+"=1", "TMPDIR="+tmp)
+	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", "TMPDIR="+tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -3,17 +3,17 @@ package stock
 import (
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/config"
+	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
-
-	"github.com/gale-stream/gale/internal/cli"
 )
 
 // demoTopology is the topology demo submits: the stock word count, whose
@@ -49,14 +49,14 @@ supervisors' reports to nimbus. Ctrl-C stops everything.`,
 			if err != nil {
 				return err
 			}
-			err = d.print(cmd.OutOrStdout(), false, false)
+			err = d.Print(cmd.OutOrStdout(), false, false)
 			if err == nil {
 				err = demo(cmd, opts, d)
 			}
 			if ctx.Err() != nil {
-				fmt.Fprintf(d.log, "%s demo: stopping the cluster (Ctrl-C again kills it at once)\n", d.name)
+				fmt.Fprintf(d.Log, "%s demo: stopping the cluster (Ctrl-C again kills it at once)\n", d.Name)
 			}
-			return errors.Join(err, d.stop())
+			return errors.Join(err, d.Stop())
 		},
 	}
 	f.bind(cmd, false)
@@ -65,9 +65,9 @@ supervisors' reports to nimbus. Ctrl-C stops everything.`,
 
 // demo submits the word count to d and prints its numbers each second
 // until Ctrl-C or a child of d exits.
-func demo(cmd *cobra.Command, opts *cli.Options, d *devCluster) error {
+func demo(cmd *cobra.Command, opts *cli.Options, d *devcluster.Cluster) error {
 	ctx := cmd.Context()
-	sf := cli.SubmitFlags{ClusterFlags: cli.ClusterFlags{Nimbus: d.nimbusAddr}}
+	sf := cli.SubmitFlags{ClusterFlags: cli.ClusterFlags{Nimbus: d.NimbusAddr}}
 	s, err := sf.Parse(cmd, opts, []string{demoTopology})
 	if err != nil {
 		return err
@@ -90,8 +90,8 @@ func demo(cmd *cobra.Command, opts *cli.Options, d *devCluster) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ch := <-d.exited:
-			return fmt.Errorf("%s (pid %d) exited: %v; the rest of the cluster is stopped", ch.role, ch.pid(), exitReason(ch.err))
+		case ch := <-d.Exited():
+			return fmt.Errorf("%s (pid %d) exited: %v; the rest of the cluster is stopped", ch.Role, ch.PID(), devcluster.ExitReason(ch.Err()))
 		case now := <-tk.C:
 			var resp *nimbuspb.ListResponse
 			err := c.Call(ctx, func(n nimbuspb.NimbusClient) (err error) {
@@ -102,7 +102,7 @@ func demo(cmd *cobra.Command, opts *cli.Options, d *devCluster) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				fmt.Fprintf(d.log, "%s demo: list: %v\n", d.name, err)
+				fmt.Fprintf(d.Log, "%s demo: list: %v\n", d.Name, err)
 				continue
 			}
 			var cur *nimbuspb.TopologySummary

@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gale-stream/gale/internal/cli"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/runstats"
-
-	"github.com/gale-stream/gale/internal/cli"
 )
 
 // TestDemoRate: the rate is taken between two changes of the counters

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gale-stream/gale/internal/cli/clitest"
+	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/proclist"
 	"github.com/gale-stream/gale/internal/proctest"
@@ -34,8 +36,8 @@ func TestDevChildDies(t *testing.T) {
 	defer taken.Close()
 	port := taken.Addr().(*net.TCPAddr).Port
 	dir := filepath.Join(t.TempDir(), "dev")
-	p := startGale(t, "dev", "--dir", dir, "--etcd-port", "0", "--nimbus-port", strconv.Itoa(port),
-		"--supervisors", "1", "--slot-base", strconv.Itoa(closedPort(t)), "--slots-per", "1")
+	p := clitest.Start(t, "dev", "--dir", dir, "--etcd-port", "0", "--nimbus-port", strconv.Itoa(port),
+		"--supervisors", "1", "--slot-base", strconv.Itoa(clitest.ClosedPort(t)), "--slots-per", "1")
 	st := p.Wait(t)
 	if st.ExitCode() != exitRuntime {
 		t.Errorf("exit: %v, want code %d", st, exitRuntime)
@@ -170,9 +172,9 @@ func TestDevStopsEverything(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "dev")
 	cmd := exec.Command(os.Args[0], "dev", "--json", "--dir", dir, "--etcd-port", "0",
-		"--nimbus-port", strconv.Itoa(closedPort(t)), "--supervisors", "2", "--slots-per", "1",
-		"--slot-base", strconv.Itoa(closedPort(t)))
-	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1", fakeInheritEnv+"=1")
+		"--nimbus-port", strconv.Itoa(clitest.ClosedPort(t)), "--supervisors", "2", "--slots-per", "1",
+		"--slot-base", strconv.Itoa(clitest.ClosedPort(t)))
+	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1", fakeInheritEnv+"=1")
 	p := proctest.Start(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
 	running, err := proclist.Under(dir)
@@ -195,8 +197,8 @@ func TestDevStopsEverything(t *testing.T) {
 	if st := p.Wait(t); st.ExitCode() != exitOK {
 		t.Errorf("exit: %v, want code 0", st)
 	}
-	var r devReport
-	decodeOne(t, p.Stdout.String(), &r)
+	var r devcluster.Report
+	clitest.DecodeOne(t, p.Stdout.String(), &r)
 	if r.Dir != dir || r.Temporary || len(r.Supervisors) != 2 || r.Nimbus.PID == 0 || !strings.HasPrefix(r.Etcd.Addr, "http://127.0.0.1:") {
 		t.Errorf("report: %+v", r)
 	}
@@ -218,9 +220,9 @@ func TestDevSupervisorDies(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "dev")
 	cmd := exec.Command(os.Args[0], "dev", "--dir", dir, "--etcd-port", "0",
-		"--nimbus-port", strconv.Itoa(closedPort(t)), "--supervisors", "2", "--slots-per", "1",
-		"--slot-base", strconv.Itoa(closedPort(t)))
-	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1", fakeCrashEnv+"=supervisor-1")
+		"--nimbus-port", strconv.Itoa(clitest.ClosedPort(t)), "--supervisors", "2", "--slots-per", "1",
+		"--slot-base", strconv.Itoa(clitest.ClosedPort(t)))
+	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1", fakeCrashEnv+"=supervisor-1")
 	p := proctest.Start(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
 	if err := os.WriteFile(filepath.Join(dir, "crash-now"), nil, 0o644); err != nil {
@@ -251,8 +253,8 @@ func TestDevNimbuses(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "dev")
 	cmd := exec.Command(os.Args[0], "dev", "--json", "--dir", dir, "--etcd-port", "0", "--nimbuses", "2",
-		"--nimbus-port", strconv.Itoa(port), "--supervisors", "1", "--slots-per", "1", "--slot-base", strconv.Itoa(closedPort(t)), "--ui-port", "0")
-	cmd.Env = append(os.Environ(), galeMainEnv+"=1", fakeClusterEnv+"=1")
+		"--nimbus-port", strconv.Itoa(port), "--supervisors", "1", "--slots-per", "1", "--slot-base", strconv.Itoa(clitest.ClosedPort(t)), "--ui-port", "0")
+	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1")
 	p := proctest.Start(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
 	running, err := proclist.Under(dir)
@@ -274,8 +276,8 @@ func TestDevNimbuses(t *testing.T) {
 	if st := p.Wait(t); st.ExitCode() != exitOK {
 		t.Errorf("exit: %v, want code 0", st)
 	}
-	var r devReport
-	decodeOne(t, p.Stdout.String(), &r)
+	var r devcluster.Report
+	clitest.DecodeOne(t, p.Stdout.String(), &r)
 	want := []string{"127.0.0.1:" + strconv.Itoa(port), "127.0.0.1:" + strconv.Itoa(port+1)}
 	if len(r.Nimbuses) != 2 || r.Nimbuses[0].Addr != want[0] || r.Nimbuses[1].Addr != want[1] || r.Nimbus != r.Nimbuses[0] ||
 		r.Nimbuses[0].Dir == r.Nimbuses[1].Dir || r.Nimbuses[1].PID == 0 {

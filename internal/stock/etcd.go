@@ -5,17 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/config"
+	"github.com/gale-stream/gale/internal/cli"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
-
-	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/devcluster"
 )
 
 // newEtcdCmd is the hidden `etcd`: an embedded single-node etcd in a
@@ -47,7 +47,7 @@ certificate of that CA, as etcd's flags of the same names do.`,
 				return err
 			}
 			defer e.Close()
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s etcd: serving on %s\n", opts.Name, e.Endpoints[0])
+			devcluster.PrintEtcdReady(cmd.ErrOrStderr(), opts.Name, e.Endpoints[0])
 			<-cmd.Context().Done()
 			return nil
 		},

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gale-stream/gale/internal/cli/clitest"
 	"github.com/gale-stream/gale/internal/coord"
 )
 
@@ -20,7 +21,7 @@ func TestEtcdServesAndStops(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	start := func() (string, func()) {
-		p := startGale(t, "etcd", "--dir", dir, "--listen", "http://127.0.0.1:0")
+		p := clitest.Start(t, "etcd", "--dir", dir, "--listen", "http://127.0.0.1:0")
 		var url string
 		p.WaitLine(t, "the serving line", func(l string) bool {
 			const marker = "gale etcd: serving on "

@@ -2,7 +2,7 @@ package stock
 
 import (
 	"errors"
-	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"log/slog"
 	"net"
 	"strconv"
@@ -12,10 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/config"
-	"github.com/gale-stream/gale/internal/nimbus"
-
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/devcluster"
+	"github.com/gale-stream/gale/internal/nimbus"
 )
 
 func newNimbusCmd(opts *cli.Options) *cobra.Command {
@@ -83,7 +82,7 @@ leaves the cluster.`,
 			defer wg.Wait()
 			select {
 			case <-n.Ready():
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s nimbus: serving on %s (id %s)\n", opts.Name, n.Addr(), n.ID())
+				devcluster.PrintNimbusReady(cmd.ErrOrStderr(), opts.Name, n.Addr(), n.ID())
 			case err := <-done:
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gale-stream/gale/internal/cli/clitest"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
@@ -37,7 +38,7 @@ func TestNimbusServesAndLeavesOnSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	p := startGale(t, "nimbus", "--dir", t.TempDir(), "--port", "0", "--etcd", e.Endpoints[0], "--id", "n1")
+	p := clitest.Start(t, "nimbus", "--dir", t.TempDir(), "--port", "0", "--etcd", e.Endpoints[0], "--id", "n1")
 	serving := regexp.MustCompile(`^gale nimbus: serving on (127\.0\.0\.1:\d+) \(id n1\)$`)
 	p.WaitLine(t, "the serving line", serving.MatchString)
 	var addr string

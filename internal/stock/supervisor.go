@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/config"
 	"log/slog"
 	"maps"
 	"os"
@@ -18,11 +19,10 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/gale-stream/gale"
-	"github.com/gale-stream/gale/internal/config"
-	"github.com/gale-stream/gale/internal/coord"
-	"github.com/gale-stream/gale/internal/supervisor"
-
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/devcluster"
+	"github.com/gale-stream/gale/internal/supervisor"
 )
 
 func newSupervisorCmd(opts *cli.Options) *cobra.Command {
@@ -133,7 +133,7 @@ machine), not a wildcard such as 0.0.0.0.`,
 				return err
 			}
 			return runSupervisor(cmd.Context(), s, func() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s supervisor: %s on %s slots %s\n", opts.Name, id, f.host, joinPorts(ports))
+				devcluster.PrintSupervisorReady(cmd.ErrOrStderr(), opts.Name, id, f.host, devcluster.JoinInts(ports, ","))
 			})
 		},
 	}
@@ -163,14 +163,6 @@ func runSupervisor(ctx context.Context, s *supervisor.Supervisor, ready func()) 
 		return err
 	}
 	return <-done
-}
-
-func joinPorts(ports []int) string {
-	s := make([]string, len(ports))
-	for i, p := range ports {
-		s[i] = strconv.Itoa(p)
-	}
-	return strings.Join(s, ",")
 }
 
 // nimbusDialOptions are how a supervisor dials nimbus: TLS trusting

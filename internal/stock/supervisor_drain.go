@@ -7,9 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gale-stream/gale/internal/supervisor"
-
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/supervisor"
 )
 
 // newSupervisorDrainCmd is `supervisor drain`: the supervisor running in

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gale-stream/gale/internal/cli/clitest"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 )
@@ -36,7 +37,7 @@ func TestSupervisorCommand(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 
-	p := startGale(t, "supervisor", "--dir", dir, "--ports", "6790,6791", "--etcd", e.Endpoints[0], "--id", "sup-a")
+	p := clitest.Start(t, "supervisor", "--dir", dir, "--ports", "6790,6791", "--etcd", e.Endpoints[0], "--id", "sup-a")
 	p.WaitLineContaining(t, "gale supervisor: sup-a on 127.0.0.1 slots 6790,6791")
 	sups, err := store.Supervisors(t.Context())
 	if err != nil {
@@ -65,7 +66,7 @@ func TestSupervisorCommand(t *testing.T) {
 		t.Fatalf("--dir's id: %q, %v; want sup-a", b, err)
 	}
 
-	p = startGale(t, "supervisor", "--dir", dir, "--etcd", e.Endpoints[0], "--id", "sup-b")
+	p = clitest.Start(t, "supervisor", "--dir", dir, "--etcd", e.Endpoints[0], "--id", "sup-b")
 	if st := p.Wait(t); st.ExitCode() != exitRuntime || !strings.Contains(p.Stderr(), `is supervisor "sup-a"'s`) {
 		t.Fatalf("a restart with another id: exit %v, stderr %q; want code 1 naming sup-a", st, p.Stderr())
 	}
@@ -83,7 +84,7 @@ func TestSupervisorCommandBadTLSCert(t *testing.T) {
 	yaml := filepath.Join(dir, "gale.yaml")
 	os.WriteFile(cert, []byte("not a certificate"), 0o600)
 	os.WriteFile(yaml, []byte("nimbus.tls.cert: "+cert+"\n"), 0o600)
-	p := startGale(t, "supervisor", "--dir", filepath.Join(dir, "s"), "--file", yaml, "--etcd", "http://127.0.0.1:1")
+	p := clitest.Start(t, "supervisor", "--dir", filepath.Join(dir, "s"), "--file", yaml, "--etcd", "http://127.0.0.1:1")
 	if st := p.Wait(t); st.ExitCode() != exitRuntime || !strings.Contains(p.Stderr(), "nimbus.tls.cert "+cert+" holds no PEM certificate") {
 		t.Fatalf("exit %v, stderr %q; want code 1 naming the certificate file", st, p.Stderr())
 	}
@@ -136,7 +137,7 @@ func TestSupervisorDrainCommand(t *testing.T) {
 	if code, _, errOut := runGale(t, "supervisor", "drain", "--dir", dir); code != exitRuntime || !strings.Contains(errOut, "no supervisor answers") {
 		t.Errorf("drain with no supervisor: exit %d, stderr %q; want %d saying no supervisor answers", code, errOut, exitRuntime)
 	}
-	p := startGale(t, "supervisor", "--dir", dir, "--ports", "6792", "--etcd", e.Endpoints[0], "--id", "sup-d")
+	p := clitest.Start(t, "supervisor", "--dir", dir, "--ports", "6792", "--etcd", e.Endpoints[0], "--id", "sup-d")
 	p.WaitLineContaining(t, "gale supervisor: sup-d on 127.0.0.1 slots 6792")
 	code, out, errOut := runGale(t, "supervisor", "drain", "--dir", dir)
 	if code != exitOK || !strings.Contains(out, "supervisor sup-d left the cluster") || !strings.Contains(out, "supervisor sup-d drained") {

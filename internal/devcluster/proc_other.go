@@ -1,6 +1,6 @@
 //go:build !unix
 
-package stock
+package devcluster
 
 import (
 	"errors"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-func devSupported() error {
+func supported() error {
 	return errors.New("dev runs its cluster on Linux or macOS: supervisors start workers as process groups of their own, which this system does not have")
 }
 
-func devSysProcAttr() *syscall.SysProcAttr { return nil }
+func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 func terminateProcess(p *os.Process) { p.Kill() }
