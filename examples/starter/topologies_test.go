@@ -101,11 +101,22 @@ var rollingTopWordsPort = port{
 	conf:    gale.Config{starter.TopNKey: 3},
 	horizon: 60 * time.Second,
 	last:    "finalRanker",
-	// The fullest rankings the final ranker emitted, with their size.
+	// The fullest rankings the final ranker emitted (the greatest total
+	// count, then the most items), with their size. Which snapshots it
+	// emits depends on how the rankers' and the counter's ticks at the
+	// same instant interleave, as in Storm; the fullest is the one taken
+	// while every word was still in the counter's window.
 	result: func(out []gale.Values) string {
 		var best *starter.Rankings
+		total := func(r *starter.Rankings) (n int64) {
+			for _, x := range r.Items {
+				n += int64(x.Count)
+			}
+			return n
+		}
 		for _, v := range out {
-			if r := v[0].(*starter.Rankings); best == nil || r.Size() > best.Size() {
+			r := v[0].(*starter.Rankings)
+			if best == nil || total(r) > total(best) || total(r) == total(best) && r.Size() > best.Size() {
 				best = r
 			}
 		}
