@@ -155,3 +155,36 @@ func TestUserKeyValuesAsJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestTopologyNameInConfig: a task reads the topology's name from its
+// config, as a Storm component reads topology.name in prepare, both with
+// the typed getter and in Map.
+func TestTopologyNameInConfig(t *testing.T) {
+	type seen struct {
+		name   string
+		lookup any
+		inMap  any
+	}
+	var got list[seen]
+	b := gale.NewTopologyBuilder()
+	b.SetSpout("src", func() gale.Spout {
+		return &funcSpout{declare: func(d gale.OutputDeclarer) { d.Declare("x") }}
+	}, 1)
+	b.SetBolt("sink", func() gale.Bolt {
+		return &funcBolt{prepare: func(b *funcBolt) error {
+			conf := b.tc.Config()
+			v, _ := conf.Lookup(gale.TopologyName)
+			got.add(seen{conf.String(gale.TopologyName), v, conf.Map()[gale.TopologyName]})
+			return nil
+		}}
+	}, 1).ShuffleGrouping("src")
+	lt, err := gale.StartLocal("named", nil, build(t, b), gale.RunOptions{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lt.Stop()
+	want := []seen{{"named", "named", "named"}}
+	if all := got.all(); !reflect.DeepEqual(all, want) {
+		t.Errorf("in Prepare: got %+v, want %+v", all, want)
+	}
+}

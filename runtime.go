@@ -319,6 +319,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 	if err != nil {
 		return nil, err
 	}
+	eff = eff.WithTopologyName(name) // as Storm's conf carries it to prepare
 	rt := &runtime{
 		name:  name,
 		topo:  topo,
