@@ -173,9 +173,18 @@ func apiText(pkg *types.Package) string {
 		return p.Name()
 	}
 	str := func(t types.Type) string { return types.TypeString(t, qual) }
+	// sig writes a signature without its parameters' names, which are
+	// not API.
 	sig := func(s *types.Signature) string {
+		unnamed := func(t *types.Tuple) *types.Tuple {
+			vars := make([]*types.Var, t.Len())
+			for i := range vars {
+				vars[i] = types.NewParam(token.NoPos, nil, "", t.At(i).Type())
+			}
+			return types.NewTuple(vars...)
+		}
 		var b bytes.Buffer
-		types.WriteSignature(&b, s, qual)
+		types.WriteSignature(&b, types.NewSignatureType(nil, nil, nil, unnamed(s.Params()), unnamed(s.Results()), s.Variadic()), qual)
 		return b.String()
 	}
 	var lines []string
