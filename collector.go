@@ -16,6 +16,16 @@ func (c *SpoutCollector) Emit(msgID any, values ...any) ([]int, error) {
 	return c.task.emit(DefaultStream, msgID, -1, values)
 }
 
+// EmitString is Emit with one value, the string s: the same tuple, without
+// the allocation that converting s to any costs at the call (16 bytes, a
+// sizeable part of emitting a small tuple). For streams of one string
+// field: lines, words, encoded records.
+func (c *SpoutCollector) EmitString(msgID any, s string) ([]int, error) {
+	var v [1]any
+	v[0] = c.task.em.strs.Box(s)
+	return c.task.emit(DefaultStream, msgID, -1, v[:])
+}
+
 // EmitStream emits values on a named stream; see Emit.
 func (c *SpoutCollector) EmitStream(stream string, msgID any, values ...any) ([]int, error) {
 	return c.task.emit(stream, msgID, -1, values)
@@ -56,6 +66,20 @@ func (c *BoltCollector) Emit(anchor *Tuple, values ...any) ([]int, error) {
 		return nil, err
 	}
 	return c.task.em.targetIDs(), nil
+}
+
+// EmitString is Emit with one value, the string s: the same tuple, without
+// the allocation that converting s to any costs at the call (16 bytes, a
+// sizeable part of emitting a small tuple; a sixth of word count's split
+// bolt). For streams of one string field: lines, words, encoded records.
+func (c *BoltCollector) EmitString(anchor *Tuple, s string) ([]int, error) {
+	em := c.task.em
+	var v [1]any
+	v[0] = em.strs.Box(s)
+	if err := em.emitBolt(DefaultStream, anchor, nil, v[:], -1); err != nil {
+		return nil, err
+	}
+	return em.targetIDs(), nil
 }
 
 // EmitStream emits values on stream anchored on every tuple of anchors
@@ -139,6 +163,18 @@ func (c *BasicCollector) Emit(values ...any) ([]int, error) {
 		return nil, err
 	}
 	return c.task.em.targetIDs(), nil
+}
+
+// EmitString is Emit with one value, the string s, without the allocation
+// that converting s to any costs; see BoltCollector.EmitString.
+func (c *BasicCollector) EmitString(s string) ([]int, error) {
+	em := c.task.em
+	var v [1]any
+	v[0] = em.strs.Box(s)
+	if err := em.emitBolt(DefaultStream, c.input, nil, v[:], -1); err != nil {
+		return nil, err
+	}
+	return em.targetIDs(), nil
 }
 
 // EmitStream emits values on a named stream anchored on the input.

@@ -3,6 +3,7 @@ package gale
 import (
 	"errors"
 	"fmt"
+	"github.com/gale-stream/gale/internal/box"
 	"log/slog"
 	"slices"
 	"strings"
@@ -27,6 +28,7 @@ var (
 // emitter is the emitting half of one task: its output streams, routers,
 // random source and tuple slab. It belongs to the task's executor goroutine.
 type emitter struct {
+	strs     box.Strings // EmitString's values
 	rt       *runtime
 	comp     *compInfo
 	task     int32

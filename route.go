@@ -89,8 +89,17 @@ func (r *router) choose(dst []int, vals []any, direct int) []int {
 		}
 		return append(dst, t)
 	case kindFields:
+		if len(r.tasks) == 1 {
+			// One task gets every key: no need to hash (fieldhash.Add
+			// takes any value, so skipping it cannot hide an error).
+			return append(dst, r.tasks[0])
+		}
 		return append(dst, r.tasks[fieldhash.Bucket(r.hash(vals), len(r.tasks))])
 	case kindPartialKey:
+		if len(r.tasks) == 1 {
+			r.sent[0]++
+			return append(dst, r.tasks[0])
+		}
 		// Storm's PartialKeyGrouping: two hashes of the key name two
 		// candidate tasks, and the tuple goes to the one this task has
 		// sent fewer tuples to (the first on a tie).

@@ -27,7 +27,7 @@ func (s *SplitSentence) Execute(t *gale.Tuple) {
 			i = len(sentence)
 		}
 		if i > 0 {
-			s.Collector.Emit(t, sentence[:i])
+			s.Collector.EmitString(t, sentence[:i])
 		}
 		if i == len(sentence) {
 			break

@@ -77,7 +77,7 @@ func (s *spout) NextTuple() {
 		if s.ack {
 			s.emitAcked(time.Since(s.base))
 		} else {
-			s.Collector.Emit(nil, s.gen.Next())
+			s.Collector.EmitString(nil, s.gen.Next())
 		}
 		s.count(1)
 		return
@@ -92,7 +92,7 @@ func (s *spout) NextTuple() {
 		if s.ack {
 			s.emitAcked(sched.Sub(s.base))
 		} else {
-			s.Collector.Emit(nil, s.gen.Next())
+			s.Collector.EmitString(nil, s.gen.Next())
 		}
 	}
 	s.count(n)
@@ -100,7 +100,7 @@ func (s *spout) NextTuple() {
 
 func (s *spout) emitAcked(sched time.Duration) {
 	id := &sentenceID{sentence: s.gen.Next(), sched: sched}
-	s.Collector.Emit(id, id.sentence)
+	s.Collector.EmitString(id, id.sentence)
 }
 
 func (s *spout) count(n int64) {
@@ -129,7 +129,7 @@ func (s *spout) Fail(msgID any, reason error) {
 		s.stats.Failed.Add(1)
 	}
 	id := msgID.(*sentenceID)
-	s.Collector.Emit(id, id.sentence)
+	s.Collector.EmitString(id, id.sentence)
 	s.stats.Replayed.Add(1)
 }
 
