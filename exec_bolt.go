@@ -25,6 +25,8 @@ type boltTask struct {
 	// keepFail and logFail rate-limit the errors of BoltCollector.Fail
 	// kept among the component's errors and logged.
 	keepFail, logFail *ratelog.Limiter
+
+	_ [16]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 // The errors of BoltCollector.Fail a task keeps among its component's
@@ -95,6 +97,8 @@ type boltExec struct {
 	// before it have been taken: ahead more from in, aheadR from rin.
 	held          bool
 	ahead, aheadR int
+
+	_ [56]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 // procSample is the input tuple an executor is timing the process latency

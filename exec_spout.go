@@ -23,6 +23,8 @@ type spoutTask struct {
 	deferred []any // message ids to ack after NextTuple (acking off)
 	emits    int
 	retry    RetryReporter // the spout, if it reports its retries; nil otherwise
+
+	_ [16]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 func (t *spoutTask) emit(stream string, msgID any, direct int, vals []any) ([]int, error) {

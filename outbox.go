@@ -14,6 +14,8 @@ type batch struct {
 	task   int32
 	tuples []*Tuple
 	origin *inbound // the connection it came on, from another worker
+
+	_ [24]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 const (
@@ -85,6 +87,8 @@ type outbox struct {
 	// fbDest marks, by executor index, the destinations this executor
 	// reaches on a feedback edge (feedback.go); nil if none.
 	fbDest []bool
+
+	_ [16]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 // newOutbox returns the outbox of an executor of c, or of an acker if c is

@@ -8,6 +8,8 @@ package gale
 type pendingMap struct {
 	buckets []map[uint64]pendingEntry // [0] is the newest
 	n       int
+
+	_ [32]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 const pendingBuckets = 11

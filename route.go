@@ -24,6 +24,8 @@ type outStream struct {
 	// goroutine and published for the stats reader.
 	emitted, transferred       int64
 	pubEmitted, pubTransferred atomic.Int64
+
+	_ [48]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 // router picks the consumer tasks of one subscription for one emitting

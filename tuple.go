@@ -360,6 +360,8 @@ type tupleRecycler struct {
 	pool    chan<- []*Tuple
 	empties <-chan []*Tuple // used-up chunks from the emitters, to refill
 	chunk   []*Tuple
+
+	_ [24]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 func newTupleRecycler(rt *runtime) *tupleRecycler {
