@@ -5,7 +5,7 @@
 // the heap: one 16-byte allocation per conversion, the largest cost left
 // in emitting a one-word tuple (word count's split bolt: 8 of them per
 // sentence, a sixth of its CPU). Strings instead carves the headers out of
-// a chunk of chunkLen, and builds each interface value to point at its
+// a chunk of chunkLen (255), and builds each interface value to point at its
 // slot, so the allocator runs once per chunk.
 //
 // The values are ordinary interface values: comparable, usable as map
@@ -32,8 +32,11 @@ var stringType = func() unsafe.Pointer {
 	return (*eface)(unsafe.Pointer(&a)).typ
 }()
 
-// chunkLen is the number of string headers a chunk holds.
-const chunkLen = 256
+// chunkLen is the number of string headers a chunk holds: 255 of 16 bytes
+// and the 8-byte header the allocator puts before an object with pointers
+// larger than 512 bytes fill its 4 KiB size class exactly (256 took the
+// 4,864-byte class: 19 bytes a string instead of 16).
+const chunkLen = 255
 
 // Strings boxes strings into interface values. The zero value is ready to
 // use. A Strings is not safe for concurrent use; give each goroutine its
