@@ -7,27 +7,27 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/bridge"
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 )
 
 func init() {
-	bridge.SpoutStats = func(running any) []runstats.Spout {
+	bridge.SpoutStats = func(running any) []metrics.Spout {
 		switch r := running.(type) {
 		case *LocalTopology:
 			return r.rt.spoutStats()
 		case *workerShare:
 			return r.rt.spoutStats()
 		}
-		panic(fmt.Sprintf("runstats: %T is not a running topology", running))
+		panic(fmt.Sprintf("metrics: %T is not a running topology", running))
 	}
-	bridge.BoltStats = func(running any) []runstats.Bolt {
+	bridge.BoltStats = func(running any) []metrics.Bolt {
 		switch r := running.(type) {
 		case *LocalTopology:
 			return r.rt.boltStats()
 		case *workerShare:
 			return r.rt.boltStats()
 		}
-		panic(fmt.Sprintf("runstats: %T is not a running topology", running))
+		panic(fmt.Sprintf("metrics: %T is not a running topology", running))
 	}
 }
 
@@ -49,12 +49,12 @@ type RetryReporter interface {
 // round and each batch of acks, and a last time when they stop; the
 // complete latencies as each tree is acked, from its emit (the clock
 // read at the start of the emitting round) to the handling of its ack.
-func (rt *runtime) spoutStats() []runstats.Spout {
-	byComp := make(map[string]*runstats.Spout)
+func (rt *runtime) spoutStats() []metrics.Spout {
+	byComp := make(map[string]*metrics.Spout)
 	for _, x := range rt.spoutExecs {
 		s := byComp[x.comp.id]
 		if s == nil {
-			s = &runstats.Spout{Component: x.comp.id}
+			s = &metrics.Spout{Component: x.comp.id}
 			byComp[x.comp.id] = s
 		}
 		s.Tasks += len(x.tasks)
@@ -74,21 +74,21 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		s.DeadLetters += x.pubDeadLetters.Load()
 		if rt.stats {
 			for _, t := range x.tasks {
-				s.Outputs = runstats.AddStreams(s.Outputs, t.em.outputs())
+				s.Outputs = metrics.AddStreams(s.Outputs, t.em.outputs())
 			}
-			s.Executors = append(s.Executors, runstats.Executor{
+			s.Executors = append(s.Executors, metrics.Executor{
 				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
 				Emitted: x.pubEmitted.Load(), Transferred: x.pubTransferred.Load(),
 				Acked: x.pubAcked.Load(), Failed: x.pubFailed.Load(),
 			})
 		}
 	}
-	out := make([]runstats.Spout, 0, len(byComp))
+	out := make([]metrics.Spout, 0, len(byComp))
 	for _, s := range byComp {
 		s.Errors = rt.componentErrors(s.Component)
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b runstats.Spout) int { return cmp.Compare(a.Component, b.Component) })
+	slices.SortFunc(out, func(a, b metrics.Spout) int { return cmp.Compare(a.Component, b.Component) })
 	return out
 }
 
@@ -96,13 +96,13 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 // component, in component id order. Executors publish them after each
 // unit of work (a batch of input, a tick, a wakeup) and a last time when
 // they stop. A component's capacity is its busiest executor's.
-func (rt *runtime) boltStats() []runstats.Bolt {
+func (rt *runtime) boltStats() []metrics.Bolt {
 	now := rt.clock.Now().UnixNano()
-	byComp := make(map[string]*runstats.Bolt)
+	byComp := make(map[string]*metrics.Bolt)
 	for _, x := range rt.boltExecs {
 		b := byComp[x.comp.id]
 		if b == nil {
-			b = &runstats.Bolt{Component: x.comp.id}
+			b = &metrics.Bolt{Component: x.comp.id}
 			byComp[x.comp.id] = b
 		}
 		p := &x.pub
@@ -125,7 +125,7 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 		b.DeadLetters += p.deadLetters.Load()
 		b.QueueCapacity += int64((cap(x.in) + cap(x.rin)) * rt.batchSize)
 		if rt.stats {
-			e := runstats.Executor{
+			e := metrics.Executor{
 				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
 				Emitted: p.emitted.Load(), Transferred: p.transferred.Load(), Acked: p.acked.Load(), Failed: p.failed.Load(),
 				Executed: executed, Capacity: capacity, ExecuteSamples: samples, ExecuteSampledNanos: sampledNanos,
@@ -136,16 +136,16 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 			b.Executors = append(b.Executors, e)
 			b.Inputs = x.inputs.addTo(b.Inputs)
 			for _, t := range x.tasks {
-				b.Outputs = runstats.AddStreams(b.Outputs, t.em.outputs())
+				b.Outputs = metrics.AddStreams(b.Outputs, t.em.outputs())
 			}
 		}
 	}
-	out := make([]runstats.Bolt, 0, len(byComp))
+	out := make([]metrics.Bolt, 0, len(byComp))
 	for _, b := range byComp {
 		b.Errors = rt.componentErrors(b.Component)
 		out = append(out, *b)
 	}
-	slices.SortFunc(out, func(a, b runstats.Bolt) int { return cmp.Compare(a.Component, b.Component) })
+	slices.SortFunc(out, func(a, b metrics.Bolt) int { return cmp.Compare(a.Component, b.Component) })
 	return out
 }
 

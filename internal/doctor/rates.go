@@ -3,8 +3,8 @@ package doctor
 import (
 	"time"
 
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // Sample is one look at a topology: nimbus's Get and, if asked,
@@ -209,12 +209,12 @@ func meanLatency(samples, nanos, prevSamples, prevNanos int64) time.Duration {
 // histograms, or of all of cur's when none was, and how many trees
 // they cover.
 func completeLatency(prev, cur *nimbuspb.LatencyHistogram) (p50, p99 time.Duration, n int64) {
-	c, err := runstats.LatencyFromSparse(cur.GetBuckets(), cur.GetCounts())
+	c, err := metrics.LatencyFromSparse(cur.GetBuckets(), cur.GetCounts())
 	if err != nil {
 		return 0, 0, 0
 	}
 	l := c
-	if p, err := runstats.LatencyFromSparse(prev.GetBuckets(), prev.GetCounts()); err == nil {
+	if p, err := metrics.LatencyFromSparse(prev.GetBuckets(), prev.GetCounts()); err == nil {
 		if d := c.Since(&p); d.Count() > 0 {
 			l = d
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gale-stream/gale/internal/blobstore"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // chunkSize is the size of a Download's chunks.
@@ -110,7 +110,7 @@ func bySubmission(ts []coord.Topology) {
 // latencies, and how many of its workers are valid now.
 type counters struct {
 	emitted, acked, failed int64
-	latency                runstats.Latency
+	latency                metrics.Latency
 	running                int
 }
 
@@ -147,9 +147,9 @@ func (n *Nimbus) counters(t coord.Topology, ws []*nimbuspb.WorkerReport) counter
 	}
 	st := spoutTotals(0, total)
 	c.emitted, c.acked, c.failed = st.GetEmitted(), st.GetAcked(), st.GetFailed()
-	c.latency = runstats.Latency{}
+	c.latency = metrics.Latency{}
 	if h := st.GetCompleteLatency(); h != nil {
-		c.latency, _ = runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
+		c.latency, _ = metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
 	}
 	return c
 }
@@ -162,7 +162,7 @@ func sum(ws []*nimbuspb.WorkerReport) counters {
 		c.failed += w.GetFailed()
 		if h := w.GetCompleteLatency(); h != nil {
 			// Checked when the report came (Report).
-			l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+			l, _ := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
 			c.latency.Add(&l)
 		}
 		if w.GetState() == "valid" {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // sumComponents sums the workers' per-component counters by component,
@@ -14,14 +14,14 @@ import (
 // capacity is the largest (the busiest executor's).
 func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 	byComp := make(map[string]*nimbuspb.ComponentStats)
-	lat := make(map[string]*runstats.Latency)
+	lat := make(map[string]*metrics.Latency)
 	for _, w := range ws {
 		for _, c := range w.GetComponents() {
 			s := byComp[c.GetComponent()]
 			if s == nil {
 				s = &nimbuspb.ComponentStats{Component: c.GetComponent(), Kind: c.GetKind()}
 				byComp[c.GetComponent()] = s
-				lat[c.GetComponent()] = &runstats.Latency{}
+				lat[c.GetComponent()] = &metrics.Latency{}
 			}
 			s.Tasks += c.GetTasks()
 			s.Emitted += c.GetEmitted()
@@ -40,7 +40,7 @@ func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
 			addDetail(s, c)
 			if h := c.GetCompleteLatency(); h != nil {
 				// Checked when the report came (checkReport).
-				l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+				l, _ := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
 				lat[c.GetComponent()].Add(&l)
 			}
 		}
@@ -71,7 +71,7 @@ func checkReport(w *nimbuspb.WorkerReport) error {
 		if h == nil {
 			continue
 		}
-		if _, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
+		if _, err := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
 			return fmt.Errorf("%s: %w", names[i], err)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // The rolling windows, as Storm's UI shows them: a topology's counters
@@ -447,7 +447,7 @@ func withGauges(window, live []*nimbuspb.ComponentStats) []*nimbuspb.ComponentSt
 // spoutTotals is a window's totals: its spouts' counters added up.
 func spoutTotals(secs int64, cs []*nimbuspb.ComponentStats) *nimbuspb.WindowStats {
 	ws := &nimbuspb.WindowStats{WindowSecs: secs}
-	var lat runstats.Latency
+	var lat metrics.Latency
 	for _, c := range cs {
 		if c.GetKind() != "spout" {
 			continue
@@ -457,7 +457,7 @@ func spoutTotals(secs int64, cs []*nimbuspb.ComponentStats) *nimbuspb.WindowStat
 		ws.Acked += c.GetAcked()
 		ws.Failed += c.GetFailed()
 		if h := c.GetCompleteLatency(); h != nil {
-			l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
+			l, _ := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
 			lat.Add(&l)
 		}
 	}
@@ -567,8 +567,8 @@ func textKey(m protoreflect.Message) string {
 
 // subHistogram subtracts b's counts from h's, bucket by bucket.
 func subHistogram(h, b *nimbuspb.LatencyHistogram) {
-	hl, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
-	bl, _ := runstats.LatencyFromSparse(b.GetBuckets(), b.GetCounts())
+	hl, _ := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
+	bl, _ := metrics.LatencyFromSparse(b.GetBuckets(), b.GetCounts())
 	d := hl.Since(&bl)
 	h.Buckets, h.Counts = d.Sparse()
 }

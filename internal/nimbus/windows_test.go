@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // fakeWorker is a worker whose spout emits and acks one tree a second
@@ -24,7 +24,7 @@ type fakeWorker struct {
 
 func (w fakeWorker) report(topology string, now time.Time) *nimbuspb.WorkerReport {
 	n := int64(now.Sub(w.started) / time.Second)
-	var l runstats.Latency
+	var l metrics.Latency
 	for range n {
 		l.Record(time.Millisecond)
 	}
@@ -86,7 +86,7 @@ func TestGetRollingWindows(t *testing.T) {
 			n := want[secs]
 			lat := int64(0)
 			if h := sp.GetCompleteLatency(); h != nil {
-				l, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+				l, err := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -185,7 +185,7 @@ func TestWindowsCountersThatGoDownStartAnIncarnation(t *testing.T) {
 // the gauges.
 func TestSinceSubtractsCountersStreamsAndHistograms(t *testing.T) {
 	hist := func(ms ...int) *nimbuspb.LatencyHistogram {
-		var l runstats.Latency
+		var l metrics.Latency
 		for _, m := range ms {
 			l.Record(time.Duration(m) * time.Millisecond)
 		}
@@ -215,7 +215,7 @@ func TestSinceSubtractsCountersStreamsAndHistograms(t *testing.T) {
 	if len(in) != 3 || in[0].GetExecuted() != 6 || in[1].GetExecuted() != 0 || in[2].GetExecuted() != 9 {
 		t.Errorf("since: inputs %v, want 6 from a, 0 from c, 9 on other", in)
 	}
-	l, err := runstats.LatencyFromSparse(got.GetCompleteLatency().GetBuckets(), got.GetCompleteLatency().GetCounts())
+	l, err := metrics.LatencyFromSparse(got.GetCompleteLatency().GetBuckets(), got.GetCompleteLatency().GetCounts())
 	if err != nil || l.Count() != 2 || l.Quantile(0) < 900*time.Microsecond || l.Quantile(1) < 8*time.Millisecond {
 		t.Errorf("since: latencies %v (%d trees, %v to %v), want the 1 ms and 9 ms trees", err, l.Count(), l.Quantile(0), l.Quantile(1))
 	}

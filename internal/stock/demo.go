@@ -12,8 +12,8 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/cli"
 	"github.com/gale-stream/gale/internal/devcluster"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // demoTopology is the topology demo submits: the stock word count, whose
@@ -153,17 +153,17 @@ func (r *demoRate) update(now time.Time, s *nimbuspb.TopologySummary) float64 {
 // reports, which come each supervisor.heartbeat.frequency.secs: 1 s in the
 // demo), kept in between.
 type demoLatency struct {
-	prev runstats.Latency
+	prev metrics.Latency
 	p99  time.Duration
 }
 
 // update takes the summary (nil: not listed) and returns the p99, 0 while
 // there is none.
 func (d *demoLatency) update(s *nimbuspb.TopologySummary) time.Duration {
-	var cur runstats.Latency
+	var cur metrics.Latency
 	if h := s.GetCompleteLatency(); h != nil {
 		var err error
-		if cur, err = runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
+		if cur, err = metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
 			return d.p99 // nimbus checks the reports: not expected
 		}
 	}

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gale-stream/gale/internal/countfile"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // A supervisor's totals: per topology, the counters of every worker it
@@ -331,9 +331,9 @@ func addCounters(m, o protoreflect.Message) {
 				continue
 			}
 			h := m.Mutable(fd).Message().Interface().(*nimbuspb.LatencyHistogram)
-			// Both came from runstats.Latency.Sparse.
-			hl, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
-			ol, _ := runstats.LatencyFromSparse(oh.GetBuckets(), oh.GetCounts())
+			// Both came from metrics.Latency.Sparse.
+			hl, _ := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+			ol, _ := metrics.LatencyFromSparse(oh.GetBuckets(), oh.GetCounts())
 			hl.Add(&ol)
 			h.Buckets, h.Counts = hl.Sparse()
 		case fd.Kind() == protoreflect.MessageKind:

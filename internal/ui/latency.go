@@ -3,7 +3,7 @@ package ui
 import "github.com/gale-stream/gale/internal/nimbuspb"
 
 // bucketRange is bucket b's bounds in microseconds, [low, high), in the
-// layout of the nimbus API's LatencyHistogram (internal/runstats.Latency).
+// layout of the nimbus API's LatencyHistogram (internal/metrics.Latency).
 func bucketRange(b int32) (low, high float64) {
 	if b < 8 {
 		return float64(b), float64(b + 1)

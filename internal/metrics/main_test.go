@@ -1,4 +1,4 @@
-package runstats
+package metrics
 
 import (
 	"testing"

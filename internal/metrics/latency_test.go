@@ -1,4 +1,4 @@
-package runstats
+package metrics
 
 import (
 	"encoding/json"
@@ -148,18 +148,18 @@ func TestLatencyWire(t *testing.T) {
 	}
 }
 
-// TestAddMergesLatency: Add and Total merge the histograms with the
+// TestAddMergesLatency: AddSpouts and TotalSpouts merge the histograms with the
 // counters.
 func TestAddMergesLatency(t *testing.T) {
 	var a, b Latency
 	a.Record(time.Millisecond)
 	b.Record(2 * time.Millisecond)
 	b.Record(2 * time.Millisecond)
-	sum := Add([]Spout{{Component: "s", Acked: 1, Latency: a}}, []Spout{{Component: "s", Acked: 2, Latency: b}, {Component: "t"}})
+	sum := AddSpouts([]Spout{{Component: "s", Acked: 1, Latency: a}}, []Spout{{Component: "s", Acked: 2, Latency: b}, {Component: "t"}})
 	if len(sum) != 2 || sum[0].Latency.Count() != 3 || sum[0].Acked != 3 {
 		t.Fatalf("Add: %+v", sum)
 	}
-	if tot := Total(sum); tot.Latency.Count() != 3 || tot.Latency.Quantile(1) < 2*time.Millisecond-time.Millisecond/16 {
+	if tot := TotalSpouts(sum); tot.Latency.Count() != 3 || tot.Latency.Quantile(1) < 2*time.Millisecond-time.Millisecond/16 {
 		t.Errorf("Total: %d trees, max %v", tot.Latency.Count(), tot.Latency.Quantile(1))
 	}
 }
