@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/metrics"
@@ -106,7 +105,6 @@ func (rt *runtime) boltStats() []metrics.Bolt {
 			byComp[x.comp.id] = b
 		}
 		p := &x.pub
-		m := capMark{at: now, busy: x.busyUntil(now)}
 		executed, samples, sampledNanos := p.executed.Load(), p.samples.Load(), p.sampledNanos.Load()
 		b.Tasks += len(x.tasks)
 		b.Executed += executed
@@ -116,7 +114,7 @@ func (rt *runtime) boltStats() []metrics.Bolt {
 		b.Transferred += p.transferred.Load()
 		b.ExecuteSamples += samples
 		b.ExecuteSampledNanos += sampledNanos
-		capacity := x.capacity(m)
+		capacity := x.capacity.At(now, x.busyUntil(now))
 		b.Capacity = max(b.Capacity, capacity)
 		b.ProcessSamples += p.procSamples.Load()
 		b.ProcessSampledNanos += p.procNanos.Load()
@@ -147,29 +145,4 @@ func (rt *runtime) boltStats() []metrics.Bolt {
 	}
 	slices.SortFunc(out, func(a, b metrics.Bolt) int { return cmp.Compare(a.Component, b.Component) })
 	return out
-}
-
-// capacityWindow is the least window capacity is measured over, once
-// the topology has run that long; the window is at most twice as long.
-const capacityWindow = 10 * time.Second
-
-// capacity is the share of the window to m.at that the executor spent
-// busy with input: executing it, its ticks and its wakeups, less the
-// time it waited to emit on a full queue. It is measured, not
-// extrapolated from the timed Execute calls as Storm does, so it is
-// never above 1, and a bolt in the middle of a long Execute shows busy
-// at once. The window starts at the executor's start or at a mark taken
-// by an earlier call at least capacityWindow before.
-func (x *boltExec) capacity(m capMark) float64 {
-	x.capMu.Lock()
-	defer x.capMu.Unlock()
-	if m.at-x.capCur.at >= int64(capacityWindow) {
-		x.capPrev, x.capCur = x.capCur, m
-	}
-	base := x.capPrev
-	window := m.at - base.at
-	if window <= 0 {
-		return 0
-	}
-	return min(max(float64(m.busy-base.busy)/float64(window), 0), 1)
 }
