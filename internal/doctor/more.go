@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -89,7 +90,7 @@ func (d *diagnosis) executorsOf(component string) []executorFigures {
 				}
 				ex := x.GetExecuted()
 				if p, ok := before[key(w.GetHost(), w.GetPort(), x.GetFirstTask())]; ok && len(d.window) > 1 {
-					ex = delta(ex, p)
+					ex = metrics.Delta(ex, p)
 				}
 				out = append(out, executorFigures{host: host, port: port, firstTask: x.GetFirstTask(), lastTask: x.GetLastTask(),
 					capacity: x.GetCapacity(), executed: ex})
@@ -278,7 +279,7 @@ func (d *diagnosis) gcOf() []gcFigures {
 		switch {
 		case p != nil:
 			secs = float64(w.GetHeartbeatUnixMs()-p.GetHeartbeatUnixMs()) / 1000
-			gcs, pause = delta(w.GetGcCount(), p.GetGcCount()), delta(w.GetGcPauseNanos(), p.GetGcPauseNanos())
+			gcs, pause = metrics.Delta(w.GetGcCount(), p.GetGcCount()), metrics.Delta(w.GetGcPauseNanos(), p.GetGcPauseNanos())
 			cpu = max(w.GetCpuSeconds()-p.GetCpuSeconds(), 0)
 		case len(d.window) == 1 && w.GetStartedUnixMs() > 0 && w.GetHeartbeatUnixMs() > w.GetStartedUnixMs():
 			secs = float64(w.GetHeartbeatUnixMs()-w.GetStartedUnixMs()) / 1000

@@ -19,6 +19,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/metrics/prom"
+	"github.com/gale-stream/gale/internal/metrics/prom/cluster"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -75,7 +78,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such API path %s %s: see Storm's STORM-UI-REST-API.md for the paths under /api/v1", r.Method, r.URL.Path))
 	})
-	h.mux.Handle("GET /metrics", newMetricsHandler(h.nimbus))
+	h.mux.Handle("GET /metrics", prom.Handler(cluster.NewCollector(h.nimbus)))
 	h.mux.HandleFunc("GET /api/v1/metrics/targets", h.metricsTargets) // targets.go
 	h.mux.Handle("/", staticHandler())
 	return h, nil
@@ -140,7 +143,7 @@ func (h *Handler) clusterSummary(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	s := cluster(ci, list)
+	s := clusterTotals(ci, list)
 	var uptime int64
 	for _, n := range ci.GetNimbuses() {
 		if n.GetLeader() {
@@ -168,12 +171,9 @@ type totals struct {
 	executors, tasks      int64
 }
 
-func cluster(ci *nimbuspb.ClusterInfoResponse, list *nimbuspb.ListResponse) totals {
+func clusterTotals(ci *nimbuspb.ClusterInfoResponse, list *nimbuspb.ListResponse) totals {
 	var s totals
-	for _, sv := range ci.GetSupervisors() {
-		s.slotsTotal += len(sv.GetPorts())
-		s.slotsUsed += int(sv.GetSlotsUsed())
-	}
+	s.slotsTotal, s.slotsUsed = cluster.Slots(ci)
 	for _, t := range list.GetTopologies() {
 		s.executors += int64(t.GetExecutors())
 		s.tasks += int64(t.GetTasks())
@@ -276,7 +276,7 @@ func (h *Handler) topology(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id"), WindowSecs: win.secs})
+	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id"), WindowSecs: win.Secs})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -294,11 +294,11 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 	s := info.GetSummary()
 	page := summary(s)
 	win := windowOf(info.GetWindowSecs())
-	page["window"] = win.param
-	page["windowHint"] = win.pretty
+	page["window"] = win.Param
+	page["windowHint"] = win.Pretty
 	lat := latencyMillis(s.GetCompleteLatency())
 	page["topologyStats"] = []map[string]any{{
-		"window":          allTime,
+		"window":          metrics.AllTime,
 		"windowPretty":    "All time",
 		"emitted":         s.GetEmitted(),
 		"transferred":     0, // the spouts' sum, set below
