@@ -4,7 +4,8 @@
 // heartbeats carry them and bridge.SpoutStats and bridge.BoltStats read
 // them out of package gale; the complete-latency histogram (Latency,
 // LatencyRecorder) whose bucket layout is the nimbus API's
-// LatencyHistogram; a bolt executor's capacity window (CapacityWindow);
+// LatencyHistogram; a bolt executor's capacity over a sliding window
+// (Capacity);
 // rates and means between two readings of counters (Delta, Rate,
 // MeanNanos, MeanSince, LatencySince); and the rolling windows Storm's UI
 // shows, 10 minutes, 3 hours, 1 day and all time (Windows), with the
