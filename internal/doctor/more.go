@@ -101,19 +101,6 @@ func (d *diagnosis) executorsOf(component string) []executorFigures {
 	return out
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
-
 // skew is a saturated bolt's load spread unevenly over its executors:
 // the busiest at its limit while the others' median is at most
 // skewRatio of it. ok is false when the load is even, or the executors
@@ -153,10 +140,10 @@ func (d *diagnosis) skewOf(b Component) (skew, bool) {
 	}
 	switch {
 	case s.hot.capacity >= saturated:
-		return s, median(caps) <= skewRatio*s.hot.capacity
+		return s, metrics.Median(caps) <= skewRatio*s.hot.capacity
 	case s.hot.capacity == 0 && b.Load() >= saturated && s.hot.executed > 0:
 		// No capacities per executor: judge by what each executed.
-		return s, median(execs) <= skewRatio*float64(s.hot.executed)
+		return s, metrics.Median(execs) <= skewRatio*float64(s.hot.executed)
 	}
 	return s, false
 }

@@ -1,6 +1,9 @@
 package metrics
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Rates between two readings of the same counters. A counter lower in
 // the later reading than in the earlier one was counted by another
@@ -54,4 +57,19 @@ func LatencySince(cur, prev *Latency) Latency {
 		return d
 	}
 	return *cur
+}
+
+// Median is the middle value of xs (the mean of the two middle ones for
+// an even count), 0 for none. xs is not changed.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -119,8 +119,9 @@ func TestCapacity(t *testing.T) {
 }
 
 // TestRates: differences and rates never go negative (a counter that
-// went down was another process's), and the means between two readings
-// fall back to all time when nothing was sampled between them.
+// went down was another process's), the means between two readings
+// fall back to all time when nothing was sampled between them, and a
+// median is the middle value.
 func TestRates(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -155,6 +156,14 @@ func TestRates(t *testing.T) {
 	}
 	if got := MeanSince(10, 1000, 10, 1000); got != 100 {
 		t.Errorf("MeanSince with none between: %v, want all time's 100ns", got)
+	}
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := Median(c.xs); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.xs, got, c.want)
+		}
 	}
 	var prev, cur Latency
 	prev.Record(time.Millisecond)

@@ -25,12 +25,11 @@ import (
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
-// Nimbus is the part of the nimbus API the UI calls;
+// Nimbus is the part of the nimbus API the UI calls: the reads of its
+// /metrics (List, Get and ClusterInfo) and the mutations.
 // nimbuspb.NimbusClient has it. It must be safe for concurrent use.
 type Nimbus interface {
-	List(ctx context.Context, in *nimbuspb.ListRequest, opts ...grpc.CallOption) (*nimbuspb.ListResponse, error)
-	Get(ctx context.Context, in *nimbuspb.GetRequest, opts ...grpc.CallOption) (*nimbuspb.TopologyInfo, error)
-	ClusterInfo(ctx context.Context, in *nimbuspb.ClusterInfoRequest, opts ...grpc.CallOption) (*nimbuspb.ClusterInfoResponse, error)
+	cluster.Nimbus
 	Kill(ctx context.Context, in *nimbuspb.KillRequest, opts ...grpc.CallOption) (*nimbuspb.KillResponse, error)
 	Activate(ctx context.Context, in *nimbuspb.ActivateRequest, opts ...grpc.CallOption) (*nimbuspb.ActivateResponse, error)
 	Deactivate(ctx context.Context, in *nimbuspb.DeactivateRequest, opts ...grpc.CallOption) (*nimbuspb.DeactivateResponse, error)

@@ -364,47 +364,28 @@ func combineHistogram(h, o *nimbuspb.LatencyHistogram, op op) {
 func number(k protoreflect.Kind, a, b protoreflect.Value, op op) (protoreflect.Value, bool) {
 	switch k {
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		return protoreflect.ValueOfInt64(ints(a.Int(), b.Int(), op)), true
+		return protoreflect.ValueOfInt64(apply(a.Int(), b.Int(), op)), true
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		return protoreflect.ValueOfInt32(int32(ints(a.Int(), b.Int(), op))), true
+		return protoreflect.ValueOfInt32(int32(apply(a.Int(), b.Int(), op))), true
 	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return protoreflect.ValueOfUint64(uints(a.Uint(), b.Uint(), op)), true
+		return protoreflect.ValueOfUint64(apply(a.Uint(), b.Uint(), op)), true
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		return protoreflect.ValueOfUint32(uint32(uints(a.Uint(), b.Uint(), op))), true
+		return protoreflect.ValueOfUint32(uint32(apply(a.Uint(), b.Uint(), op))), true
 	case protoreflect.DoubleKind:
-		return protoreflect.ValueOfFloat64(floats(a.Float(), b.Float(), op)), true
+		return protoreflect.ValueOfFloat64(apply(a.Float(), b.Float(), op)), true
 	case protoreflect.FloatKind:
-		return protoreflect.ValueOfFloat32(float32(floats(a.Float(), b.Float(), op))), true
+		return protoreflect.ValueOfFloat32(float32(apply(a.Float(), b.Float(), op))), true
 	}
 	return protoreflect.Value{}, false
 }
 
-func ints(a, b int64, op op) int64 {
-	switch op {
-	case opAdd:
-		return a + b
-	case opSub:
-		return metrics.Delta(a, b)
-	}
-	return max(a, b)
-}
-
-func uints(a, b uint64, op op) uint64 {
+// apply is op on a and b; a difference is at least 0.
+func apply[N int64 | uint64 | float64](a, b N, op op) N {
 	switch op {
 	case opAdd:
 		return a + b
 	case opSub:
 		return a - min(a, b)
-	}
-	return max(a, b)
-}
-
-func floats(a, b float64, op op) float64 {
-	switch op {
-	case opAdd:
-		return a + b
-	case opSub:
-		return metrics.Delta(a, b)
 	}
 	return max(a, b)
 }
