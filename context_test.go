@@ -9,7 +9,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 )
 
 // TestContextCancelledAfterDrain pins when a task's Context ends in an
@@ -182,11 +182,11 @@ func TestSpoutStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lt.Stop()
-	want := []runstats.Spout{
+	want := []metrics.Spout{
 		{Component: "nums", Tasks: 4, Emitted: 4 * perTask, Acked: 4 * 45, Failed: 4 * 5, FailedByBolt: 4 * 5},
 		{Component: "quiet", Tasks: 1},
 	}
-	var got []runstats.Spout
+	var got []metrics.Spout
 	waitFor(t, "every tree resolved", func() bool {
 		got = bridge.SpoutStats(lt)
 		return len(got) == 2 && got[0].Acked+got[0].Failed == 4*perTask && got[0].Pending == 0
@@ -204,7 +204,7 @@ func TestSpoutStats(t *testing.T) {
 // latency histogram counts one tree for each acked. The time spent
 // throttled is on the system clock here: it is not compared
 // (TestThrottled checks it).
-func slicesEqual(a, b []runstats.Spout) bool {
+func slicesEqual(a, b []metrics.Spout) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -213,7 +213,7 @@ func slicesEqual(a, b []runstats.Spout) bool {
 		if x.Latency.Count() != x.Acked {
 			return false
 		}
-		x.Latency, y.Latency = runstats.Latency{}, runstats.Latency{}
+		x.Latency, y.Latency = metrics.Latency{}, metrics.Latency{}
 		x.ThrottledNanos, y.ThrottledNanos = 0, 0
 		x.Executors, y.Executors = nil, nil
 		x.Outputs, y.Outputs = nil, nil

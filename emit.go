@@ -53,7 +53,7 @@ type emitter struct {
 	// acker is here or none is: then a root maps to any acker.
 	localAckers []uint64
 
-	// A bolt task's counters (runstats.Bolt), kept by its executor's
+	// A bolt task's counters (metrics.Bolt), kept by its executor's
 	// goroutine: tuples emitted, inputs acked and failed.
 	emitted, acked, failed int64
 	// proc is the bolt executor's process latency sample and in its

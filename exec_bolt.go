@@ -3,10 +3,10 @@ package gale
 import (
 	"log/slog"
 	goruntime "runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/ratelog"
 )
 
@@ -88,10 +88,9 @@ type boltExec struct {
 	// ticks, wakeups), less the time they waited to emit on a full queue;
 	// busyAt and busyWait mark the running unit's start.
 	busyNanos, busyAt, busyWait int64
-	// The capacity window's marks, kept by boltStats: the counters read
-	// at the start of the window (prev) and of the next one (cur).
-	capMu           sync.Mutex
-	capPrev, capCur capMark
+	// capacity is the share of its window the executor was busy, read
+	// by boltStats.
+	capacity metrics.Capacity
 
 	// A tick taken off tk and held (held) until the input batches queued
 	// before it have been taken: ahead more from in, aheadR from rin.
@@ -135,11 +134,6 @@ func (p *procSample) record(now int64) {
 	p.c.procNanos += now - p.at
 }
 
-// capMark is a bolt executor's time busy at a clock time.
-type capMark struct {
-	at, busy int64 // clock nanos
-}
-
 func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 	x := &boltExec{rt: rt, idx: idx, comp: c, first: int32(first), in: rt.execs[idx].in, rin: rt.execs[idx].rin,
 		wakeC: make(chan struct{}, 1), stats: rt.stats}
@@ -173,8 +167,7 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 		t.coll = &BoltCollector{task: t, x: x}
 		x.tasks = append(x.tasks, t)
 	}
-	x.capCur.at = rt.clock.Now().UnixNano()
-	x.capPrev = x.capCur
+	x.capacity.Start(rt.clock.Now().UnixNano())
 	return x
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/autotune"
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -94,7 +94,7 @@ type spoutExec struct {
 	mirror worker.SpoutMirror
 	// latency: the complete latency of the trees acked, recorded by its
 	// goroutine, read by spoutStats.
-	latency runstats.LatencyRecorder
+	latency metrics.LatencyRecorder
 	// With topology.stats.enabled (stats): the time every task was held
 	// at its in-flight limit, closed intervals in throttled and the open
 	// one from cappedAt (clock nanos, 0 = none); and the tasks' retries

@@ -17,9 +17,9 @@ import (
 
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/config"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/ratelog"
-	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/worker"
 )
@@ -104,8 +104,8 @@ type runtime struct {
 	errMu    sync.Mutex
 	lastErrs []ComponentError
 	// compErrs are the last maxComponentErrors errors of each component,
-	// oldest first, under errMu (runstats.Spout.Errors).
-	compErrs map[string][]runstats.Error
+	// oldest first, under errMu (metrics.Spout.Errors).
+	compErrs map[string][]metrics.Error
 
 	// stats: topology.stats.enabled; sampleEvery: one Execute in this many
 	// is timed (topology.stats.sample.rate).
@@ -223,7 +223,7 @@ func (rt *runtime) ackerExec(root uint64) int {
 // reportError records a component's error (ReportError, a panic, a
 // rejected emit): counted, the last few kept for LocalTopology.Errors and
 // the last maxComponentErrors of each component for its counters
-// (runstats.Spout.Errors, Bolt.Errors). Safe for concurrent use.
+// (metrics.Spout.Errors, Bolt.Errors). Safe for concurrent use.
 func (rt *runtime) reportError(component string, task int, err error) {
 	now := rt.clock.Now()
 	if rt.obs.Error != nil {
@@ -238,18 +238,18 @@ func (rt *runtime) reportError(component string, task int, err error) {
 	}
 	rt.lastErrs = append(rt.lastErrs, ComponentError{Component: component, Task: task, Time: now, Err: err})
 	if rt.compErrs == nil {
-		rt.compErrs = make(map[string][]runstats.Error)
+		rt.compErrs = make(map[string][]metrics.Error)
 	}
 	errs := rt.compErrs[component]
 	if len(errs) == maxComponentErrors {
 		errs = slices.Delete(errs, 0, 1)
 	}
-	rt.compErrs[component] = append(errs, runstats.Error{Task: task, TimeUnixMs: now.UnixMilli(), Error: err.Error()})
+	rt.compErrs[component] = append(errs, metrics.Error{Task: task, TimeUnixMs: now.UnixMilli(), Error: err.Error()})
 }
 
 // componentErrors returns a copy of a component's last errors, oldest
 // first.
-func (rt *runtime) componentErrors(component string) []runstats.Error {
+func (rt *runtime) componentErrors(component string) []metrics.Error {
 	rt.errMu.Lock()
 	defer rt.errMu.Unlock()
 	return slices.Clone(rt.compErrs[component])
@@ -258,8 +258,8 @@ func (rt *runtime) componentErrors(component string) []runstats.Error {
 const maxKeptErrors = 64
 
 // maxComponentErrors is how many of a component's errors a process keeps
-// for its counters (runstats.MaxErrors).
-const maxComponentErrors = runstats.MaxErrors
+// for its counters (metrics.MaxErrors).
+const maxComponentErrors = metrics.MaxErrors
 
 // ComponentError is an error a component reported or caused.
 type ComponentError struct {
@@ -359,7 +359,7 @@ func newRuntimeWith(name string, topo *Topology, conf Config, opts RunOptions, a
 	rt.peerQueue, _ = eff.Int(TopologyTransferBufferSize)
 	rt.policy = eff.String(TopologyComponentPanicPolicy)
 	rt.stats = eff.Bool(TopologyStatsEnabled)
-	rt.sampleEvery = runstats.ExecuteSampleEvery
+	rt.sampleEvery = metrics.ExecuteSampleEvery
 	if r, set := eff.Float(TopologyStatsSampleRate); set {
 		rt.sampleEvery = max(1, int(math.Round(1/r)))
 	}

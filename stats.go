@@ -4,30 +4,29 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/gale-stream/gale/internal/bridge"
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 )
 
 func init() {
-	bridge.SpoutStats = func(running any) []runstats.Spout {
+	bridge.SpoutStats = func(running any) []metrics.Spout {
 		switch r := running.(type) {
 		case *LocalTopology:
 			return r.rt.spoutStats()
 		case *workerShare:
 			return r.rt.spoutStats()
 		}
-		panic(fmt.Sprintf("runstats: %T is not a running topology", running))
+		panic(fmt.Sprintf("metrics: %T is not a running topology", running))
 	}
-	bridge.BoltStats = func(running any) []runstats.Bolt {
+	bridge.BoltStats = func(running any) []metrics.Bolt {
 		switch r := running.(type) {
 		case *LocalTopology:
 			return r.rt.boltStats()
 		case *workerShare:
 			return r.rt.boltStats()
 		}
-		panic(fmt.Sprintf("runstats: %T is not a running topology", running))
+		panic(fmt.Sprintf("metrics: %T is not a running topology", running))
 	}
 }
 
@@ -49,12 +48,12 @@ type RetryReporter interface {
 // round and each batch of acks, and a last time when they stop; the
 // complete latencies as each tree is acked, from its emit (the clock
 // read at the start of the emitting round) to the handling of its ack.
-func (rt *runtime) spoutStats() []runstats.Spout {
-	byComp := make(map[string]*runstats.Spout)
+func (rt *runtime) spoutStats() []metrics.Spout {
+	byComp := make(map[string]*metrics.Spout)
 	for _, x := range rt.spoutExecs {
 		s := byComp[x.comp.id]
 		if s == nil {
-			s = &runstats.Spout{Component: x.comp.id}
+			s = &metrics.Spout{Component: x.comp.id}
 			byComp[x.comp.id] = s
 		}
 		s.Tasks += len(x.tasks)
@@ -74,21 +73,21 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 		s.DeadLetters += x.pubDeadLetters.Load()
 		if rt.stats {
 			for _, t := range x.tasks {
-				s.Outputs = runstats.AddStreams(s.Outputs, t.em.outputs())
+				s.Outputs = metrics.AddStreams(s.Outputs, t.em.outputs())
 			}
-			s.Executors = append(s.Executors, runstats.Executor{
+			s.Executors = append(s.Executors, metrics.Executor{
 				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
 				Emitted: x.pubEmitted.Load(), Transferred: x.pubTransferred.Load(),
 				Acked: x.pubAcked.Load(), Failed: x.pubFailed.Load(),
 			})
 		}
 	}
-	out := make([]runstats.Spout, 0, len(byComp))
+	out := make([]metrics.Spout, 0, len(byComp))
 	for _, s := range byComp {
 		s.Errors = rt.componentErrors(s.Component)
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b runstats.Spout) int { return cmp.Compare(a.Component, b.Component) })
+	slices.SortFunc(out, func(a, b metrics.Spout) int { return cmp.Compare(a.Component, b.Component) })
 	return out
 }
 
@@ -96,17 +95,16 @@ func (rt *runtime) spoutStats() []runstats.Spout {
 // component, in component id order. Executors publish them after each
 // unit of work (a batch of input, a tick, a wakeup) and a last time when
 // they stop. A component's capacity is its busiest executor's.
-func (rt *runtime) boltStats() []runstats.Bolt {
+func (rt *runtime) boltStats() []metrics.Bolt {
 	now := rt.clock.Now().UnixNano()
-	byComp := make(map[string]*runstats.Bolt)
+	byComp := make(map[string]*metrics.Bolt)
 	for _, x := range rt.boltExecs {
 		b := byComp[x.comp.id]
 		if b == nil {
-			b = &runstats.Bolt{Component: x.comp.id}
+			b = &metrics.Bolt{Component: x.comp.id}
 			byComp[x.comp.id] = b
 		}
 		p := &x.pub
-		m := capMark{at: now, busy: x.busyUntil(now)}
 		executed, samples, sampledNanos := p.executed.Load(), p.samples.Load(), p.sampledNanos.Load()
 		b.Tasks += len(x.tasks)
 		b.Executed += executed
@@ -116,7 +114,7 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 		b.Transferred += p.transferred.Load()
 		b.ExecuteSamples += samples
 		b.ExecuteSampledNanos += sampledNanos
-		capacity := x.capacity(m)
+		capacity := x.capacity.At(now, x.busyUntil(now))
 		b.Capacity = max(b.Capacity, capacity)
 		b.ProcessSamples += p.procSamples.Load()
 		b.ProcessSampledNanos += p.procNanos.Load()
@@ -125,7 +123,7 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 		b.DeadLetters += p.deadLetters.Load()
 		b.QueueCapacity += int64((cap(x.in) + cap(x.rin)) * rt.batchSize)
 		if rt.stats {
-			e := runstats.Executor{
+			e := metrics.Executor{
 				FirstTask: int(x.first), LastTask: int(x.first) + len(x.tasks) - 1,
 				Emitted: p.emitted.Load(), Transferred: p.transferred.Load(), Acked: p.acked.Load(), Failed: p.failed.Load(),
 				Executed: executed, Capacity: capacity, ExecuteSamples: samples, ExecuteSampledNanos: sampledNanos,
@@ -136,40 +134,15 @@ func (rt *runtime) boltStats() []runstats.Bolt {
 			b.Executors = append(b.Executors, e)
 			b.Inputs = x.inputs.addTo(b.Inputs)
 			for _, t := range x.tasks {
-				b.Outputs = runstats.AddStreams(b.Outputs, t.em.outputs())
+				b.Outputs = metrics.AddStreams(b.Outputs, t.em.outputs())
 			}
 		}
 	}
-	out := make([]runstats.Bolt, 0, len(byComp))
+	out := make([]metrics.Bolt, 0, len(byComp))
 	for _, b := range byComp {
 		b.Errors = rt.componentErrors(b.Component)
 		out = append(out, *b)
 	}
-	slices.SortFunc(out, func(a, b runstats.Bolt) int { return cmp.Compare(a.Component, b.Component) })
+	slices.SortFunc(out, func(a, b metrics.Bolt) int { return cmp.Compare(a.Component, b.Component) })
 	return out
-}
-
-// capacityWindow is the least window capacity is measured over, once
-// the topology has run that long; the window is at most twice as long.
-const capacityWindow = 10 * time.Second
-
-// capacity is the share of the window to m.at that the executor spent
-// busy with input: executing it, its ticks and its wakeups, less the
-// time it waited to emit on a full queue. It is measured, not
-// extrapolated from the timed Execute calls as Storm does, so it is
-// never above 1, and a bolt in the middle of a long Execute shows busy
-// at once. The window starts at the executor's start or at a mark taken
-// by an earlier call at least capacityWindow before.
-func (x *boltExec) capacity(m capMark) float64 {
-	x.capMu.Lock()
-	defer x.capMu.Unlock()
-	if m.at-x.capCur.at >= int64(capacityWindow) {
-		x.capPrev, x.capCur = x.capCur, m
-	}
-	base := x.capPrev
-	window := m.at - base.at
-	if window <= 0 {
-		return 0
-	}
-	return min(max(float64(m.busy-base.busy)/float64(window), 0), 1)
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/ratelog"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // TestStatsDisabled: with topology.stats.enabled false the bolts publish
@@ -32,7 +32,7 @@ func TestStatsDisabled(t *testing.T) {
 			t.Errorf("%s with stats off: %+v, want no counters", b.Component, b)
 		}
 	}
-	s := runstats.Total(bridge.SpoutStats(lt))
+	s := metrics.TotalSpouts(bridge.SpoutStats(lt))
 	if s.Emitted != 100 || s.Acked != 98 || s.Failed != 2 || s.FailedByBolt != 1 || s.TimedOut != 1 || s.Pending != 0 {
 		t.Errorf("spout with stats off: emitted %d, acked %d, failed %d (by a bolt %d, timed out %d), pending %d; want 100, 98, 2 (1, 1), 0",
 			s.Emitted, s.Acked, s.Failed, s.FailedByBolt, s.TimedOut, s.Pending)
@@ -242,7 +242,7 @@ func (b *retryBolt) RetryStats() (retries, deadLetters int64) { return b.n, min(
 
 // TestComponentErrors: ReportError and a panic in Execute show in the
 // component's errors with the task and the clock's time, oldest first,
-// the last runstats.MaxErrors only.
+// the last metrics.MaxErrors only.
 func TestComponentErrors(t *testing.T) {
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("nums", seqSpout(30), 1)
@@ -260,18 +260,18 @@ func TestComponentErrors(t *testing.T) {
 	lt, clock := startManual(t, build(t, b), nil)
 	settle(t, lt, clock, 0)
 	bad := bridge.BoltStats(lt)[0]
-	if len(bad.Errors) != runstats.MaxErrors {
-		t.Fatalf("%d errors kept, want %d: %+v", len(bad.Errors), runstats.MaxErrors, bad.Errors)
+	if len(bad.Errors) != metrics.MaxErrors {
+		t.Fatalf("%d errors kept, want %d: %+v", len(bad.Errors), metrics.MaxErrors, bad.Errors)
 	}
 	task := bridge.LocalOf(lt).TaskIDs("bad")[0]
 	at := clock.Now().UnixMilli()
-	for i, e := range bad.Errors[:runstats.MaxErrors-1] {
+	for i, e := range bad.Errors[:metrics.MaxErrors-1] {
 		// 14 reported (1, 3, …, 27), then the panic: the last 9 are 11, 13, …, 27.
 		if want := fmt.Sprintf("odd %d", 11+2*i); e.Error != want || e.Task != task || e.TimeUnixMs != at {
 			t.Errorf("error %d: %+v, want %q from task %d at %d", i, e, want, task, at)
 		}
 	}
-	if last := bad.Errors[runstats.MaxErrors-1]; !strings.Contains(last.Error, "twenty-nine") {
+	if last := bad.Errors[metrics.MaxErrors-1]; !strings.Contains(last.Error, "twenty-nine") {
 		t.Errorf("the last error: %q, want the panic", last.Error)
 	}
 	if errs := bridge.SpoutStats(lt)[0].Errors; len(errs) != 0 {
@@ -325,13 +325,13 @@ func TestStreamStats(t *testing.T) {
 	b.SetBolt("sink", func() gale.Bolt { return &funcBolt{} }, 1).Grouping("mix", "big", gale.Shuffle())
 	lt, clock := startManual(t, build(t, b), gale.Config{gale.TopologyStatsSampleRate: 1})
 	settle(t, lt, clock, 0)
-	var mix runstats.Bolt
+	var mix metrics.Bolt
 	for _, bs := range bridge.BoltStats(lt) {
 		if bs.Component == "mix" {
 			mix = bs
 		}
 	}
-	wantIn := []runstats.Stream{
+	wantIn := []metrics.Stream{
 		{Component: "more", Stream: gale.DefaultStream, Executed: 7, Acked: 7, ExecuteSamples: 7, ProcessSamples: 7},
 		{Component: "nums", Stream: gale.DefaultStream, Executed: 15, Acked: 15, ExecuteSamples: 15, ProcessSamples: 15},
 		{Component: "nums", Stream: "odd", Executed: 15, Acked: 14, Failed: 1, ExecuteSamples: 15, ProcessSamples: 14},
@@ -339,7 +339,7 @@ func TestStreamStats(t *testing.T) {
 	if !reflect.DeepEqual(mix.Inputs, wantIn) {
 		t.Errorf("mix's inputs:\n got %+v\nwant %+v", mix.Inputs, wantIn)
 	}
-	wantOut := []runstats.Stream{{Component: "mix", Stream: "big", Emitted: 10}, {Component: "mix", Stream: gale.DefaultStream}}
+	wantOut := []metrics.Stream{{Component: "mix", Stream: "big", Emitted: 10}, {Component: "mix", Stream: gale.DefaultStream}}
 	if !reflect.DeepEqual(mix.Outputs, wantOut) {
 		t.Errorf("mix's outputs:\n got %+v\nwant %+v", mix.Outputs, wantOut)
 	}
@@ -347,7 +347,7 @@ func TestStreamStats(t *testing.T) {
 		if s.Component != "nums" {
 			continue
 		}
-		want := []runstats.Stream{{Component: "nums", Stream: gale.DefaultStream, Emitted: 15}, {Component: "nums", Stream: "odd", Emitted: 15}}
+		want := []metrics.Stream{{Component: "nums", Stream: gale.DefaultStream, Emitted: 15}, {Component: "nums", Stream: "odd", Emitted: 15}}
 		if !reflect.DeepEqual(s.Outputs, want) {
 			t.Errorf("nums's outputs:\n got %+v\nwant %+v", s.Outputs, want)
 		}
@@ -397,7 +397,7 @@ func (b *lockedBuffer) String() string {
 // TestFailErrorsKept: the errors a bolt passes to Fail(t, err) are kept
 // among the component's recent errors (what nimbus, the UI and gale
 // doctor read) and logged, both rate-limited: a bolt failing each of 30
-// inputs at one instant keeps runstats.MaxErrors of them and logs at
+// inputs at one instant keeps metrics.MaxErrors of them and logs at
 // most ratelog's burst, with a count of those held back once the
 // window has passed.
 func TestFailErrorsKept(t *testing.T) {
@@ -421,8 +421,8 @@ func TestFailErrorsKept(t *testing.T) {
 	if bad.Failed != 30 {
 		t.Fatalf("bad failed %d inputs, want 30", bad.Failed)
 	}
-	if len(bad.Errors) != runstats.MaxErrors {
-		t.Fatalf("%d of the Fail errors kept, want %d: %+v", len(bad.Errors), runstats.MaxErrors, bad.Errors)
+	if len(bad.Errors) != metrics.MaxErrors {
+		t.Fatalf("%d of the Fail errors kept, want %d: %+v", len(bad.Errors), metrics.MaxErrors, bad.Errors)
 	}
 	task := bridge.LocalOf(lt).TaskIDs("bad")[0]
 	for _, e := range bad.Errors {
@@ -430,8 +430,8 @@ func TestFailErrorsKept(t *testing.T) {
 			t.Errorf("kept error %+v, want a \"bad input N\" of task %d at %d", e, task, clock.Now().UnixMilli())
 		}
 	}
-	if errs, n := lt.Errors(); n != int64(runstats.MaxErrors) || len(errs) != runstats.MaxErrors || errs[0].Component != "bad" {
-		t.Errorf("LocalTopology.Errors: %d errors (%d in all), want %d of bad's", len(errs), n, runstats.MaxErrors)
+	if errs, n := lt.Errors(); n != int64(metrics.MaxErrors) || len(errs) != metrics.MaxErrors || errs[0].Component != "bad" {
+		t.Errorf("LocalTopology.Errors: %d errors (%d in all), want %d of bad's", len(errs), n, metrics.MaxErrors)
 	}
 	lines := strings.Count(logs.String(), "input failed")
 	if lines == 0 || lines > ratelog.DefaultBurst {

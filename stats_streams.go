@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 )
 
 // Per-stream counters, kept with topology.stats.enabled. A bolt
@@ -31,8 +31,8 @@ type inCount struct {
 type inputStats struct {
 	slot    []int32 // by stream number; -1: not an input
 	counts  []inCount
-	keys    []runstats.Stream // Component and Stream only
-	discard inCount           // what fits no slot: tick tuples
+	keys    []metrics.Stream // Component and Stream only
+	discard inCount          // what fits no slot: tick tuples
 }
 
 // newInputStats returns the input table of a bolt component, nil with
@@ -47,13 +47,13 @@ func newInputStats(rt *runtime, c *compInfo) *inputStats {
 	}
 	type key struct {
 		wire  uint32
-		input runstats.Stream
+		input metrics.Stream
 	}
 	var keys []key
 	for _, ws := range rt.wireStreams {
 		for _, sub := range ws.comp.subs[ws.info.stream] {
 			if sub.consumer == c {
-				keys = append(keys, key{ws.info.wireID, runstats.Stream{Component: ws.comp.id, Stream: ws.info.stream}})
+				keys = append(keys, key{ws.info.wireID, metrics.Stream{Component: ws.comp.id, Stream: ws.info.stream}})
 				break
 			}
 		}
@@ -108,8 +108,8 @@ func (in *inputStats) publish() {
 }
 
 // addTo adds the published counters to a component's inputs, by key.
-func (in *inputStats) addTo(out []runstats.Stream) []runstats.Stream {
-	var mine []runstats.Stream
+func (in *inputStats) addTo(out []metrics.Stream) []metrics.Stream {
+	var mine []metrics.Stream
 	for i := range in.counts {
 		c := &in.counts[i]
 		s := in.keys[i]
@@ -118,14 +118,14 @@ func (in *inputStats) addTo(out []runstats.Stream) []runstats.Stream {
 		s.ProcessSamples, s.ProcessSampledNanos = c.pubProcS.Load(), c.pubProcNanos.Load()
 		mine = append(mine, s)
 	}
-	return runstats.AddStreams(out, mine)
+	return metrics.AddStreams(out, mine)
 }
 
 // outputs returns the published output counters of an emitter's streams.
-func (e *emitter) outputs() []runstats.Stream {
-	var out []runstats.Stream
+func (e *emitter) outputs() []metrics.Stream {
+	var out []metrics.Stream
 	for _, os := range e.outList {
-		out = append(out, runstats.Stream{Component: e.comp.id, Stream: os.info.stream,
+		out = append(out, metrics.Stream{Component: e.comp.id, Stream: os.info.stream,
 			Emitted: os.pubEmitted.Load(), Transferred: os.pubTransferred.Load()})
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 )
 
 // startManual starts topo on a manual clock.
@@ -73,14 +73,14 @@ func splitTopology(t *testing.T) *gale.Topology {
 }
 
 // TestBoltStats: each bolt's executed, acked, failed and emitted are what
-// it did, one Execute in runstats.ExecuteSampleEvery is timed, and the
+// it did, one Execute in metrics.ExecuteSampleEvery is timed, and the
 // spout's failures are split into those a bolt failed and those that
 // timed out.
 func TestBoltStats(t *testing.T) {
 	lt, clock := startManual(t, splitTopology(t), nil)
 	settle(t, lt, clock, 0)
 	bolts := bridge.BoltStats(lt)
-	want := []runstats.Bolt{
+	want := []metrics.Bolt{
 		{Component: "sink", Tasks: 2, Executed: 99, Acked: 99},
 		{Component: "split", Tasks: 1, Executed: 100, Acked: 98, Failed: 1, Emitted: 99, ExecuteSamples: 2, ProcessSamples: 2},
 	}
@@ -117,7 +117,7 @@ func TestBoltStats(t *testing.T) {
 		t.Errorf("nums: %d transferred in one process, want 0", s.Transferred)
 	}
 	task := bridge.LocalOf(lt).TaskIDs("nums")[0]
-	if len(s.Executors) != 1 || s.Executors[0] != (runstats.Executor{FirstTask: task, LastTask: task, Emitted: 100, Acked: 98, Failed: 2}) {
+	if len(s.Executors) != 1 || s.Executors[0] != (metrics.Executor{FirstTask: task, LastTask: task, Emitted: 100, Acked: 98, Failed: 2}) {
 		t.Errorf("nums: executors %+v, want one of task %d with 100 emitted, 98 acked, 2 failed", s.Executors, task)
 	}
 }
@@ -128,7 +128,7 @@ func TestSpoutStatsShutdown(t *testing.T) {
 	lt, clock := startManual(t, splitTopology(t), nil)
 	settle(t, lt, clock, 1) // seq 13 is held
 	lt.Stop()
-	s := runstats.Total(bridge.SpoutStats(lt))
+	s := metrics.TotalSpouts(bridge.SpoutStats(lt))
 	if s.Failed != 2 || s.FailedByBolt != 1 || s.TimedOut != 0 || s.FailedShutdown != 1 {
 		t.Errorf("after Stop: failed %d (by a bolt %d, timed out %d, at shutdown %d); want 2 (1, 0, 1)",
 			s.Failed, s.FailedByBolt, s.TimedOut, s.FailedShutdown)
@@ -237,15 +237,15 @@ func TestTransferred(t *testing.T) {
 	// what it executed.
 	var (
 		tasks            []map[string]int
-		bolts            []map[string]runstats.Bolt
+		bolts            []map[string]metrics.Bolt
 		spoutAt          int
 		spoutTransferred int64
 	)
 	waitFor(t, "every tree acked and every tuple executed", func() bool {
-		tasks, bolts = make([]map[string]int, 2), make([]map[string]runstats.Bolt, 2)
+		tasks, bolts = make([]map[string]int, 2), make([]map[string]metrics.Bolt, 2)
 		var acked, executed int64
 		for i, wk := range w.ws {
-			tasks[i], bolts[i] = map[string]int{}, map[string]runstats.Bolt{}
+			tasks[i], bolts[i] = map[string]int{}, map[string]metrics.Bolt{}
 			for _, s := range bridge.SpoutStats(wk) {
 				acked += s.Acked
 				if s.Tasks > 0 {
@@ -283,13 +283,13 @@ func TestTransferred(t *testing.T) {
 
 // checkExecutors checks that a bolt's executors cover its tasks in order,
 // one each here, and that their counters add up to the component's.
-func checkExecutors(t *testing.T, lt *gale.LocalTopology, b runstats.Bolt) {
+func checkExecutors(t *testing.T, lt *gale.LocalTopology, b metrics.Bolt) {
 	t.Helper()
 	tasks := bridge.LocalOf(lt).TaskIDs(b.Component)
 	if len(b.Executors) != len(tasks) {
 		t.Fatalf("%s: executors %+v, want one per task %v", b.Component, b.Executors, tasks)
 	}
-	var sum runstats.Executor
+	var sum metrics.Executor
 	for i, e := range b.Executors {
 		if e.FirstTask != tasks[i] || e.LastTask != tasks[i] {
 			t.Errorf("%s executor %d: tasks %d–%d, want %d", b.Component, i, e.FirstTask, e.LastTask, tasks[i])

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
+
+	"github.com/gale-stream/gale/internal/metrics"
 )
 
 // StatsRun is one run of a comparison, in brief.
@@ -132,24 +133,9 @@ func (c *StatsComparison) summarise() {
 		on, off = append(on, p.On.SentencesPerSec), append(off, p.Off.SentencesPerSec)
 		onCPU, offCPU = append(onCPU, p.On.CPUSecondsPerMillionSentences), append(offCPU, p.Off.CPUSecondsPerMillionSentences)
 	}
-	c.MedianRatio, c.MedianCPURatio = median(ratios), median(cpuRatios)
-	c.MedianOnPerSec, c.MedianOffPerSec = median(on), median(off)
-	c.MedianOnCPU, c.MedianOffCPU = median(onCPU), median(offCPU)
-}
-
-// median is the middle value of xs (the mean of the two middle ones for
-// an even count), 0 for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
+	c.MedianRatio, c.MedianCPURatio = metrics.Median(ratios), metrics.Median(cpuRatios)
+	c.MedianOnPerSec, c.MedianOffPerSec = metrics.Median(on), metrics.Median(off)
+	c.MedianOnCPU, c.MedianOffCPU = metrics.Median(onCPU), metrics.Median(offCPU)
 }
 
 // WriteTable writes c as a table: a row per pair, then the medians.

@@ -3,7 +3,7 @@
 // worker process's share of a topology, and the hooks tests observe a run
 // with. Package gale keeps them unexported and sets the variables below in
 // its init, as grpc-go's internal package does; bridge imports nothing of
-// Gale's but the plain types of internal/worker and internal/runstats, so
+// Gale's but the plain types of internal/worker and internal/metrics, so
 // gale can import it.
 //
 // The variables are set before any caller's code runs: a caller has a
@@ -17,8 +17,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/plan"
-	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -58,14 +58,14 @@ var (
 	// *gale.LocalTopology or a worker.Handle from StartWorker, by
 	// component in id order. Safe for concurrent use; each counter is read
 	// once, so they may be from slightly different instants.
-	SpoutStats func(running any) []runstats.Spout
+	SpoutStats func(running any) []metrics.Spout
 
 	// BoltStats returns the bolt counters of a running topology, as
 	// SpoutStats does the spouts'. The capacity is measured over a
 	// window that the calls themselves mark (at least 10 s of the
 	// topology's clock, once it has run that long), so it is meaningful
 	// when called now and then, as heartbeats do.
-	BoltStats func(running any) []runstats.Bolt
+	BoltStats func(running any) []metrics.Bolt
 
 	// PlanTopology returns the plan's input (internal/plan) of topo, a
 	// *gale.Topology, under its config layer conf and the cluster's layer

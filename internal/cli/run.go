@@ -19,7 +19,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/config"
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
 
@@ -135,7 +135,7 @@ type running interface {
 	// active is closed once the spouts are active everywhere.
 	active() <-chan struct{}
 	// stats are the spout counters so far, by component.
-	stats() []runstats.Spout
+	stats() []metrics.Spout
 	// errors counts the errors components reported or caused.
 	errors() int64
 	// failed yields an error if the topology fails by itself.
@@ -154,13 +154,13 @@ type runReport struct {
 	// StoppedBy is "duration", "signal" or "failure".
 	StoppedBy string `json:"stopped_by"`
 	// The spouts' totals, then each spout's.
-	Emitted int64            `json:"emitted"`
-	Acked   int64            `json:"acked"`
-	Failed  int64            `json:"failed"`
-	Pending int64            `json:"pending"`
-	Errors  int64            `json:"errors"`
-	Spouts  []runstats.Spout `json:"spouts"`
-	Error   string           `json:"error,omitempty"`
+	Emitted int64           `json:"emitted"`
+	Acked   int64           `json:"acked"`
+	Failed  int64           `json:"failed"`
+	Pending int64           `json:"pending"`
+	Errors  int64           `json:"errors"`
+	Spouts  []metrics.Spout `json:"spouts"`
+	Error   string          `json:"error,omitempty"`
 }
 
 func runTopology(cmd *cobra.Command, t Topology, params map[string]string, f runFlags) error {
@@ -255,9 +255,9 @@ loop:
 	}
 	spouts := r.stats()
 	if spouts == nil {
-		spouts = []runstats.Spout{}
+		spouts = []metrics.Spout{}
 	}
-	tot := runstats.Total(spouts)
+	tot := metrics.TotalSpouts(spouts)
 	rep := runReport{
 		Topology: t.Name, Workers: f.workers, DurationS: elapsed.Seconds(), StoppedBy: stoppedBy,
 		Emitted: tot.Emitted, Acked: tot.Acked, Failed: tot.Failed, Pending: tot.Pending,
@@ -273,7 +273,7 @@ loop:
 }
 
 // writeLive prints one line per spout.
-func writeLive(w io.Writer, elapsed time.Duration, spouts []runstats.Spout) {
+func writeLive(w io.Writer, elapsed time.Duration, spouts []metrics.Spout) {
 	for _, s := range spouts {
 		fmt.Fprintf(w, "%5.0fs  %s  emitted %d  acked %d  failed %d  pending %d\n",
 			elapsed.Seconds(), s.Component, s.Emitted, s.Acked, s.Failed, s.Pending)
@@ -306,7 +306,7 @@ func writeReport(w io.Writer, r runReport, asJSON bool) error {
 	fmt.Fprintln(w)
 	// max pending: the spouts' limit on trees in flight (set, or the
 	// auto-tuner's last value), shown when one has a limit.
-	limited := slices.ContainsFunc(r.Spouts, func(s runstats.Spout) bool { return s.MaxPending > 0 })
+	limited := slices.ContainsFunc(r.Spouts, func(s metrics.Spout) bool { return s.MaxPending > 0 })
 	rows := [][]string{{"spout", "tasks", "emitted", "acked", "failed", "pending"}}
 	if limited {
 		rows[0] = append(rows[0], "max pending")
@@ -371,7 +371,7 @@ func (l *local) active() <-chan struct{} {
 	return ch
 }
 
-func (l *local) stats() []runstats.Spout { return bridge.SpoutStats(l.lt) }
+func (l *local) stats() []metrics.Spout { return bridge.SpoutStats(l.lt) }
 func (l *local) errors() int64 {
 	_, n := l.lt.Errors()
 	return n
@@ -391,7 +391,7 @@ type workers struct {
 	ready chan struct{} // closed by take once every worker reported active spouts
 
 	mu      sync.Mutex
-	spouts  [][]runstats.Spout // each worker's last report
+	spouts  [][]metrics.Spout // each worker's last report
 	errs    []int64
 	started []bool // the worker reported active spouts
 	waiting int    // workers not yet started
@@ -428,7 +428,7 @@ func startWorkers(name string, eff *config.Effective, file gale.Config, params m
 		}
 	}()
 	w := &workers{dir: dir, drain: time.Duration(secs) * time.Second, fail: make(chan error, 1),
-		ready: make(chan struct{}), spouts: make([][]runstats.Spout, n), errs: make([]int64, n),
+		ready: make(chan struct{}), spouts: make([][]metrics.Spout, n), errs: make([]int64, n),
 		started: make([]bool, n), waiting: n}
 	w.c, err = workerproc.Launch(workerproc.LaunchConfig{
 		Exe:  exe,
@@ -478,12 +478,12 @@ func (w *workers) take(worker, _ int, m workerproc.Message) {
 	}
 }
 
-func (w *workers) stats() []runstats.Spout {
+func (w *workers) stats() []metrics.Spout {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []runstats.Spout
+	var out []metrics.Spout
 	for _, s := range w.spouts {
-		out = runstats.Add(out, s)
+		out = metrics.AddSpouts(out, s)
 	}
 	return out
 }

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -98,7 +98,7 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 	acked := int64(s.ackRate * t)
 	timedOut := int64(s.timeoutRate * t)
 	byBolt := int64(s.failByBolt * t)
-	var lat runstats.Latency
+	var lat metrics.Latency
 	for range min(acked, 10000) {
 		lat.Record(s.complete)
 	}
@@ -129,7 +129,7 @@ func (s scenario) info(i int, t float64, at time.Time) *nimbuspb.TopologyInfo {
 		def.Components = append(def.Components, &nimbuspb.Component{Id: b.name, Tasks: tasks, Parallelism: execs,
 			Inputs: []*nimbuspb.Input{input}})
 		executed := int64(b.rate * t)
-		samples := executed/runstats.ExecuteSampleEvery + 1
+		samples := executed/metrics.ExecuteSampleEvery + 1
 		c := &nimbuspb.ComponentStats{Component: b.name, Kind: "bolt", Tasks: tasks, Executed: executed,
 			Acked: executed - int64(b.failRate*t), Failed: int64(b.failRate * t), Emitted: executed,
 			ExecuteSamples: samples, ExecuteSampledNanos: samples * int64(b.execute), Capacity: b.capacity}

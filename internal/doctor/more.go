@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -89,7 +90,7 @@ func (d *diagnosis) executorsOf(component string) []executorFigures {
 				}
 				ex := x.GetExecuted()
 				if p, ok := before[key(w.GetHost(), w.GetPort(), x.GetFirstTask())]; ok && len(d.window) > 1 {
-					ex = delta(ex, p)
+					ex = metrics.Delta(ex, p)
 				}
 				out = append(out, executorFigures{host: host, port: port, firstTask: x.GetFirstTask(), lastTask: x.GetLastTask(),
 					capacity: x.GetCapacity(), executed: ex})
@@ -98,19 +99,6 @@ func (d *diagnosis) executorsOf(component string) []executorFigures {
 	}
 	slices.SortFunc(out, func(a, b executorFigures) int { return int(a.firstTask - b.firstTask) })
 	return out
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 // skew is a saturated bolt's load spread unevenly over its executors:
@@ -152,10 +140,10 @@ func (d *diagnosis) skewOf(b Component) (skew, bool) {
 	}
 	switch {
 	case s.hot.capacity >= saturated:
-		return s, median(caps) <= skewRatio*s.hot.capacity
+		return s, metrics.Median(caps) <= skewRatio*s.hot.capacity
 	case s.hot.capacity == 0 && b.Load() >= saturated && s.hot.executed > 0:
 		// No capacities per executor: judge by what each executed.
-		return s, median(execs) <= skewRatio*float64(s.hot.executed)
+		return s, metrics.Median(execs) <= skewRatio*float64(s.hot.executed)
 	}
 	return s, false
 }
@@ -278,7 +266,7 @@ func (d *diagnosis) gcOf() []gcFigures {
 		switch {
 		case p != nil:
 			secs = float64(w.GetHeartbeatUnixMs()-p.GetHeartbeatUnixMs()) / 1000
-			gcs, pause = delta(w.GetGcCount(), p.GetGcCount()), delta(w.GetGcPauseNanos(), p.GetGcPauseNanos())
+			gcs, pause = metrics.Delta(w.GetGcCount(), p.GetGcCount()), metrics.Delta(w.GetGcPauseNanos(), p.GetGcPauseNanos())
 			cpu = max(w.GetCpuSeconds()-p.GetCpuSeconds(), 0)
 		case len(d.window) == 1 && w.GetStartedUnixMs() > 0 && w.GetHeartbeatUnixMs() > w.GetStartedUnixMs():
 			secs = float64(w.GetHeartbeatUnixMs()-w.GetStartedUnixMs()) / 1000

@@ -3,8 +3,9 @@ package doctor
 import (
 	"time"
 
+	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // Sample is one look at a topology: nimbus's Get and, if asked,
@@ -146,21 +147,19 @@ func executors(info *nimbuspb.TopologyInfo) map[string]int32 {
 	return out
 }
 
-func delta(cur, prev int64) int64 { return max(cur-prev, 0) }
-
 func componentRates(p, c *nimbuspb.ComponentStats, secs float64, execs int32) Component {
 	r := Component{
 		Component: c.GetComponent(), Kind: c.GetKind(), Executors: execs, Tasks: c.GetTasks(),
 		Pending: c.GetPending(), MaxPending: c.GetMaxPending(), Capacity: c.GetCapacity(),
 		QueueDepth: c.GetQueueDepth(), QueueCapacity: c.GetQueueCapacity(),
-		DeltaAcked: delta(c.GetAcked(), p.GetAcked()), DeltaFailed: delta(c.GetFailed(), p.GetFailed()),
-		DeltaTimedOut: delta(c.GetTimedOut(), p.GetTimedOut()), DeltaFailedByBolt: delta(c.GetFailedByBolt(), p.GetFailedByBolt()),
+		DeltaAcked: metrics.Delta(c.GetAcked(), p.GetAcked()), DeltaFailed: metrics.Delta(c.GetFailed(), p.GetFailed()),
+		DeltaTimedOut: metrics.Delta(c.GetTimedOut(), p.GetTimedOut()), DeltaFailedByBolt: metrics.Delta(c.GetFailedByBolt(), p.GetFailedByBolt()),
 	}
 	if r.Executors == 0 {
 		r.Executors = c.GetTasks()
 	}
 	if secs > 0 {
-		per := func(cur, prev int64) float64 { return float64(delta(cur, prev)) / secs }
+		per := func(cur, prev int64) float64 { return metrics.Rate(cur, prev, secs) }
 		r.Emitted = per(c.GetEmitted(), p.GetEmitted())
 		r.Transferred = per(c.GetTransferred(), p.GetTransferred())
 		r.Acked = per(c.GetAcked(), p.GetAcked())
@@ -170,12 +169,12 @@ func componentRates(p, c *nimbuspb.ComponentStats, secs float64, execs int32) Co
 		r.Executed = per(c.GetExecuted(), p.GetExecuted())
 		if r.Executors > 0 {
 			wall := secs * 1e9 * float64(r.Executors)
-			r.ThrottledShare = float64(delta(c.GetThrottledNanos(), p.GetThrottledNanos())) / wall
-			r.BackpressureShare = float64(delta(c.GetBackpressureNanos(), p.GetBackpressureNanos())) / wall
+			r.ThrottledShare = float64(metrics.Delta(c.GetThrottledNanos(), p.GetThrottledNanos())) / wall
+			r.BackpressureShare = float64(metrics.Delta(c.GetBackpressureNanos(), p.GetBackpressureNanos())) / wall
 		}
 	}
-	r.ExecuteLatency = meanLatency(c.GetExecuteSamples(), c.GetExecuteSampledNanos(), p.GetExecuteSamples(), p.GetExecuteSampledNanos())
-	r.ProcessLatency = meanLatency(c.GetProcessSamples(), c.GetProcessSampledNanos(), p.GetProcessSamples(), p.GetProcessSampledNanos())
+	r.ExecuteLatency = metrics.MeanSince(c.GetExecuteSamples(), c.GetExecuteSampledNanos(), p.GetExecuteSamples(), p.GetExecuteSampledNanos())
+	r.ProcessLatency = metrics.MeanSince(c.GetProcessSamples(), c.GetProcessSampledNanos(), p.GetProcessSamples(), p.GetProcessSampledNanos())
 	r.CompleteP50, r.CompleteP99, r.CompleteCount = completeLatency(p.GetCompleteLatency(), c.GetCompleteLatency())
 	if r.Executors > 0 {
 		r.Busy = r.Executed * r.ExecuteLatency.Seconds() / float64(r.Executors)
@@ -193,31 +192,17 @@ func componentRates(p, c *nimbuspb.ComponentStats, secs float64, execs int32) Co
 	return r
 }
 
-// meanLatency is the mean of the calls timed between the two samples, or
-// of all of cur's when none was timed between them.
-func meanLatency(samples, nanos, prevSamples, prevNanos int64) time.Duration {
-	if d := samples - prevSamples; d > 0 && nanos >= prevNanos {
-		return time.Duration((nanos - prevNanos) / d)
-	}
-	if samples > 0 {
-		return time.Duration(nanos / samples)
-	}
-	return 0
-}
-
 // completeLatency is the p50 and p99 of the trees acked between the two
 // histograms, or of all of cur's when none was, and how many trees
 // they cover.
 func completeLatency(prev, cur *nimbuspb.LatencyHistogram) (p50, p99 time.Duration, n int64) {
-	c, err := runstats.LatencyFromSparse(cur.GetBuckets(), cur.GetCounts())
+	c, err := components.LatencyOf(cur)
 	if err != nil {
 		return 0, 0, 0
 	}
 	l := c
-	if p, err := runstats.LatencyFromSparse(prev.GetBuckets(), prev.GetCounts()); err == nil {
-		if d := c.Since(&p); d.Count() > 0 {
-			l = d
-		}
+	if p, err := components.LatencyOf(prev); err == nil {
+		l = metrics.LatencySince(&c, &p)
 	}
 	return l.Quantile(0.5), l.Quantile(0.99), l.Count()
 }

@@ -15,8 +15,9 @@ import (
 
 	"github.com/gale-stream/gale/internal/blobstore"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // chunkSize is the size of a Download's chunks.
@@ -110,7 +111,7 @@ func bySubmission(ts []coord.Topology) {
 // latencies, and how many of its workers are valid now.
 type counters struct {
 	emitted, acked, failed int64
-	latency                runstats.Latency
+	latency                metrics.Latency
 	running                int
 }
 
@@ -145,12 +146,9 @@ func (n *Nimbus) counters(t coord.Topology, ws []*nimbuspb.WorkerReport) counter
 	if total == nil {
 		return c
 	}
-	st := spoutTotals(0, total)
+	st := components.SpoutTotals(0, total)
 	c.emitted, c.acked, c.failed = st.GetEmitted(), st.GetAcked(), st.GetFailed()
-	c.latency = runstats.Latency{}
-	if h := st.GetCompleteLatency(); h != nil {
-		c.latency, _ = runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()) // checked when reported
-	}
+	c.latency, _ = components.LatencyOf(st.GetCompleteLatency()) // checked when reported
 	return c
 }
 
@@ -160,11 +158,8 @@ func sum(ws []*nimbuspb.WorkerReport) counters {
 		c.emitted += w.GetEmitted()
 		c.acked += w.GetAcked()
 		c.failed += w.GetFailed()
-		if h := w.GetCompleteLatency(); h != nil {
-			// Checked when the report came (Report).
-			l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
-			c.latency.Add(&l)
-		}
+		l, _ := components.LatencyOf(w.GetCompleteLatency()) // checked when the report came (Report)
+		c.latency.Add(&l)
 		if w.GetState() == "valid" {
 			c.running++
 		}
@@ -251,7 +246,7 @@ func (a *api) heardAll(ctx context.Context) error {
 // window asked for (windows.go), and the topology's totals over every
 // window.
 func (a *api) Get(ctx context.Context, req *nimbuspb.GetRequest) (*nimbuspb.TopologyInfo, error) {
-	if windowIndex(req.GetWindowSecs()) < 0 {
+	if metrics.WindowIndex(req.GetWindowSecs()) < 0 {
 		return nil, errWindow(req.GetWindowSecs())
 	}
 	ctx, cancel := a.readCtx(ctx)

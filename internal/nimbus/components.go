@@ -1,61 +1,20 @@
 package nimbus
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // sumComponents sums the workers' per-component counters by component,
-// in component id order: every counter and histogram is added, the
-// capacity is the largest (the busiest executor's).
+// in component id order (components.Sum).
 func sumComponents(ws []*nimbuspb.WorkerReport) []*nimbuspb.ComponentStats {
-	byComp := make(map[string]*nimbuspb.ComponentStats)
-	lat := make(map[string]*runstats.Latency)
-	for _, w := range ws {
-		for _, c := range w.GetComponents() {
-			s := byComp[c.GetComponent()]
-			if s == nil {
-				s = &nimbuspb.ComponentStats{Component: c.GetComponent(), Kind: c.GetKind()}
-				byComp[c.GetComponent()] = s
-				lat[c.GetComponent()] = &runstats.Latency{}
-			}
-			s.Tasks += c.GetTasks()
-			s.Emitted += c.GetEmitted()
-			s.Transferred += c.GetTransferred()
-			s.Acked += c.GetAcked()
-			s.Failed += c.GetFailed()
-			s.FailedByBolt += c.GetFailedByBolt()
-			s.TimedOut += c.GetTimedOut()
-			s.FailedShutdown += c.GetFailedShutdown()
-			s.Pending += c.GetPending()
-			s.MaxPending += c.GetMaxPending()
-			s.Executed += c.GetExecuted()
-			s.ExecuteSamples += c.GetExecuteSamples()
-			s.ExecuteSampledNanos += c.GetExecuteSampledNanos()
-			s.Capacity = max(s.Capacity, c.GetCapacity())
-			addDetail(s, c)
-			if h := c.GetCompleteLatency(); h != nil {
-				// Checked when the report came (checkReport).
-				l, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
-				lat[c.GetComponent()].Add(&l)
-			}
-		}
+	lists := make([][]*nimbuspb.ComponentStats, len(ws))
+	for i, w := range ws {
+		lists[i] = w.GetComponents()
 	}
-	out := make([]*nimbuspb.ComponentStats, 0, len(byComp))
-	for id, s := range byComp {
-		if l := lat[id]; l.Count() > 0 {
-			s.CompleteLatency = &nimbuspb.LatencyHistogram{}
-			s.CompleteLatency.Buckets, s.CompleteLatency.Counts = l.Sparse()
-		}
-		sortDetail(s)
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b *nimbuspb.ComponentStats) int { return cmp.Compare(a.GetComponent(), b.GetComponent()) })
-	return out
+	return components.Sum(lists...)
 }
 
 // checkReport checks a worker report's latency histograms, naming the
@@ -71,7 +30,7 @@ func checkReport(w *nimbuspb.WorkerReport) error {
 		if h == nil {
 			continue
 		}
-		if _, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
+		if _, err := components.LatencyOf(h); err != nil {
 			return fmt.Errorf("%s: %w", names[i], err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/scheduler"
@@ -84,10 +85,7 @@ func summary(t coord.Topology, pending string, now time.Time, counts counters) *
 		Failed:         counts.failed,
 		WorkersRunning: int32(counts.running),
 	}
-	if counts.latency.Count() > 0 {
-		s.CompleteLatency = &nimbuspb.LatencyHistogram{}
-		s.CompleteLatency.Buckets, s.CompleteLatency.Counts = counts.latency.Sparse()
-	}
+	s.CompleteLatency = components.Histogram(&counts.latency)
 	if d, err := effectiveDefinition(t); err == nil {
 		if p, err := plan.New(d); err == nil {
 			s.Executors = int32(len(p.Executors))

@@ -19,9 +19,9 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
-	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/scheduler"
 )
 
@@ -112,7 +112,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	// valid ones.
 	rev := cl.etcd.RaftIndex()
 	hist := func(ds ...time.Duration) *nimbuspb.LatencyHistogram {
-		var l runstats.Latency
+		var l metrics.Latency
 		for _, d := range ds {
 			l.Record(d)
 		}
@@ -139,7 +139,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	}
 	s := list.GetTopologies()[0]
 	h := s.GetCompleteLatency()
-	lat, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+	lat, err := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
 	if err != nil || lat.Count() != 10 {
 		t.Fatalf("List's complete latency: %v (%d trees), want the 10 reported", err, lat.Count())
 	}
@@ -203,7 +203,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	}
 	if h := c.GetCompleteLatency(); h == nil {
 		t.Errorf("Get's spout c: no complete latency, want the 3 trees reported")
-	} else if l, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil || l.Count() != 3 {
+	} else if l, err := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil || l.Count() != 3 {
 		t.Errorf("Get's spout c: complete latency of %d trees (%v), want 3", l.Count(), err)
 	}
 	if d.GetComponent() != "d" || d.GetKind() != "bolt" || d.GetTasks() != 3 || d.GetExecuted() != 16 || d.GetAcked() != 15 ||

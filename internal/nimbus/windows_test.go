@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gale-stream/gale/galetest"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // fakeWorker is a worker whose spout emits and acks one tree a second
@@ -24,7 +24,7 @@ type fakeWorker struct {
 
 func (w fakeWorker) report(topology string, now time.Time) *nimbuspb.WorkerReport {
 	n := int64(now.Sub(w.started) / time.Second)
-	var l runstats.Latency
+	var l metrics.Latency
 	for range n {
 		l.Record(time.Millisecond)
 	}
@@ -70,7 +70,9 @@ func TestGetRollingWindows(t *testing.T) {
 	// want (by window), and the windows' totals.
 	check := func(when string, want map[int64]int64) {
 		t.Helper()
-		for _, secs := range windowSecs {
+		wins := metrics.Windows()
+		for _, win := range wins {
+			secs := win.Secs
 			info, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: "wordcount", WindowSecs: secs})
 			if err != nil {
 				t.Fatalf("%s: Get window %d: %v", when, secs, err)
@@ -86,7 +88,7 @@ func TestGetRollingWindows(t *testing.T) {
 			n := want[secs]
 			lat := int64(0)
 			if h := sp.GetCompleteLatency(); h != nil {
-				l, err := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
+				l, err := metrics.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -102,10 +104,11 @@ func TestGetRollingWindows(t *testing.T) {
 					when, secs, sp.GetTasks(), bolt.GetTasks(), sp.GetPending(), bolt.GetCapacity())
 			}
 			ws := info.GetWindows()
-			if len(ws) != len(windowSecs) {
+			if len(ws) != len(wins) {
 				t.Fatalf("%s: windows %v, want one per window", when, ws)
 			}
-			for i, s := range windowSecs {
+			for i, win := range wins {
+				s := win.Secs
 				if ws[i].GetWindowSecs() != s || ws[i].GetEmitted() != want[s] || ws[i].GetTransferred() != want[s] ||
 					ws[i].GetAcked() != want[s] || ws[i].GetFailed() != 0 {
 					t.Errorf("%s: windows[%d] %v, want window %d with %d emitted, transferred and acked", when, i, ws[i], s, want[s])
@@ -139,9 +142,10 @@ func TestGetRollingWindows(t *testing.T) {
 	// The history is bounded: each tier keeps its window's snapshots
 	// and two more.
 	nd.n.windows.mu.Lock()
-	for i, r := range nd.n.windows.mu.topologies[id].rings {
-		if keep := int(tiers[i].window/tiers[i].step) + 2; len(r.snaps) > keep {
-			t.Errorf("tier %v keeps %d snapshots after 25 h, want at most %d", tiers[i].window, len(r.snaps), keep)
+	snaps := &nd.n.windows.mu.topologies[id].snaps
+	for i, win := range metrics.Windows()[:3] {
+		if n, keep := snaps.Len(i), snaps.Keep(i); n > keep {
+			t.Errorf("window %v keeps %d snapshots after 25 h, want at most %d", win.Duration(), n, keep)
 		}
 	}
 	nd.n.windows.mu.Unlock()
@@ -178,49 +182,6 @@ func TestWindowsCountersThatGoDownStartAnIncarnation(t *testing.T) {
 	}
 	if got := wins[3].GetEmitted(); got != 180 {
 		t.Errorf("all time: emitted %d, want 180 (160 before the restart, 20 since)", got)
-	}
-}
-
-// A window subtracts every counter, per stream and per bucket, and keeps
-// the gauges.
-func TestSinceSubtractsCountersStreamsAndHistograms(t *testing.T) {
-	hist := func(ms ...int) *nimbuspb.LatencyHistogram {
-		var l runstats.Latency
-		for _, m := range ms {
-			l.Record(time.Duration(m) * time.Millisecond)
-		}
-		h := &nimbuspb.LatencyHistogram{}
-		h.Buckets, h.Counts = l.Sparse()
-		return h
-	}
-	then := &nimbuspb.ComponentStats{Component: "b", Kind: "bolt", Tasks: 3, Executed: 10, ProcessSampledNanos: 500, Capacity: 0.2,
-		CompleteLatency: hist(1, 1, 5),
-		Inputs: []*nimbuspb.StreamStats{
-			{Stream: "default", Component: "a", Executed: 4},
-			{Stream: "default", Component: "c", Executed: 6},
-		}}
-	now := &nimbuspb.ComponentStats{Component: "b", Kind: "bolt", Tasks: 3, Executed: 25, ProcessSampledNanos: 800, Capacity: 0.9,
-		CompleteLatency: hist(1, 1, 1, 5, 9),
-		Inputs: []*nimbuspb.StreamStats{
-			{Stream: "default", Component: "a", Executed: 10},
-			{Stream: "default", Component: "c", Executed: 6},
-			{Stream: "other", Component: "a", Executed: 9},
-		}}
-	got := since([]*nimbuspb.ComponentStats{now}, []*nimbuspb.ComponentStats{then})[0]
-	if got.GetExecuted() != 15 || got.GetProcessSampledNanos() != 300 || got.GetTasks() != 3 || got.GetCapacity() != 0.9 {
-		t.Errorf("since: executed %d, process nanos %d, tasks %d, capacity %v; want 15, 300, 3, 0.9",
-			got.GetExecuted(), got.GetProcessSampledNanos(), got.GetTasks(), got.GetCapacity())
-	}
-	in := got.GetInputs()
-	if len(in) != 3 || in[0].GetExecuted() != 6 || in[1].GetExecuted() != 0 || in[2].GetExecuted() != 9 {
-		t.Errorf("since: inputs %v, want 6 from a, 0 from c, 9 on other", in)
-	}
-	l, err := runstats.LatencyFromSparse(got.GetCompleteLatency().GetBuckets(), got.GetCompleteLatency().GetCounts())
-	if err != nil || l.Count() != 2 || l.Quantile(0) < 900*time.Microsecond || l.Quantile(1) < 8*time.Millisecond {
-		t.Errorf("since: latencies %v (%d trees, %v to %v), want the 1 ms and 9 ms trees", err, l.Count(), l.Quantile(0), l.Quantile(1))
-	}
-	if now.GetExecuted() != 25 || now.GetInputs()[0].GetExecuted() != 10 {
-		t.Errorf("since changed its input: %v", now)
 	}
 }
 

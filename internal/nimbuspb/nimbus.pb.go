@@ -813,7 +813,7 @@ func (x *TopologySummary) GetWorkersRunning() int32 {
 // [b, b+1) µs; bucket b >= 8 holds [(8 + b%8) * 2^(b/8-1),
 // (9 + b%8) * 2^(b/8-1)) µs (eight buckets to each power of two, each at
 // most 1/8 of its lower bound wide); the last bucket, 215, also holds
-// everything longer (internal/runstats.Latency). Only the buckets that are
+// everything longer (internal/metrics.Latency). Only the buckets that are
 // not empty are listed, in increasing order, with their counts.
 type LatencyHistogram struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`

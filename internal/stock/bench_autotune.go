@@ -18,7 +18,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/cli"
-	"github.com/gale-stream/gale/internal/runstats"
+	"github.com/gale-stream/gale/internal/metrics"
 )
 
 // autotuneBench is what `gale bench autotune` runs.
@@ -312,7 +312,7 @@ func (b autotuneBench) run(ctx context.Context, log *slog.Logger, progress io.Wr
 // sample is the spout's counters at a moment of a run.
 type sample struct {
 	at      time.Duration // since the run started
-	spout   runstats.Spout
+	spout   metrics.Spout
 	perTask int // max pending per task
 }
 
@@ -349,7 +349,7 @@ func (b autotuneBench) runOne(ctx context.Context, log *slog.Logger, v int, tune
 	end := time.NewTimer(d)
 	defer end.Stop()
 	take := func() sample {
-		s := runstats.Total(bridge.SpoutStats(lt))
+		s := metrics.TotalSpouts(bridge.SpoutStats(lt))
 		return sample{at: time.Since(begin), spout: s, perTask: int(s.MaxPending) / max(s.Tasks, 1)}
 	}
 	samples := []sample{take()}

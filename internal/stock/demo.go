@@ -12,8 +12,9 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/cli"
 	"github.com/gale-stream/gale/internal/devcluster"
+	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // demoTopology is the topology demo submits: the stock word count, whose
@@ -142,7 +143,7 @@ func (r *demoRate) update(now time.Time, s *nimbuspb.TopologySummary) float64 {
 		// Nothing flows yet: the rate counts from when it starts.
 		r.at = now
 	case e > r.emitted:
-		r.rate = float64(e-r.emitted) / now.Sub(r.at).Seconds()
+		r.rate = metrics.Rate(e, r.emitted, now.Sub(r.at).Seconds())
 		r.emitted, r.at = e, now
 	}
 	return r.rate
@@ -153,19 +154,16 @@ func (r *demoRate) update(now time.Time, s *nimbuspb.TopologySummary) float64 {
 // reports, which come each supervisor.heartbeat.frequency.secs: 1 s in the
 // demo), kept in between.
 type demoLatency struct {
-	prev runstats.Latency
+	prev metrics.Latency
 	p99  time.Duration
 }
 
 // update takes the summary (nil: not listed) and returns the p99, 0 while
 // there is none.
 func (d *demoLatency) update(s *nimbuspb.TopologySummary) time.Duration {
-	var cur runstats.Latency
-	if h := s.GetCompleteLatency(); h != nil {
-		var err error
-		if cur, err = runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts()); err != nil {
-			return d.p99 // nimbus checks the reports: not expected
-		}
+	cur, err := components.LatencyOf(s.GetCompleteLatency())
+	if err != nil {
+		return d.p99 // nimbus checks the reports: not expected
 	}
 	n, was := cur.Count(), d.prev.Count()
 	switch {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/cli"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // TestDemoRate: the rate is taken between two changes of the counters
@@ -78,7 +78,7 @@ func TestDemoLine(t *testing.T) {
 // start, kept while nothing changes; a restarted worker's counts from
 // zero are no negative window.
 func TestDemoLatency(t *testing.T) {
-	var cum runstats.Latency
+	var cum metrics.Latency
 	add := func(n int, d time.Duration) *nimbuspb.TopologySummary {
 		for range n {
 			cum.Record(d)
@@ -106,7 +106,7 @@ func TestDemoLatency(t *testing.T) {
 	if got := d.update(add(1000, 2*time.Millisecond)); !near(got, 2*time.Millisecond) {
 		t.Errorf("a quick second again: p99 %v, want about 2ms", got)
 	}
-	cum = runstats.Latency{} // the worker restarted
+	cum = metrics.Latency{} // the worker restarted
 	if got := d.update(add(10, 5*time.Millisecond)); got != 0 {
 		t.Errorf("after a restart: p99 %v, want none until the next report", got)
 	}

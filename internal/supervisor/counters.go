@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,15 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gale-stream/gale/internal/countfile"
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // A supervisor's totals: per topology, the counters of every worker it
@@ -110,7 +107,7 @@ func (b *counterBook) retire(topology string, cs []*nimbuspb.ComponentStats) {
 // heartbeat's, or those saved before an adoption until its first.
 func (s *Supervisor) workerCounts(p *proc) []*nimbuspb.ComponentStats {
 	if !p.beat.Time.IsZero() {
-		return totalsOnly(componentStats(p.beat.Spouts, p.beat.Bolts, s.cfg.Host, int32(p.Port)))
+		return components.Totals(componentStats(p.beat.Spouts, p.beat.Bolts, s.cfg.Host, int32(p.Port)))
 	}
 	if w := s.book().adopted[p.Port]; w != nil && int32(p.PID) == w.GetPid() {
 		return w.GetComponents()
@@ -250,125 +247,8 @@ func (s *Supervisor) saveCounters(saved *nimbuspb.ReportRequest) {
 	b.written = raw
 }
 
-// gaugeFields are the ComponentStats fields a total does not keep: they
-// say how a component is now (or list its errors and executors), which
-// only the running workers' reports tell.
-var gaugeFields = map[protoreflect.Name]bool{
-	"tasks": true, "pending": true, "max_pending": true, "capacity": true,
-	"queue_depth": true, "queue_capacity": true, "errors": true, "executors": true,
-}
-
-// totalsOnly is cs without the gauges, errors and executors.
-func totalsOnly(cs []*nimbuspb.ComponentStats) []*nimbuspb.ComponentStats {
-	for _, c := range cs {
-		m := c.ProtoReflect()
-		fds := m.Descriptor().Fields()
-		for i := range fds.Len() {
-			if fd := fds.Get(i); gaugeFields[fd.Name()] {
-				m.Clear(fd)
-			}
-		}
-	}
-	return cs
-}
-
 // addComponents is a + b, component by component (matched by id), in
-// component id order. Neither is changed.
+// component id order, counters only: a total. Neither is changed.
 func addComponents(a, b []*nimbuspb.ComponentStats) []*nimbuspb.ComponentStats {
-	byID := make(map[string]*nimbuspb.ComponentStats, len(a)+len(b))
-	for _, list := range [][]*nimbuspb.ComponentStats{a, b} {
-		for _, c := range list {
-			if sum := byID[c.GetComponent()]; sum != nil {
-				addCounters(sum.ProtoReflect(), c.ProtoReflect())
-			} else {
-				byID[c.GetComponent()] = proto.Clone(c).(*nimbuspb.ComponentStats)
-			}
-		}
-	}
-	out := slices.Collect(maps.Values(byID))
-	slices.SortFunc(out, func(x, y *nimbuspb.ComponentStats) int { return cmp.Compare(x.GetComponent(), y.GetComponent()) })
-	return totalsOnly(out)
-}
-
-var histogramName = (&nimbuspb.LatencyHistogram{}).ProtoReflect().Descriptor().FullName()
-
-// addCounters adds o's counters to m's, in place: numbers, histograms
-// bucket by bucket, and lists of messages element by element, matched
-// by their text fields (a stream's id and component); an element only o
-// has is added.
-func addCounters(m, o protoreflect.Message) {
-	fds := m.Descriptor().Fields()
-	for i := range fds.Len() {
-		fd := fds.Get(i)
-		switch {
-		case fd.IsMap(), gaugeFields[fd.Name()] && m.Descriptor().Name() == "ComponentStats":
-		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
-			if !o.Has(fd) {
-				continue
-			}
-			ml := m.Mutable(fd).List()
-			byKey := make(map[string]protoreflect.Message, ml.Len())
-			for j := range ml.Len() {
-				byKey[textKey(ml.Get(j).Message())] = ml.Get(j).Message()
-			}
-			ol := o.Get(fd).List()
-			for j := range ol.Len() {
-				e := ol.Get(j).Message()
-				if me := byKey[textKey(e)]; me != nil {
-					addCounters(me, e)
-				} else {
-					ml.Append(protoreflect.ValueOfMessage(proto.Clone(e.Interface()).ProtoReflect()))
-				}
-			}
-		case fd.IsList():
-		case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == histogramName:
-			if !o.Has(fd) {
-				continue
-			}
-			oh := o.Get(fd).Message().Interface().(*nimbuspb.LatencyHistogram)
-			if !m.Has(fd) {
-				m.Set(fd, protoreflect.ValueOfMessage(proto.Clone(oh).ProtoReflect()))
-				continue
-			}
-			h := m.Mutable(fd).Message().Interface().(*nimbuspb.LatencyHistogram)
-			// Both came from runstats.Latency.Sparse.
-			hl, _ := runstats.LatencyFromSparse(h.GetBuckets(), h.GetCounts())
-			ol, _ := runstats.LatencyFromSparse(oh.GetBuckets(), oh.GetCounts())
-			hl.Add(&ol)
-			h.Buckets, h.Counts = hl.Sparse()
-		case fd.Kind() == protoreflect.MessageKind:
-			if o.Has(fd) {
-				addCounters(m.Mutable(fd).Message(), o.Get(fd).Message())
-			}
-		default:
-			a, b := m.Get(fd), o.Get(fd)
-			switch fd.Kind() {
-			case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-				m.Set(fd, protoreflect.ValueOfInt64(a.Int()+b.Int()))
-			case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-				m.Set(fd, protoreflect.ValueOfInt32(int32(a.Int()+b.Int())))
-			case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-				m.Set(fd, protoreflect.ValueOfUint64(a.Uint()+b.Uint()))
-			case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-				m.Set(fd, protoreflect.ValueOfUint32(uint32(a.Uint()+b.Uint())))
-			case protoreflect.DoubleKind:
-				m.Set(fd, protoreflect.ValueOfFloat64(a.Float()+b.Float()))
-			case protoreflect.FloatKind:
-				m.Set(fd, protoreflect.ValueOfFloat32(float32(a.Float()+b.Float())))
-			}
-		}
-	}
-}
-
-// textKey is a message's text fields joined: what names a stream.
-func textKey(m protoreflect.Message) string {
-	var b strings.Builder
-	fds := m.Descriptor().Fields()
-	for i := range fds.Len() {
-		if fd := fds.Get(i); fd.Kind() == protoreflect.StringKind && !fd.IsList() {
-			b.WriteString(m.Get(fd).String())
-			b.WriteByte(0)
-		}
-	}
-	return b.String()
+	return components.Totals(components.Sum(a, b))
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/coord"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 // report summarises the workers for the nimbuses: every worker known,
@@ -39,7 +39,7 @@ func (s *Supervisor) report() *nimbuspb.ReportRequest {
 			if b.Status != nil {
 				wr.Pending = int64(b.Status.Pending)
 			}
-			var lat runstats.Latency
+			var lat metrics.Latency
 			for _, sp := range b.Spouts {
 				wr.Emitted += sp.Emitted
 				wr.Acked += sp.Acked
@@ -129,7 +129,7 @@ func (s *Supervisor) reporter(ctx context.Context, in <-chan *nimbuspb.ReportReq
 // componentStats is a heartbeat's counters in the report's form, in
 // component id order, from the worker on host:port (which its errors
 // name).
-func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt, host string, port int32) []*nimbuspb.ComponentStats {
+func componentStats(spouts []metrics.Spout, bolts []metrics.Bolt, host string, port int32) []*nimbuspb.ComponentStats {
 	out := make([]*nimbuspb.ComponentStats, 0, len(spouts)+len(bolts))
 	for _, s := range spouts {
 		c := &nimbuspb.ComponentStats{
@@ -170,7 +170,7 @@ func componentStats(spouts []runstats.Spout, bolts []runstats.Bolt, host string,
 
 // componentErrors is a component's errors in the report's form, naming
 // the worker they came from.
-func componentErrors(errs []runstats.Error, host string, port int32) []*nimbuspb.ComponentError {
+func componentErrors(errs []metrics.Error, host string, port int32) []*nimbuspb.ComponentError {
 	var out []*nimbuspb.ComponentError
 	for _, e := range errs {
 		out = append(out, &nimbuspb.ComponentError{Task: int32(e.Task), TimeUnixMs: e.TimeUnixMs, Error: e.Error, Host: host, Port: port})
@@ -180,7 +180,7 @@ func componentErrors(errs []runstats.Error, host string, port int32) []*nimbuspb
 
 // executorStats is a component's executors in the report's form, on the
 // worker host:port.
-func executorStats(xs []runstats.Executor, host string, port int32) []*nimbuspb.ExecutorStats {
+func executorStats(xs []metrics.Executor, host string, port int32) []*nimbuspb.ExecutorStats {
 	var out []*nimbuspb.ExecutorStats
 	for _, x := range xs {
 		out = append(out, &nimbuspb.ExecutorStats{
@@ -194,7 +194,7 @@ func executorStats(xs []runstats.Executor, host string, port int32) []*nimbuspb.
 }
 
 // streamStats is a component's per-stream counters in the report's form.
-func streamStats(ss []runstats.Stream) []*nimbuspb.StreamStats {
+func streamStats(ss []metrics.Stream) []*nimbuspb.StreamStats {
 	var out []*nimbuspb.StreamStats
 	for _, s := range ss {
 		out = append(out, &nimbuspb.StreamStats{

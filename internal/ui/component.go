@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -114,23 +116,30 @@ func requestedWindow(w http.ResponseWriter, r *http.Request) (int64, bool) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return 0, false
 	}
-	return win.secs, true
+	return win.Secs, true
 }
 
 // windowName is Storm's name of the rolling window of secs seconds, and
 // its pretty form: "600" and "10m 0s", or ":all-time" and "All time".
 func windowName(secs int64) (window, pretty string) {
 	win := windowOf(secs)
-	return win.param, win.pretty
+	return win.Param, win.Pretty
 }
 
 // meanMillis is the mean of n sampled durations totalling nanos, in
 // milliseconds as Storm prints them; "0.000" for none.
 func meanMillis(n, nanos int64) string {
-	if n <= 0 {
-		return "0.000"
-	}
-	return fmt.Sprintf("%.3f", float64(nanos)/float64(n)/1e6)
+	return fmt.Sprintf("%.3f", meanMillisFloat(n, nanos))
+}
+
+// meanMillisFloat is that mean as a number; 0 for none.
+func meanMillisFloat(n, nanos int64) float64 { return metrics.MeanNanos(n, nanos) / 1e6 }
+
+// latencyMillis is the mean of h, in milliseconds, taking each tree at
+// its bucket's middle (within 1/16 of its latency); 0 when h is empty.
+func latencyMillis(h *nimbuspb.LatencyHistogram) float64 {
+	l, _ := components.LatencyOf(h) // nimbus sums checked histograms
+	return l.MeanMillis()
 }
 
 // findStream is the counters of stream from component in ss; nil (every
@@ -372,13 +381,6 @@ func visualizationData(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 			":emitted": 0, ":acked": 0, ":failed": 0, ":executed": 0}
 	}
 	return out
-}
-
-func meanMillisFloat(n, nanos int64) float64 {
-	if n <= 0 {
-		return 0
-	}
-	return float64(nanos) / float64(n) / 1e6
 }
 
 var notStreamChar = regexp.MustCompile(`[^A-Za-z_\-:.]`)

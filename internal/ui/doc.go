@@ -14,13 +14,15 @@
 // its workers (gale_component_*, gale_spout_failed_by_reason_total by
 // bolt, timeout and shutdown, gale_bolt_executed_total,
 // gale_bolt_capacity_ratio, gale_bolt_execute_latency_seconds), collected
-// from nimbus on each scrape (List, then a Get per topology),
-// and the Go runtime metrics of the UI process itself. One scrape target
-// thus answers "is the cluster, or a topology, healthy" without the
-// scraper knowing where the workers run, and without a pushgateway. Each
-// worker's own /metrics (its per-task counters and its process: CPU, heap,
-// GC) is a later step; it will serve what the worker alone knows, at the
-// worker's rate, so that nimbus's view stays a summary.
+// from nimbus on each scrape (List, then a Get per topology) by
+// internal/metrics/prom/cluster's collector, and the Go runtime metrics
+// of the UI process itself. One scrape target thus answers "is the
+// cluster, or a topology, healthy" without the scraper knowing where the
+// workers run, and without a pushgateway. Each worker serves its own
+// /metrics (internal/metrics/prom's NewWorker: its per-task counters, its
+// transport and its process), which the UI lists for Prometheus's service
+// discovery at /api/v1/metrics/targets, so that nimbus's view stays a
+// summary.
 //
 // # The web UI
 //

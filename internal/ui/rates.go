@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/metrics/components"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
@@ -77,8 +79,8 @@ func counterValues(w *nimbuspb.WorkerReport) map[string]float64 {
 		rkAcked: float64(w.GetAcked()), rkEmitted: float64(w.GetEmitted()), rkFailed: float64(w.GetFailed()),
 		rkTimedOut: float64(w.GetTimedOut()),
 	}
-	sum, n := latencySum(w.GetCompleteLatency())
-	v[rkLatSum], v[rkLatN] = sum, float64(n)
+	lat, _ := components.LatencyOf(w.GetCompleteLatency()) // checked by nimbus
+	v[rkLatSum], v[rkLatN] = lat.SumMicros(), float64(lat.Count())
 	for _, c := range w.GetComponents() {
 		id := c.GetComponent()
 		if c.GetKind() == "spout" {
@@ -171,11 +173,11 @@ func (e *workerRates) restarted(w *nimbuspb.WorkerReport, cur map[string]float64
 }
 
 // per is each counter's change from prev (nil: from 0) per second over
-// secs; a counter that went down counts 0.
+// secs; a counter that went down counts 0 (metrics.Rate).
 func per(cur, prev map[string]float64, secs float64) map[string]float64 {
 	out := make(map[string]float64, len(cur))
 	for k, v := range cur {
-		out[k] = max(v-prev[k], 0) / secs
+		out[k] = metrics.Rate(v, prev[k], secs)
 	}
 	return out
 }

@@ -19,15 +19,17 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/metrics/prom"
+	"github.com/gale-stream/gale/internal/metrics/prom/cluster"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
 
-// Nimbus is the part of the nimbus API the UI calls;
+// Nimbus is the part of the nimbus API the UI calls: the reads of its
+// /metrics (List, Get and ClusterInfo) and the mutations.
 // nimbuspb.NimbusClient has it. It must be safe for concurrent use.
 type Nimbus interface {
-	List(ctx context.Context, in *nimbuspb.ListRequest, opts ...grpc.CallOption) (*nimbuspb.ListResponse, error)
-	Get(ctx context.Context, in *nimbuspb.GetRequest, opts ...grpc.CallOption) (*nimbuspb.TopologyInfo, error)
-	ClusterInfo(ctx context.Context, in *nimbuspb.ClusterInfoRequest, opts ...grpc.CallOption) (*nimbuspb.ClusterInfoResponse, error)
+	cluster.Nimbus
 	Kill(ctx context.Context, in *nimbuspb.KillRequest, opts ...grpc.CallOption) (*nimbuspb.KillResponse, error)
 	Activate(ctx context.Context, in *nimbuspb.ActivateRequest, opts ...grpc.CallOption) (*nimbuspb.ActivateResponse, error)
 	Deactivate(ctx context.Context, in *nimbuspb.DeactivateRequest, opts ...grpc.CallOption) (*nimbuspb.DeactivateResponse, error)
@@ -75,7 +77,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such API path %s %s: see Storm's STORM-UI-REST-API.md for the paths under /api/v1", r.Method, r.URL.Path))
 	})
-	h.mux.Handle("GET /metrics", newMetricsHandler(h.nimbus))
+	h.mux.Handle("GET /metrics", prom.Handler(cluster.NewCollector(h.nimbus)))
 	h.mux.HandleFunc("GET /api/v1/metrics/targets", h.metricsTargets) // targets.go
 	h.mux.Handle("/", staticHandler())
 	return h, nil
@@ -140,7 +142,7 @@ func (h *Handler) clusterSummary(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	s := cluster(ci, list)
+	s := clusterTotals(ci, list)
 	var uptime int64
 	for _, n := range ci.GetNimbuses() {
 		if n.GetLeader() {
@@ -168,12 +170,9 @@ type totals struct {
 	executors, tasks      int64
 }
 
-func cluster(ci *nimbuspb.ClusterInfoResponse, list *nimbuspb.ListResponse) totals {
+func clusterTotals(ci *nimbuspb.ClusterInfoResponse, list *nimbuspb.ListResponse) totals {
 	var s totals
-	for _, sv := range ci.GetSupervisors() {
-		s.slotsTotal += len(sv.GetPorts())
-		s.slotsUsed += int(sv.GetSlotsUsed())
-	}
+	s.slotsTotal, s.slotsUsed = cluster.Slots(ci)
 	for _, t := range list.GetTopologies() {
 		s.executors += int64(t.GetExecutors())
 		s.tasks += int64(t.GetTasks())
@@ -276,7 +275,7 @@ func (h *Handler) topology(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id"), WindowSecs: win.secs})
+	info, err := h.nimbus.Get(r.Context(), &nimbuspb.GetRequest{Name: r.PathValue("id"), WindowSecs: win.Secs})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -294,11 +293,11 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 	s := info.GetSummary()
 	page := summary(s)
 	win := windowOf(info.GetWindowSecs())
-	page["window"] = win.param
-	page["windowHint"] = win.pretty
+	page["window"] = win.Param
+	page["windowHint"] = win.Pretty
 	lat := latencyMillis(s.GetCompleteLatency())
 	page["topologyStats"] = []map[string]any{{
-		"window":          allTime,
+		"window":          metrics.AllTime,
 		"windowPretty":    "All time",
 		"emitted":         s.GetEmitted(),
 		"transferred":     0, // the spouts' sum, set below

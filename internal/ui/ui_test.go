@@ -23,10 +23,10 @@ import (
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbus"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
-	"github.com/gale-stream/gale/internal/runstats"
 )
 
 const token = "s3cret"
@@ -165,7 +165,7 @@ func (ev *env) submit(name string) string {
 // a supervisor does: 20 trees acked, half at 2 ms and half at 4 ms.
 func (ev *env) report() {
 	t := ev.t
-	b2, b4 := runstats.LatencyBucket(2*time.Millisecond), runstats.LatencyBucket(4*time.Millisecond)
+	b2, b4 := metrics.LatencyBucket(2*time.Millisecond), metrics.LatencyBucket(4*time.Millisecond)
 	var ws []*nimbuspb.WorkerReport
 	for i, port := range []int32{6700, 6701} {
 		ws = append(ws, &nimbuspb.WorkerReport{

@@ -39,8 +39,8 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/config"
+	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/procstat"
-	"github.com/gale-stream/gale/internal/runstats"
 	"github.com/gale-stream/gale/internal/worker"
 	"github.com/gale-stream/gale/internal/workermem"
 )
@@ -202,9 +202,9 @@ type Message struct {
 	// stopped).
 	Process *Process `json:"process,omitempty"`
 	// Spouts are this worker's spout counters (heartbeat, stopped).
-	Spouts []runstats.Spout `json:"spouts,omitempty"`
+	Spouts []metrics.Spout `json:"spouts,omitempty"`
 	// Bolts are this worker's bolt counters (heartbeat, stopped).
-	Bolts []runstats.Bolt `json:"bolts,omitempty"`
+	Bolts []metrics.Bolt `json:"bolts,omitempty"`
 
 	// Supervised mode (Supervised documents it).
 	Topology    string             `json:"topology,omitempty"`    // hello

@@ -1,4 +1,4 @@
-package runstats
+package metrics
 
 import (
 	"cmp"
@@ -76,19 +76,13 @@ const ExecuteSampleEvery = 64
 // ProcessLatency is the mean process latency of the tuples timed, or 0
 // if none was.
 func (b *Bolt) ProcessLatency() time.Duration {
-	if b.ProcessSamples == 0 {
-		return 0
-	}
-	return time.Duration(b.ProcessSampledNanos / b.ProcessSamples)
+	return Mean(b.ProcessSamples, b.ProcessSampledNanos)
 }
 
 // ExecuteLatency is the mean time of the Execute calls timed, or 0 if
 // none was.
 func (b *Bolt) ExecuteLatency() time.Duration {
-	if b.ExecuteSamples == 0 {
-		return 0
-	}
-	return time.Duration(b.ExecuteSampledNanos / b.ExecuteSamples)
+	return Mean(b.ExecuteSamples, b.ExecuteSampledNanos)
 }
 
 func (o *Bolt) add(b *Bolt) {

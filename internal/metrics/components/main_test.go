@@ -1,4 +1,4 @@
-package runstats
+package components
 
 import (
 	"testing"

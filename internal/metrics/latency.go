@@ -1,4 +1,4 @@
-package runstats
+package metrics
 
 import (
 	"encoding/json"
@@ -40,6 +40,12 @@ func latencyRange(b int) (low, width int64) {
 	}
 	shift := b>>latencySubBits - 1
 	return int64(1<<latencySubBits+b%(1<<latencySubBits)) << shift, 1 << shift
+}
+
+// LatencyBucketRange is bucket b's bounds in microseconds, [low, high).
+func LatencyBucketRange(b int) (low, high float64) {
+	lo, width := latencyRange(b)
+	return float64(lo), float64(lo + width)
 }
 
 // Latency counts complete latencies, the time from a spout's emit of a
@@ -100,6 +106,49 @@ func (l *Latency) Quantile(q float64) time.Duration {
 		}
 	}
 	panic("unreachable: rank ≤ total")
+}
+
+// Raise makes each of l's buckets at least o's: the larger of two
+// readings of the same counters, one of which may be behind.
+func (l *Latency) Raise(o *Latency) {
+	for i, n := range o.counts {
+		l.counts[i] = max(l.counts[i], n)
+	}
+}
+
+// SumMicros is the total latency counted, in microseconds, each tree at
+// its bucket's middle (within 1/16 of its latency): over Count, the
+// mean latency.
+func (l *Latency) SumMicros() float64 {
+	var sum float64
+	for b, n := range l.counts {
+		if n > 0 {
+			low, high := LatencyBucketRange(b)
+			sum += float64(n) * (low + high) / 2
+		}
+	}
+	return sum
+}
+
+// MeanMillis is the mean latency counted, in milliseconds, each tree at
+// its bucket's middle; 0 when l is empty.
+func (l *Latency) MeanMillis() float64 {
+	n := l.Count()
+	if n == 0 {
+		return 0
+	}
+	return l.SumMicros() / float64(n) / 1000
+}
+
+// Each calls f with each bucket that is not empty, in order: its upper
+// bound in microseconds (exclusive) and its count.
+func (l *Latency) Each(f func(highMicros float64, n int64)) {
+	for b, n := range l.counts {
+		if n > 0 {
+			_, high := LatencyBucketRange(b)
+			f(high, n)
+		}
+	}
 }
 
 // Sparse returns l's buckets that are not empty, in order, and their

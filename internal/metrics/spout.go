@@ -1,8 +1,4 @@
-// Package runstats is a running topology's spout and bolt counters,
-// complete, execute and process latencies and last errors as the command line (`run`'s live
-// numbers and report) and worker heartbeats carry them;
-// bridge.SpoutStats and bridge.BoltStats read them out of package gale.
-package runstats
+package metrics
 
 import (
 	"cmp"
@@ -152,8 +148,8 @@ func MergeErrors(a, b []Error, max int) []Error {
 	return out
 }
 
-// Add sums b into a by component, keeping the result in component order.
-func Add(a, b []Spout) []Spout {
+// AddSpouts sums b into a by component, keeping the result in component order.
+func AddSpouts(a, b []Spout) []Spout {
 	out := slices.Clone(a)
 	for _, s := range b {
 		i, found := slices.BinarySearchFunc(out, s.Component, func(x Spout, c string) int { return cmp.Compare(x.Component, c) })
@@ -187,8 +183,8 @@ func (o *Spout) add(s *Spout) {
 	o.Outputs = AddStreams(o.Outputs, s.Outputs)
 }
 
-// Total sums every component's counters into one, with no component name.
-func Total(ss []Spout) Spout {
+// TotalSpouts sums every component's counters into one, with no component name.
+func TotalSpouts(ss []Spout) Spout {
 	var t Spout
 	for _, s := range ss {
 		t.Tasks += s.Tasks

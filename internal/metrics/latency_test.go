@@ -1,4 +1,4 @@
-package runstats
+package metrics
 
 import (
 	"encoding/json"
@@ -148,18 +148,18 @@ func TestLatencyWire(t *testing.T) {
 	}
 }
 
-// TestAddMergesLatency: Add and Total merge the histograms with the
+// TestAddMergesLatency: AddSpouts and TotalSpouts merge the histograms with the
 // counters.
 func TestAddMergesLatency(t *testing.T) {
 	var a, b Latency
 	a.Record(time.Millisecond)
 	b.Record(2 * time.Millisecond)
 	b.Record(2 * time.Millisecond)
-	sum := Add([]Spout{{Component: "s", Acked: 1, Latency: a}}, []Spout{{Component: "s", Acked: 2, Latency: b}, {Component: "t"}})
+	sum := AddSpouts([]Spout{{Component: "s", Acked: 1, Latency: a}}, []Spout{{Component: "s", Acked: 2, Latency: b}, {Component: "t"}})
 	if len(sum) != 2 || sum[0].Latency.Count() != 3 || sum[0].Acked != 3 {
 		t.Fatalf("Add: %+v", sum)
 	}
-	if tot := Total(sum); tot.Latency.Count() != 3 || tot.Latency.Quantile(1) < 2*time.Millisecond-time.Millisecond/16 {
+	if tot := TotalSpouts(sum); tot.Latency.Count() != 3 || tot.Latency.Quantile(1) < 2*time.Millisecond-time.Millisecond/16 {
 		t.Errorf("Total: %d trees, max %v", tot.Latency.Count(), tot.Latency.Quantile(1))
 	}
 }
@@ -172,5 +172,39 @@ func BenchmarkLatencyRecorder(b *testing.B) {
 	d := 1234 * time.Microsecond
 	for i := 0; b.Loop(); i++ {
 		r.Record(d + time.Duration(i&1023)*time.Microsecond)
+	}
+}
+
+// TestLatencySumAndBuckets: the sum takes each tree at its bucket's
+// middle, the mean is the sum over the count, Raise keeps the larger
+// count of each bucket, and Each lists the non-empty buckets' upper
+// bounds in order.
+func TestLatencySumAndBuckets(t *testing.T) {
+	var l Latency
+	l.Record(3 * time.Microsecond)   // bucket [3, 4) µs
+	l.Record(3 * time.Microsecond)   //
+	l.Record(100 * time.Microsecond) // bucket [96, 104) µs
+	if got := l.SumMicros(); got != 3.5*2+100 {
+		t.Errorf("sum %v µs, want 107", got)
+	}
+	if got, want := l.MeanMillis(), 107.0/3/1000; got != want {
+		t.Errorf("mean %v ms, want %v", got, want)
+	}
+	var empty Latency
+	if empty.MeanMillis() != 0 || empty.SumMicros() != 0 {
+		t.Error("an empty histogram's mean or sum is not 0")
+	}
+	var highs []float64
+	var ns []int64
+	l.Each(func(high float64, n int64) { highs = append(highs, high); ns = append(ns, n) })
+	if !slices.Equal(highs, []float64{4, 104}) || !slices.Equal(ns, []int64{2, 1}) {
+		t.Errorf("Each: bounds %v counts %v, want [4 104] [2 1]", highs, ns)
+	}
+	var o Latency
+	o.Record(3 * time.Microsecond)
+	o.Record(time.Second)
+	o.Raise(&l)
+	if o.Count() != 4 {
+		t.Errorf("raised: %d trees, want 4 (2 at 3 µs, 1 at 100 µs, 1 at 1 s)", o.Count())
 	}
 }
