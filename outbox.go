@@ -240,14 +240,24 @@ func (o *outbox) sendCtl(exec int, b *ackBatch) bool {
 	return send(o, slot.ctl, b, len(b.msgs))
 }
 
-// send puts a batch of n items on ch, blocking while ch is full (parking
-// what arrives on o.ctlIn meanwhile). It returns false if the runtime is
-// stopping. The items count as in flight from here until the consumer
-// releases the batch.
+// send puts a batch of n items on ch (put). The items count as in flight
+// from here until the consumer releases the batch.
 func send[B any](o *outbox, ch chan<- B, b B, n int) bool {
 	o.rt.inflight.Add(int64(n))
+	if !put(o, ch, b) {
+		o.rt.inflight.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+// put puts v on ch, blocking while ch is full: an executor's queue, or a
+// peer's send queue (sendFrame). While it waits it parks what arrives on
+// o.ctlIn and handles o.ticks, and the wait counts as backpressure
+// (waitStart). It returns false if the runtime is stopping.
+func put[T any](o *outbox, ch chan<- T, v T) bool {
 	select {
-	case ch <- b:
+	case ch <- v:
 		return true
 	default:
 	}
@@ -255,14 +265,13 @@ func send[B any](o *outbox, ch chan<- B, b B, n int) bool {
 	defer o.waitEnd(start)
 	for {
 		select {
-		case ch <- b:
+		case ch <- v:
 			return true
 		case ab := <-o.ctlIn:
 			o.parked = append(o.parked, ab)
 		case <-o.ticks:
 			o.onTick()
 		case <-o.quit:
-			o.rt.inflight.Add(-int64(n))
 			return false
 		}
 	}

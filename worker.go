@@ -714,8 +714,9 @@ func (o *outbox) sendRemoteCtl(slot *execSlot, exec int, b *ackBatch) bool {
 	return o.sendFrame(slot.peer, buf)
 }
 
-// takeCredit takes one token from credits (nil: none needed). It returns
-// false if the runtime is stopping.
+// takeCredit takes one token from credits (nil: none needed), waiting as
+// put does (a receive, where put sends: a select cannot be shared). It
+// returns false if the runtime is stopping.
 func (o *outbox) takeCredit(credits chan struct{}) bool {
 	if credits == nil {
 		return true
@@ -741,26 +742,7 @@ func (o *outbox) takeCredit(credits chan struct{}) bool {
 	}
 }
 
+// sendFrame queues a data frame for p's connection (put).
 func (o *outbox) sendFrame(p *peer, payload []byte) bool {
-	f := transport.Frame{Kind: transport.FrameData, Payload: payload}
-	q := p.sender.Queue()
-	select {
-	case q <- f:
-		return true
-	default:
-	}
-	start := o.waitStart()
-	defer o.waitEnd(start)
-	for {
-		select {
-		case q <- f:
-			return true
-		case ab := <-o.ctlIn:
-			o.parked = append(o.parked, ab)
-		case <-o.ticks:
-			o.onTick()
-		case <-o.quit:
-			return false
-		}
-	}
+	return put(o, p.sender.Queue(), transport.Frame{Kind: transport.FrameData, Payload: payload})
 }
