@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	doctortopo "github.com/gale-stream/gale/internal/bench/doctorfaults"
+	"github.com/gale-stream/gale/internal/bench/doctorfaults"
 	"github.com/gale-stream/gale/internal/doctor"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -76,7 +76,7 @@ func TestDoctorStagedFaults(t *testing.T) {
 	needCluster(t)
 	// Reports each second, so that an 8 s sampling sees eight of them.
 	c := Start(t, Options{Supervisors: 2, SlotsPer: 2, Config: "supervisor.heartbeat.frequency.secs: 1\n"})
-	name := doctortopo.TopologyName
+	name := doctorfaults.TopologyName
 	for _, tc := range []struct {
 		fault     string
 		params    []string
@@ -224,7 +224,7 @@ func TestDoctorStagedFaults(t *testing.T) {
 // topology has no problem.
 func TestDoctorGCPressure(t *testing.T) {
 	needCluster(t)
-	name := doctortopo.TopologyName
+	name := doctorfaults.TopologyName
 	params := []string{"-p", "live-mb=120", "-p", "rate=100"}
 	const conf = "supervisor.heartbeat.frequency.secs: 1\n"
 	c := Start(t, Options{Supervisors: 1, SlotsPer: 1, Config: conf + "worker.heap.memory.mb: 100\n"})

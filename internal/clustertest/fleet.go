@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,7 +155,7 @@ func (f *Fleet) StartEtcd(t testing.TB, h Host) *Proc {
 		secure, scheme = f.tls.serverArgs(t, h.Addr), "https://"
 	}
 	p := f.startRetrying(t, "etcd", dir, h, 1, func(ports []int) []string {
-		return append([]string{"etcd", "--dir", dir, "--listen", scheme + joinHostPort(h.Addr, ports[0])}, secure...)
+		return append([]string{"etcd", "--dir", dir, "--listen", scheme + net.JoinHostPort(h.Addr, strconv.Itoa(ports[0]))}, secure...)
 	}, devcluster.EtcdReady)
 	p.Addr = p.ready
 	f.Etcd = p
@@ -839,11 +840,4 @@ func (p *Proc) SupervisorStatus(ctx context.Context) (SupervisorStatus, error) {
 		return st, fmt.Errorf("gale supervisor status --json: %v\n%s", err, out)
 	}
 	return st, nil
-}
-
-func joinHostPort(host string, port int) string {
-	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + strconv.Itoa(port)
-	}
-	return host + ":" + strconv.Itoa(port)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gale-stream/gale/examples/wordcount"
-	doctortopo "github.com/gale-stream/gale/internal/bench/doctorfaults"
+	"github.com/gale-stream/gale/internal/bench/doctorfaults"
 	benchfail "github.com/gale-stream/gale/internal/bench/failover"
 	benchkafka "github.com/gale-stream/gale/internal/bench/kafka"
 	benchtopo "github.com/gale-stream/gale/internal/bench/wordcount"
@@ -37,7 +37,7 @@ func init() {
 var Topologies = []cli.Topology{
 	{Name: "wordcount", Short: "the classic word count: sentences → split → count", Build: wordcount.Build},
 	{Name: "bench-wordcount", Short: "the bench's word count, paced with -p rate=N", Build: benchtopo.Build},
-	{Name: doctortopo.TopologyName, Short: "source → parse → work with faults set by -p delay=D, max-spout-pending=N, timeout=S, rate=R, fail-every=N, hot-key=F, live-mb=N, no-ack=B (gale doctor's staged faults)", Build: doctortopo.Build},
+	{Name: doctorfaults.TopologyName, Short: "source → parse → work with faults set by -p delay=D, max-spout-pending=N, timeout=S, rate=R, fail-every=N, hot-key=F, live-mb=N, no-ack=B (gale doctor's staged faults)", Build: doctorfaults.Build},
 	{Name: benchkafka.TopologyName, Short: "Kafka → decode → Kafka, for the crash tests: -p brokers=H:P -p topic=T -p group=G -p output=T", Build: benchkafka.Build},
 }
 
