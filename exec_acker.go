@@ -41,21 +41,20 @@ func (x *ackerExec) run() {
 		for spin := 0; spin < x.rt.spins && len(x.ctl) == 0 && len(x.rctl) == 0 && len(tk.C()) == 0; spin++ {
 			goruntime.Gosched()
 		}
+		var in *ackBatch
 		switch {
 		case len(tk.C()) > 0:
 			<-tk.C()
 			x.ledger.Rotate()
 			tickDone(tk)
 		case len(x.rctl) > 0 && (n&1 == 1 || len(x.ctl) == 0):
-			x.handle(<-x.rctl)
+			in = <-x.rctl
 		case len(x.ctl) > 0:
-			x.handle(<-x.ctl)
+			in = <-x.ctl
 		default:
 			select {
-			case b := <-x.ctl:
-				x.handle(b)
-			case b := <-x.rctl:
-				x.handle(b)
+			case in = <-x.ctl:
+			case in = <-x.rctl:
 			case <-tk.C():
 				x.ledger.Rotate()
 				tickDone(tk)
@@ -63,8 +62,19 @@ func (x *ackerExec) run() {
 				return
 			}
 		}
+		if in != nil {
+			x.handle(in)
+		}
 		if !x.out.flush() {
 			return
+		}
+		if in != nil {
+			// Released only now, so the in-flight count covers the
+			// batch until the completions it caused are sent on: a
+			// count of zero between the two told galetest the topology
+			// was quiet with a completed tree's news still in the acker,
+			// and it moved the clock on until the next rotation.
+			x.rt.putAckBatch(in)
 		}
 	}
 }
@@ -95,7 +105,6 @@ func (x *ackerExec) handle(b *ackBatch) {
 			}
 		}
 	}
-	x.rt.putAckBatch(b)
 }
 
 func (x *ackerExec) tell(kind uint8, spoutTask int32, root uint64, reason error) {
