@@ -61,7 +61,8 @@ Two more modes run only when named with --mode:
          sink, writing to a second topic) in 2 worker processes, 2 spout
          tasks of max spout pending 500 and a 5 s message timeout; worker 0
          is killed with SIGKILL once 30% of the ids are in the output
-         topic, and started again. It reports the duplicates in the
+         topic and the spouts' consumer group is stable, each spout task
+         holding partitions, and started again. It reports the duplicates in the
          output against their bound: the trees in flight (2 × 500) plus
          the records of an offset.commit.period (1 s) at the rate before
          the kill. --rate produces the records while the topology reads

@@ -3,11 +3,15 @@ package kafka
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/kafka"
@@ -33,7 +37,7 @@ const (
 	KillSpoutTasks      = 2
 	KillMaxSpoutPending = 500
 	// KillAt is the share of the ids in the output when worker 0 is
-	// killed.
+	// killed (once the consumer group has settled: groupSettled).
 	KillAt = 0.3
 	// killTimeout is topology.message.timeout.secs: how long the trees
 	// through the dead worker take to fail back to their spouts.
@@ -88,7 +92,8 @@ func WorkerFactory(raw json.RawMessage) (*workerproc.Built, error) {
 
 // runKill runs the kill mode in group group: it reads the output topic
 // from the start, launches the workers, kills worker 0 once KillAt of the
-// ids are in the output, and waits until every id is.
+// ids are in the output and the spouts' group has settled, and waits
+// until every id is.
 func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, *KillResult, error) {
 	res := Result{Mode: ModeKill, Messages: cfg.Messages, Lost: int64(cfg.Messages)}
 	kr := &KillResult{InFlight: KillSpoutTasks * KillMaxSpoutPending}
@@ -139,6 +144,12 @@ func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, 
 	if err != nil {
 		return res, kr, err
 	}
+	adm, err := newAdmin(brokers)
+	if err != nil {
+		c.Stop(0)
+		return res, kr, err
+	}
+	defer adm.Close()
 	start := time.Now()
 	runErr := func() error {
 		tk := time.NewTicker(watchPoll)
@@ -153,6 +164,13 @@ func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, 
 		}
 		var window []sample
 		killed := time.Time{}
+		// The kill waits for the group to settle, as well as for KillAt
+		// of the ids: see groupSettled.
+		var (
+			lastLook time.Time
+			settled  bool
+			why      string
+		)
 		last, lastAt := out.Tally.Seen(), time.Now()
 		for !out.Tally.Complete() {
 			select {
@@ -167,7 +185,11 @@ func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, 
 					for len(window) > 1 && now.Sub(window[1].at) >= period {
 						window = window[1:]
 					}
-					if n >= at {
+					if n >= at && time.Since(lastLook) >= settlePoll {
+						lastLook = time.Now()
+						settled, why = groupSettled(ctx, adm, group)
+					}
+					if n >= at && settled {
 						w0 := window[0]
 						if d := now.Sub(w0.at); d > 0 {
 							kr.PerSec = float64(n-w0.n) / d.Seconds()
@@ -187,6 +209,9 @@ func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, 
 				}
 			}
 		}
+		if killed.IsZero() {
+			return fmt.Errorf("every id was in the output before worker 0 could be killed: the consumer group had not settled (%s); try more --messages or a --rate", why)
+		}
 		kr.RecoverSeconds = time.Since(killed).Seconds()
 		return nil
 	}()
@@ -201,11 +226,66 @@ func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, 
 		res.PerSec = float64(res.Measured) / res.Seconds
 	}
 	res.Lost, res.Duplicates = out.Tally.Lost(), out.Tally.Duplicates()
-	if runErr == nil && stopErr != nil {
-		runErr = stopErr
-	}
+	// A worker that failed to start again, or to stop, often explains a
+	// stalled run: report both.
+	runErr = errors.Join(runErr, stopErr)
 	if runErr == nil && res.Lost > 0 {
 		runErr = fmt.Errorf("%d of %d ids never reached the output (the first: %v)", res.Lost, cfg.Messages, out.Tally.Missing(5))
 	}
 	return res, kr, runErr
+}
+
+// settlePoll is how often the kill mode asks the broker whether the
+// group has settled.
+const settlePoll = 50 * time.Millisecond
+
+func newAdmin(brokers []string) (*kadm.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, fmt.Errorf("benchkafka: admin client: %w", err)
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// groupSettled reports whether the spouts' consumer group is stable with
+// a member for every spout task, each holding partitions, and if not,
+// what it saw instead. The kill mode kills worker 0 only then: the
+// duplicates it measures are those of a kill mid-stream, and a member
+// killed in the middle of a rebalance is a different experiment, and one
+// kfake (the bench's broker) does not survive: it went on to complete a
+// rebalance without the surviving member and never answered that
+// member's JoinGroup, on which franz-go then held its commits and its
+// leave, so that its partitions' last records never reached the output
+// (the run stalled) or the worker did not stop.
+func groupSettled(ctx context.Context, adm *kadm.Client, group string) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return false, fmt.Sprintf("describe group %s: %v", group, err)
+	}
+	g, ok := gs[group]
+	switch {
+	case !ok:
+		return false, fmt.Sprintf("group %s not described", group)
+	case g.Err != nil:
+		return false, fmt.Sprintf("group %s: %v", group, g.Err)
+	case g.State != "Stable":
+		return false, fmt.Sprintf("group %s is %s", group, g.State)
+	case len(g.Members) != KillSpoutTasks:
+		return false, fmt.Sprintf("group %s has %d members, want %d", group, len(g.Members), KillSpoutTasks)
+	}
+	for _, m := range g.Members {
+		a, ok := m.Assigned.AsConsumer()
+		n := 0
+		if ok {
+			for _, t := range a.Topics {
+				n += len(t.Partitions)
+			}
+		}
+		if n == 0 {
+			return false, fmt.Sprintf("member %s of group %s holds no partition yet", m.MemberID, group)
+		}
+	}
+	return true, ""
 }
