@@ -8,6 +8,8 @@ import (
 	"time"
 
 	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gale-stream/gale/internal/backoff"
 )
 
 // fetcher pulls messages from the consumer on its own goroutine and hands
@@ -43,13 +45,16 @@ func startFetcher(ctx context.Context, cons njs.Consumer, pull int, wait time.Du
 }
 
 func (f *fetcher) run(ctx context.Context) {
-	errWait := f.wait
+	wait := backoff.Doubling{Min: f.wait, Max: 30 * f.wait}
+	fails := 0
 	for ctx.Err() == nil {
 		err := f.fetchOnce(ctx, f.pull)
 		if err == nil || ctx.Err() != nil {
-			errWait = f.wait
+			fails = 0
 			continue
 		}
+		fails++
+		errWait := wait.Delay(fails)
 		// The server is unreachable or the consumer is gone: say so and
 		// try again, waiting longer each time (up to 30 pulls' wait).
 		f.log.Warn("jetstream fetch failed", "err", err, "retry_in", errWait)
@@ -59,7 +64,6 @@ func (f *fetcher) run(ctx context.Context) {
 		case <-t.C:
 		}
 		t.Stop()
-		errWait = min(2*errWait, 30*f.wait)
 	}
 }
 

@@ -103,7 +103,7 @@ func (l *Leadership) run(ctx context.Context, c *clientv3.Client) {
 			}
 			rev = r.Header.Revision + 1
 		}
-		if !sleep(ctx, backoff(fails+1)) {
+		if !sleep(ctx, retryDelay(fails+1)) {
 			return
 		}
 	}

@@ -216,7 +216,7 @@ func (m *Membership) run(ctx context.Context) {
 		}
 		m.losses.Add(1)
 		for fails := 0; ; fails++ {
-			if !sleep(ctx, backoff(fails)) {
+			if !sleep(ctx, retryDelay(fails)) {
 				return
 			}
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gale-stream/gale/internal/backoff"
 )
 
 var (
@@ -533,20 +535,23 @@ func (s *Store) watch(ctx context.Context, prefix string, ch chan struct{}) {
 		}
 		wcancel()
 		fails++
-		if !sleep(ctx, backoff(fails)) {
+		if !sleep(ctx, retryDelay(fails)) {
 			return
 		}
 	}
 }
 
-// backoff is the wait before retry attempt n (from 0): 0, then doubling
-// from 100 ms to 2 s.
-func backoff(n int) time.Duration {
+// retryWait is how long the watches, the keep-alive and the campaign
+// wait before trying etcd again.
+var retryWait = backoff.Doubling{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+
+// retryDelay is the wait before retry attempt n (from 0): 0, then
+// doubling from 100 ms to 2 s.
+func retryDelay(n int) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	d := 100 * time.Millisecond << min(n-1, 5)
-	return min(d, 2*time.Second)
+	return retryWait.Delay(n)
 }
 
 // sleep waits d or until ctx is done; false if ctx is done.

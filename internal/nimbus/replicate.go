@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gale-stream/gale/internal/backoff"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 )
@@ -30,7 +31,7 @@ func (n *Nimbus) replicate(ctx context.Context) {
 	defer tick.Stop()
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
-	backoff := time.Second
+	fails := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -55,13 +56,17 @@ func (n *Nimbus) replicate(ctx context.Context) {
 		}
 		if err != nil || missing > 0 {
 			// Try again soon, then less and less often.
-			retry.Reset(backoff)
-			backoff = min(2*backoff, 30*time.Second)
+			fails++
+			retry.Reset(replicateRetry.Delay(fails))
 		} else {
-			backoff = time.Second
+			fails = 0
 		}
 	}
 }
+
+// replicateRetry is the wait before replicate tries again after a sync
+// that failed or left artifacts missing.
+var replicateRetry = backoff.Doubling{Min: time.Second, Max: 30 * time.Second}
 
 // syncArtifacts downloads the artifacts this nimbus lacks and cleans up
 // those nothing needs. It returns how many topologies' artifacts it still

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gale-stream/gale/internal/backoff"
 	"github.com/gale-stream/gale/internal/ratelog"
 )
 
@@ -926,7 +927,10 @@ func (s *Sender) run() {
 	defer func() {
 		s.endLog.Flush(s.log, slog.LevelWarn, "lost more connections to a peer worker than were logged", "addr", s.addr)
 	}()
-	backoff := s.cfg.MinBackoff
+	// fails counts the waits since the last success or reset: the next
+	// is wait.Delay(fails+1), with jitter.
+	wait := backoff.Doubling{Min: s.cfg.MinBackoff, Max: s.cfg.MaxBackoff}
+	fails := 0
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -947,7 +951,7 @@ func (s *Sender) run() {
 			if c != nil {
 				c.Close()
 			}
-			backoff, closedAt = s.cfg.MinBackoff, time.Time{}
+			fails, closedAt = 0, time.Time{}
 			continue
 		}
 		if errors.Is(err, ErrMismatch) {
@@ -959,12 +963,12 @@ func (s *Sender) run() {
 			return
 		}
 		if err != nil {
-			closedAt = s.connectFailed(err, backoff, closedAt)
+			closedAt = s.connectFailed(err, wait.Delay(fails+1), closedAt)
 		} else {
 			closedAt = time.Time{}
 			if !s.track(c, gen) {
 				c.Close() // redirected since the attempt began
-				backoff = s.cfg.MinBackoff
+				fails = 0
 				continue
 			}
 			stop, end := s.session(c, fr, fw)
@@ -975,12 +979,12 @@ func (s *Sender) run() {
 			switch {
 			case s.redirected(gen):
 				s.endLog.Log(s.log, slog.LevelInfo, "peer worker moved; connecting to its new address", "from", s.addr, "to", s.Addr())
-				backoff = s.cfg.MinBackoff
+				fails = 0
 				continue
 			case errors.Is(end, errPeerClosed):
 				s.endLog.Log(s.log, slog.LevelInfo, "peer worker closed the connection: it is shutting down", "addr", s.addr)
 				closedAt = time.Now()
-				backoff = s.cfg.MinBackoff
+				fails = 0
 				continue // it may be restarting: try it again at once
 			case errors.Is(end, errListenerFrame) || errors.Is(end, ErrMalformedFrame):
 				// A peer that breaks the protocol: back off, as for one
@@ -989,23 +993,24 @@ func (s *Sender) run() {
 			default:
 				// A peer that went away: try it again at once.
 				s.endLog.Log(s.log, slog.LevelWarn, "lost the connection to a peer worker; reconnecting", "addr", s.addr, "err", end)
-				backoff = s.cfg.MinBackoff
+				fails = 0
 				continue
 			}
 		}
-		timer.Reset(backoff/2 + rand.N(backoff/2+1))
+		d := wait.Delay(fails + 1)
+		timer.Reset(d/2 + rand.N(d/2+1))
 		select {
 		case <-timer.C:
 		case <-s.wake:
 			timer.Stop() // no stale tick after Stop since Go 1.23
 			if s.redirected(gen) {
-				backoff, closedAt = s.cfg.MinBackoff, time.Time{}
+				fails, closedAt = 0, time.Time{}
 				continue
 			}
 		case <-s.quit:
 			return
 		}
-		backoff = min(2*backoff, s.cfg.MaxBackoff)
+		fails++
 	}
 }
 
@@ -1015,16 +1020,16 @@ func (s *Sender) run() {
 // after that warns that the peer has been down that long, and ends the
 // quiet period. A hello the sender refuses always warns: whatever answers
 // on the address is not the peer that shut down.
-func (s *Sender) connectFailed(err error, backoff time.Duration, closedAt time.Time) time.Time {
+func (s *Sender) connectFailed(err error, delay time.Duration, closedAt time.Time) time.Time {
 	down := time.Since(closedAt)
 	switch {
 	case closedAt.IsZero() || errors.Is(err, ErrBadHello):
-		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", backoff)
+		s.log.Warn("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", delay)
 	case down < s.cfg.QuietAfterClose:
-		s.log.Debug("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", backoff)
+		s.log.Debug("cannot connect to a peer worker; retrying", "addr", s.addr, "err", err, "in", delay)
 	default:
 		s.log.Warn("peer worker has been down since it closed the connection; retrying", "addr", s.addr,
-			"for", down.Round(time.Millisecond), "err", err, "in", backoff)
+			"for", down.Round(time.Millisecond), "err", err, "in", delay)
 		return time.Time{}
 	}
 	return closedAt

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+	"github.com/gale-stream/gale/internal/backoff"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/countfile"
@@ -109,11 +110,8 @@ const (
 	firstAckWatch = 2 * time.Minute
 )
 
-// Redial backoff of a supervised worker's control connection.
-const (
-	redialMin = 50 * time.Millisecond
-	redialMax = time.Second
-)
+// redial is the backoff of a supervised worker's control connection.
+var redial = backoff.Doubling{Min: 50 * time.Millisecond, Max: time.Second}
 
 // runSupervised runs a supervised worker once its listener is bound.
 func runSupervised(ctx context.Context, spec Spec, conf gale.Config, eff *config.Effective, built *Built, ln net.Listener, log *slog.Logger) error {
@@ -298,7 +296,7 @@ func (l *controlLink) setHello(m Message) {
 
 // run dials, says hello and reads commands until ctx is done.
 func (l *controlLink) run(ctx context.Context) {
-	backoff := redialMin
+	fails := 0
 	var d net.Dialer
 	for ctx.Err() == nil {
 		c, err := d.DialContext(ctx, "unix", l.path)
@@ -308,7 +306,7 @@ func (l *controlLink) run(ctx context.Context) {
 			hello := l.mu.hello
 			l.mu.Unlock()
 			if l.send(hello) == nil {
-				backoff = redialMin
+				fails = 0
 				l.read(ctx, c)
 			}
 			l.mu.Lock()
@@ -318,9 +316,9 @@ func (l *controlLink) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
+		case <-time.After(redial.Delay(fails + 1)):
 		}
-		backoff = min(2*backoff, redialMax)
+		fails++
 	}
 }
 
