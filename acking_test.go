@@ -12,6 +12,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 var errBoom = errors.New("boom")
@@ -147,7 +148,7 @@ func TestMaxSpoutPending(t *testing.T) {
 		}}
 	}, 1).ShuffleGrouping("src")
 	_, rec, _ := startLocal(t, build(t, b), nil, nil)
-	waitFor(t, "every message acked", func() bool { return len(rec.Acked("src")) == 2*perTask })
+	testutil.Eventually(t, 10*time.Second, "every message acked", func() bool { return len(rec.Acked("src")) == 2*perTask })
 
 	if f := rec.Failed("src"); len(f) > 0 {
 		t.Errorf("failed %v, want none", f)
@@ -445,17 +446,17 @@ func TestResetTimeout(t *testing.T) {
 				}
 			}, 1).ShuffleGrouping("src").AddConfiguration(gale.TopologyTickTupleFreqSecs, 1)
 			_, rec, clk := startLocal(t, build(t, b), gale.Config{gale.TopologyMessageTimeoutSecs: timeoutSecs}, nil)
-			waitFor(t, "the bolt to hold the tuple", func() bool { return held.get("slow") == 1 })
+			testutil.Eventually(t, 10*time.Second, "the bolt to hold the tuple", func() bool { return held.get("slow") == 1 })
 			for i := 1; i <= holdTicks; i++ {
 				n := nexts.get("src")
 				clk.Advance(time.Second)
-				waitFor(t, fmt.Sprintf("tick %d", i), func() bool {
+				testutil.Eventually(t, 10*time.Second, fmt.Sprintf("tick %d", i), func() bool {
 					return ticks.get("slow") == i && nexts.get("src") >= n+2
 				})
 			}
 			T := timeoutSecs * time.Second
 			if tc.reset {
-				waitFor(t, "the ack", func() bool { return len(rec.Acked("src")) == 1 })
+				testutil.Eventually(t, 10*time.Second, "the ack", func() bool { return len(rec.Acked("src")) == 1 })
 				if f := rec.Failed("src"); len(f) > 0 {
 					t.Fatalf("failed %v, want the tree kept alive", f)
 				}
@@ -518,7 +519,7 @@ func TestTickTuples(t *testing.T) {
 	b.SetBolt("override", tickBolt, 1).SetNumTasks(2).AllGrouping("src").AddConfiguration(gale.TopologyTickTupleFreqSecs, 5)
 	b.SetBolt("off", tickBolt, 1).AllGrouping("src").AddConfiguration(gale.TopologyTickTupleFreqSecs, nil)
 	lt, _, clk := startLocal(t, build(t, b), gale.Config{gale.TopologyTickTupleFreqSecs: 2}, nil)
-	waitFor(t, "every task to start", func() bool { return len(hellos.snapshot()) == 5 })
+	testutil.Eventually(t, 10*time.Second, "every task to start", func() bool { return len(hellos.snapshot()) == 5 })
 	freqs := map[string]int{"global": 2, "override": 5, "off": 0}
 	want := func(s int) map[int]int {
 		m := map[int]int{}
@@ -544,7 +545,7 @@ func TestTickTuples(t *testing.T) {
 	for s := 1; s <= seconds; s++ {
 		clk.Advance(time.Second)
 		w := want(s)
-		waitFor(t, fmt.Sprintf("ticks after %ds: want %v", s, w), func() bool { return equal(ticks.snapshot(), w) })
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("ticks after %ds: want %v", s, w), func() bool { return equal(ticks.snapshot(), w) })
 	}
 	if got, w := ticks.snapshot(), want(seconds); !equal(got, w) || len(got) != 4 {
 		t.Errorf("ticks per task %v, want %v", got, w)
@@ -656,14 +657,14 @@ func TestAutoPendingRaisedBeforeFirstTick(t *testing.T) {
 	}
 
 	// No time passes: the spout cycles at the floor.
-	waitFor(t, "1,000 trees acked", func() bool { return len(rec.Acked("src")) >= 1000 })
+	testutil.Eventually(t, 10*time.Second, "1,000 trees acked", func() bool { return len(rec.Acked("src")) >= 1000 })
 	if p := peak(); p != 99 {
 		t.Fatalf("before any time passed, most trees pending before an emit = %d, want 99 (held at the floor of 100)", p)
 	}
 	// 20 ms later, far from the 250 ms tune tick, the next capped round
 	// raises the limit from the trees completed meanwhile.
 	clk.Advance(20 * time.Millisecond)
-	waitFor(t, "more than 100 trees in flight", func() bool { return peak() >= 100 })
+	testutil.Eventually(t, 10*time.Second, "more than 100 trees in flight", func() bool { return peak() >= 100 })
 	if f := rec.Failed("src"); len(f) > 0 {
 		t.Errorf("failed %v, want none", f)
 	}

@@ -9,11 +9,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -68,7 +70,7 @@ func TestWorkersGivenAssignment(t *testing.T) {
 			}
 			w := startAssigned(t, topo, gale.Config{}, [][]int{tc.execs, tc.execs}, obs, nil)
 			total := 2 * wc.n
-			waitForLong(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+			testutil.Eventually(t, 60*time.Second, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
 			if n := misplaced.Load(); n > 0 {
 				mu.Lock()
 				defer mu.Unlock()
@@ -136,7 +138,7 @@ func TestWorkersDifferentAssignmentsRefused(t *testing.T) {
 	// Executors: a, b, then two ackers.
 	w := startAssigned(t, topo, gale.Config{}, [][]int{{0, 1, 0, 1}, {1, 0, 0, 1}}, func(int) *bridge.Observer { return nil }, log)
 	var refusal string
-	waitFor(t, "a refused hello", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a refused hello", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range errs {
@@ -206,7 +208,7 @@ func TestWorkersParallelismOverride(t *testing.T) {
 				parallelism: map[string]int{"count": tc.count},
 			})
 			total := 2 * wc.n
-			waitForLong(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+			testutil.Eventually(t, 60*time.Second, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
 			checkExact(t, rec, wc, total)
 			pt, err := bridge.PlanTopologyWith(topo, gale.Config{}, nil, 2, map[string]int{"count": tc.count})
 			if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale"
+
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // rollingCountBolt declares its own tick frequency, as storm-starter's
@@ -60,10 +62,10 @@ func TestComponentConfigurationTicks(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		clk.Advance(time.Second)
 		if i%2 == 0 {
-			waitFor(t, "a tick of rolling", func() bool { return ticks.get("rolling") == i/2 })
+			testutil.Eventually(t, 10*time.Second, "a tick of rolling", func() bool { return ticks.get("rolling") == i/2 })
 		}
 		if i%5 == 0 {
-			waitFor(t, "a tick of overridden", func() bool { return ticks.get("overridden") == i/5 })
+			testutil.Eventually(t, 10*time.Second, "a tick of overridden", func() bool { return ticks.get("overridden") == i/5 })
 		}
 	}
 }

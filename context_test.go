@@ -6,10 +6,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // TestContextCancelledAfterDrain pins when a task's Context ends in an
@@ -187,7 +189,7 @@ func TestSpoutStats(t *testing.T) {
 		{Component: "quiet", Tasks: 1},
 	}
 	var got []metrics.Spout
-	waitFor(t, "every tree resolved", func() bool {
+	testutil.Eventually(t, 10*time.Second, "every tree resolved", func() bool {
 		got = bridge.SpoutStats(lt)
 		return len(got) == 2 && got[0].Acked+got[0].Failed == 4*perTask && got[0].Pending == 0
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -143,11 +144,11 @@ func TestBlockedSpoutTimesOut(t *testing.T) {
 		gale.TopologyMessageTimeoutSecs: 10}
 	lt, rec, clk := startLocal(t, build(t, b), conf, nil)
 	defer close(release) // before Stop (Cleanup): the bolt must return
-	waitFor(t, "the bolt to be stuck", stuck.Load)
+	testutil.Eventually(t, 10*time.Second, "the bolt to be stuck", stuck.Load)
 	// The spout has filled the queue and waits on it when its pending
 	// count stops moving.
 	last := -1
-	waitWithin(t, "the spout to block", 10*time.Second, 20*time.Millisecond, func() bool {
+	testutil.EventuallyEvery(t, 10*time.Second, 20*time.Millisecond, "the spout to block", func() bool {
 		p := lt.Pending()
 		ok := p == last && p > 0
 		last = p
@@ -158,7 +159,7 @@ func TestBlockedSpoutTimesOut(t *testing.T) {
 	// manual clock drops a tick the spout has not taken yet, so a tick per
 	// poll rather than 1.1 timeouts at once).
 	step := bridge.LocalOf(lt).TimeoutTick()
-	waitWithin(t, "the blocked spout to fail its trees", 10*time.Second, time.Millisecond, func() bool {
+	testutil.EventuallyEvery(t, 10*time.Second, time.Millisecond, "the blocked spout to fail its trees", func() bool {
 		if len(rec.Failed("src")) >= pending {
 			return true
 		}
@@ -271,9 +272,9 @@ func TestWorkersBlockedSpoutTimesOut(t *testing.T) {
 		}
 		ws = append(ws, w)
 	}
-	waitFor(t, "the bolt to be stuck", stuck.Load)
+	testutil.Eventually(t, 10*time.Second, "the bolt to be stuck", stuck.Load)
 	last := -1
-	waitWithin(t, "the spout to block", 10*time.Second, 20*time.Millisecond, func() bool {
+	testutil.EventuallyEvery(t, 10*time.Second, 20*time.Millisecond, "the spout to block", func() bool {
 		p := ws[0].Status().Pending
 		ok := p == last && p > 0
 		last = p
@@ -281,7 +282,7 @@ func TestWorkersBlockedSpoutTimesOut(t *testing.T) {
 	})
 	pending := last
 	step := time.Second // the timeout tick: 10 s / (11 - 1)
-	waitWithin(t, "the blocked spout to fail its trees", 10*time.Second, time.Millisecond, func() bool {
+	testutil.EventuallyEvery(t, 10*time.Second, time.Millisecond, "the blocked spout to fail its trees", func() bool {
 		if len(rec.Failed("src")) >= pending {
 			return true
 		}

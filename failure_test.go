@@ -10,6 +10,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // classifyingTopology: one spout of n sequence numbers, and a bolt with
@@ -95,7 +96,7 @@ func TestFailureClassCrossesWorkers(t *testing.T) {
 		obs:   func(int) *bridge.Observer { return rec.observer() },
 		execs: [][]int{execs, execs},
 	})
-	waitFor(t, "every tuple acked or failed", func() bool {
+	testutil.Eventually(t, 10*time.Second, "every tuple acked or failed", func() bool {
 		return len(rec.Acked("src"))+len(rec.Failed("src")) >= n
 	})
 	failed := map[int]error{}

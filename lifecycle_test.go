@@ -15,6 +15,7 @@ import (
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/config"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // lifecycle counts each task's lifecycle calls and notes calls out of
@@ -127,7 +128,7 @@ func TestLifecycleOnce(t *testing.T) {
 	lc := newLifecycle()
 	topo := lcTopology(t, lc, perTask, nil)
 	lt, rec, _ := startLocal(t, topo, nil, nil)
-	waitFor(t, "every tree done", func() bool {
+	testutil.Eventually(t, 10*time.Second, "every tree done", func() bool {
 		return len(rec.Acked("src"))+len(rec.Failed("src")) == 3*perTask
 	})
 	lt.Stop()

@@ -258,29 +258,6 @@ func rangeInts(lo, hi int) []int {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitWithin(t, what, 10*time.Second, 100*time.Microsecond, cond)
-}
-
-// waitWithin polls cond every poll until it holds, failing the test after
-// timeout.
-func waitWithin(t *testing.T, what string, timeout, poll time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tk := time.NewTicker(poll)
-	defer tk.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tk.C:
-		}
-	}
-}
-
 // failure is a spout message that failed, seen by an Observer.
 type failure struct {
 	id     any

@@ -13,6 +13,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/worker"
 )
@@ -148,23 +149,23 @@ func TestWorkersReassignMovedPeer(t *testing.T) {
 			}
 			const before, after = 300, 900
 			m.limit.Store(before)
-			waitForLong(t, "the sentences before the move acked", func() bool { return len(m.missing(rec, 0, before)) == 0 })
+			testutil.Eventually(t, 60*time.Second, "the sentences before the move acked", func() bool { return len(m.missing(rec, 0, before)) == 0 })
 
 			old := ws[2]
 			if tc.crash {
 				m.limit.Store(after) // trees in flight through worker 2 when it stops
-				waitFor(t, "sentences in flight", func() bool { return m.next.Load() > before+50 })
+				testutil.Eventually(t, 10*time.Second, "sentences in flight", func() bool { return m.next.Load() > before+50 })
 				old.Stop()
 			} else {
 				old.Deactivate()
-				waitFor(t, "the old worker 2's spouts stopped", func() bool { return old.Status().Stopped })
+				testutil.Eventually(t, 10*time.Second, "the old worker 2's spouts stopped", func() bool { return old.Status().Stopped })
 			}
 			m.epoch.Store(1)
 			newVersion := version
 			if tc.early {
 				newVersion++
 				ws[2] = start(2, moved, newVersion, lns[3])
-				waitFor(t, "the new worker 2 refused until its peers are reassigned", func() bool {
+				testutil.Eventually(t, 10*time.Second, "the new worker 2 refused until its peers are reassigned", func() bool {
 					return slices.ContainsFunc(errs(), func(e string) bool { return strings.Contains(e, "newer than worker") })
 				})
 				select {
@@ -192,7 +193,7 @@ func TestWorkersReassignMovedPeer(t *testing.T) {
 				ws[2] = start(2, moved, newVersion, lns[3])
 			}
 			m.limit.Store(after)
-			waitForLong(t, "the sentences after the move acked", func() bool { return len(m.missing(rec, before, after)) == 0 })
+			testutil.Eventually(t, 60*time.Second, "the sentences after the move acked", func() bool { return len(m.missing(rec, before, after)) == 0 })
 			for i, w := range ws {
 				select {
 				case err := <-w.Failed():
@@ -263,6 +264,6 @@ func TestReassignRefusesOtherChanges(t *testing.T) {
 		t.Errorf("Reassign to the same assignment: %v", err)
 	}
 	total := 2 * wc.n
-	waitForLong(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+	testutil.Eventually(t, 60*time.Second, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
 	checkExact(t, rec, wc, total)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -135,7 +136,7 @@ func TestAutotuneMovesMaxPendingWithProgress(t *testing.T) {
 				}
 				total += step
 				allowed.Store(total)
-				waitFor(t, fmt.Sprintf("interval %d's %d acks", i, step), func() bool { a, _ := maxPending(); return a == total })
+				testutil.Eventually(t, 10*time.Second, fmt.Sprintf("interval %d's %d acks", i, step), func() bool { a, _ := maxPending(); return a == total })
 				if c.reporter {
 					reported.Add(p)
 				}
@@ -232,22 +233,22 @@ func TestAutotuneSkipsInactiveIntervals(t *testing.T) {
 		}
 	}
 	allowed.Store(400)
-	waitFor(t, "400 acks", func() bool { a, _ := stats(); return a == 400 })
+	testutil.Eventually(t, 10*time.Second, "400 acks", func() bool { a, _ := stats(); return a == 400 })
 	interval("the first interval")
 	if _, got := stats(); got != 125 {
 		t.Fatalf("after 400 trees: max pending %d, want 125 (the first step increases)", got)
 	}
 	wk.Deactivate()
-	waitFor(t, "the spout to stop", func() bool { return wk.Status().Stopped })
+	testutil.Eventually(t, 10*time.Second, "the spout to stop", func() bool { return wk.Status().Stopped })
 	interval("an inactive interval")
 	interval("another inactive interval")
 	if _, got := stats(); got != 125 {
 		t.Fatalf("after two inactive intervals: max pending %d, want 125 (no step)", got)
 	}
 	wk.Activate()
-	waitFor(t, "the spout to start again", func() bool { return !wk.Status().Stopped })
+	testutil.Eventually(t, 10*time.Second, "the spout to start again", func() bool { return !wk.Status().Stopped })
 	allowed.Store(400 + 800)
-	waitFor(t, "800 more acks", func() bool { a, _ := stats(); return a == 1200 })
+	testutil.Eventually(t, 10*time.Second, "800 more acks", func() bool { a, _ := stats(); return a == 1200 })
 	interval("the interval after the activation")
 	if _, got := stats(); got != 156 {
 		t.Fatalf("after 800 trees in the active interval: max pending %d, want 156 (an increase after a gain)", got)

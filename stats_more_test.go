@@ -18,6 +18,7 @@ import (
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/ratelog"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // TestStatsDisabled: with topology.stats.enabled false the bolts publish
@@ -137,7 +138,7 @@ func TestThrottled(t *testing.T) {
 	if err := clock.WaitHandled(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, fmt.Sprintf("throttled %v", tick), func() bool {
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("throttled %v", tick), func() bool {
 		return bridge.SpoutStats(lt)[0].ThrottledNanos == int64(tick)
 	})
 
@@ -179,7 +180,7 @@ func TestQueueDepth(t *testing.T) {
 	conf := gale.Config{gale.TopologyMaxSpoutPending: 1000, gale.TopologyExecutorReceiveBufferSize: 1000}
 	lt, clock := startManual(t, build(t, b), conf)
 	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before Stop
-	waitFor(t, "499 tuples queued", func() bool { return bridge.BoltStats(lt)[0].QueueDepth == 499 })
+	testutil.Eventually(t, 10*time.Second, "499 tuples queued", func() bool { return bridge.BoltStats(lt)[0].QueueDepth == 499 })
 	if c := bridge.BoltStats(lt)[0].QueueCapacity; c != 1000 {
 		t.Errorf("queue capacity %d, want 1000 (topology.executor.receive.buffer.size)", c)
 	}
@@ -221,7 +222,7 @@ func TestRetryReporter(t *testing.T) {
 	if s := bridge.SpoutStats(lt)[0]; s.Retries != 100 || s.DeadLetters != 200 {
 		t.Errorf("spout: retries %d, dead letters %d; want 100, 200 (50 and 100 per task)", s.Retries, s.DeadLetters)
 	}
-	waitFor(t, "the sink's retries", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the sink's retries", func() bool {
 		b := bridge.BoltStats(lt)[0]
 		return b.Retries == 100 && b.DeadLetters == 1
 	})
@@ -369,7 +370,7 @@ func TestSpoutPanicError(t *testing.T) {
 		}
 	}, 1)
 	lt, _ := startManual(t, build(t, b), nil)
-	waitFor(t, "the panic among the spout's errors", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the panic among the spout's errors", func() bool {
 		errs := bridge.SpoutStats(lt)[0].Errors
 		return len(errs) == 1 && strings.Contains(errs[0].Error, "no more") && errs[0].Task == bridge.LocalOf(lt).TaskIDs("boom")[0]
 	})

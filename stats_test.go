@@ -11,6 +11,7 @@ import (
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
 	"github.com/gale-stream/gale/internal/metrics"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // startManual starts topo on a manual clock.
@@ -241,7 +242,7 @@ func TestTransferred(t *testing.T) {
 		spoutAt          int
 		spoutTransferred int64
 	)
-	waitFor(t, "every tree acked and every tuple executed", func() bool {
+	testutil.Eventually(t, 10*time.Second, "every tree acked and every tuple executed", func() bool {
 		tasks, bolts = make([]map[string]int, 2), make([]map[string]metrics.Bolt, 2)
 		var acked, executed int64
 		for i, wk := range w.ws {

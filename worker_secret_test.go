@@ -10,6 +10,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/worker"
 )
@@ -31,7 +32,7 @@ func TestWorkersSameSecret(t *testing.T) {
 		secrets: []string{testSecret, testSecret},
 	})
 	total := 2 * wc.n
-	waitForLong(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+	testutil.Eventually(t, 60*time.Second, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
 	checkExact(t, rec, wc, total)
 	for i, st := range w.status() {
 		if st.WireTuplesSent == 0 {
@@ -180,7 +181,7 @@ func TestWorkerRefusesHostileClient(t *testing.T) {
 	if st := w.Status(); st.PeersConnected != 0 {
 		t.Errorf("worker 0 reports %d peers connected", st.PeersConnected)
 	}
-	waitFor(t, "the refusals logged", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the refusals logged", func() bool {
 		n := 0
 		for _, e := range errs() {
 			if strings.Contains(e, "refused a worker connection") && strings.Contains(e, "does not prove the topology's secret") {

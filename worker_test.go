@@ -17,6 +17,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/worker"
 )
@@ -218,7 +219,7 @@ func TestWorkersAckedWordCount(t *testing.T) {
 	rec := newRecorder(galetest.NewClock(testEpoch))
 	w := startWorkers(t, 2, topo, gale.Config{}, rec.observer(), nil)
 	total := 2 * wc.n
-	waitFor(t, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
+	testutil.Eventually(t, 10*time.Second, "every sentence acked", func() bool { return len(rec.Acked("sentences")) >= total })
 	checkExact(t, rec, wc, total)
 	for i, st := range w.status() {
 		if st.WireTuplesSent == 0 || st.WireBytesSent == 0 {
@@ -307,7 +308,7 @@ func TestWorkersSlowReader(t *testing.T) {
 	// the one the spout holds when it finds no credit.
 	const credits = 4 * 10
 	const bound = 10*(10+3) + 2*10*(credits+1)
-	waitFor(t, "the spout to be held back", func() bool { return emitted.Load() >= bound/4 })
+	testutil.Eventually(t, 10*time.Second, "the spout to be held back", func() bool { return emitted.Load() >= bound/4 })
 	// Were the spout not held back it would emit all 20,000 in
 	// milliseconds: watch it for a while.
 	window := time.NewTimer(300 * time.Millisecond)
@@ -329,7 +330,7 @@ watch:
 		t.Fatalf("nothing crossed to worker 0: %+v", st)
 	}
 	openGate()
-	waitFor(t, "every tuple counted", func() bool { return got.Load() == total })
+	testutil.Eventually(t, 10*time.Second, "every tuple counted", func() bool { return got.Load() == total })
 	if n := emitted.Load(); n != total {
 		t.Fatalf("emitted %d, want %d", n, total)
 	}
@@ -417,7 +418,7 @@ func TestWorkersConnectionCut(t *testing.T) {
 		return p.ln.Addr().String()
 	})
 	total := 2 * wc.n
-	waitFor(t, "a tenth of the sentences acked", func() bool { return len(rec.Acked("sentences")) >= total/10 })
+	testutil.Eventually(t, 10*time.Second, "a tenth of the sentences acked", func() bool { return len(rec.Acked("sentences")) >= total/10 })
 	cut := 0
 	for _, p := range proxies {
 		cut += p.cut()
@@ -425,7 +426,7 @@ func TestWorkersConnectionCut(t *testing.T) {
 	if cut == 0 {
 		t.Fatal("no connection to cut")
 	}
-	waitForLong(t, "every sentence acked", func() bool { return len(uniqueInts(rec.Acked("sentences"))) == total })
+	testutil.Eventually(t, 60*time.Second, "every sentence acked", func() bool { return len(uniqueInts(rec.Acked("sentences"))) == total })
 	for _, p := range proxies {
 		if p.connections() < 2 {
 			t.Errorf("a worker did not reconnect through its proxy (%d connections)", p.connections())
@@ -449,12 +450,6 @@ func uniqueInts(ids []any) []int {
 		out = append(out, id)
 	}
 	return out
-}
-
-// waitForLong is waitFor for conditions that take message timeouts.
-func waitForLong(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitWithin(t, what, 60*time.Second, time.Millisecond, cond)
 }
 
 func TestStartWorkerBadAssignment(t *testing.T) {
@@ -496,7 +491,7 @@ func TestWorkersUnregisteredTypeFailsEmit(t *testing.T) {
 	}, 1)
 	b.SetBolt("sink", func() gale.Bolt { return &funcBolt{} }, 1).ShuffleGrouping("source")
 	startWorkers(t, 2, build(t, b), gale.Config{gale.TopologyTestingAlwaysTrySerialize: false}, nil, nil)
-	waitFor(t, "the emit to fail", func() bool { return emitErr.Load() != nil })
+	testutil.Eventually(t, 10*time.Second, "the emit to fail", func() bool { return emitErr.Load() != nil })
 	err := emitErr.Load().(error)
 	if !errors.Is(err, gale.ErrNotSerializable) {
 		t.Fatalf("emit error %v, want ErrNotSerializable", err)
@@ -562,7 +557,7 @@ watch:
 	}
 	w1 := start(1)
 	defer w1.Stop()
-	waitFor(t, "the spout to start once the peer is up", func() bool { return calls.Load() > 0 })
+	testutil.Eventually(t, 10*time.Second, "the spout to start once the peer is up", func() bool { return calls.Load() > 0 })
 	if st := w0.Status(); st.PeersConnected != 1 {
 		t.Errorf("worker 0 reports %d peers connected, want 1", st.PeersConnected)
 	}
@@ -681,7 +676,7 @@ func TestWorkersGarbageFromPeer(t *testing.T) {
 	}
 	t.Cleanup(w.stop)
 	total := 2 * wc.n
-	waitForLong(t, "every sentence acked", func() bool { return len(uniqueInts(rec.Acked("sentences"))) == total })
+	testutil.Eventually(t, 60*time.Second, "every sentence acked", func() bool { return len(uniqueInts(rec.Acked("sentences"))) == total })
 	mu.Lock()
 	logged := slices.Clone(errs)
 	mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/jetstream"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // The topology is killed mid-stream (an in-process shutdown with no drain:
@@ -35,7 +36,7 @@ func TestSpoutKilledMidStreamLosesNothingOnRestart(t *testing.T) {
 	bolt1 := &recBolt{rec: rec1, holdHalf: true, acked: make(map[uint64]int)}
 	sp1 := newSpout(t, cfg)
 	lt1 := runTopology(t, "crash1", sp1.New, bolt1, kill)
-	waitFor(t, 60*time.Second, "the first run to hold trees in flight", func() bool {
+	testutil.Eventually(t, 60*time.Second, "the first run to hold trees in flight", func() bool {
 		return rec1.count(func(delivery) bool { return true }) > n/3+300
 	})
 	lt1.Stop()
@@ -53,7 +54,7 @@ func TestSpoutKilledMidStreamLosesNothingOnRestart(t *testing.T) {
 	rec2 := &recorder{}
 	sp2 := newSpout(t, cfg)
 	lt2 := runTopology(t, "crash2", sp2.New, &recBolt{rec: rec2}, kill)
-	waitFor(t, 120*time.Second, "every message processed", func() bool {
+	testutil.Eventually(t, 120*time.Second, "every message processed", func() bool {
 		seen := make(map[uint64]bool, n)
 		for s := range processed {
 			seen[s] = true
@@ -63,7 +64,7 @@ func TestSpoutKilledMidStreamLosesNothingOnRestart(t *testing.T) {
 		}
 		return len(seen) == n
 	})
-	waitFor(t, 60*time.Second, "the consumer acked through the stream's end", func() bool {
+	testutil.Eventually(t, 60*time.Second, "the consumer acked through the stream's end", func() bool {
 		info := consumerInfo(t, js, "ORDERS", "work")
 		return info.NumAckPending == 0 && info.AckFloor.Stream == n
 	})

@@ -149,22 +149,6 @@ func streamMsgs(t testing.TB, js njs.JetStream, stream string) []string {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Logf("waited %v for %s", d.Round(time.Millisecond), what)
-	}
-}
-
 // testLogger routes logs to t.Log.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))

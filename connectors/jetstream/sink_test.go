@@ -13,6 +13,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/jetstream"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // listSpout emits its rows once each, (id, subject, data), with the row's
@@ -141,7 +142,7 @@ func TestSinkAcksItsInputOnlyOnceTheStreamStoredIt(t *testing.T) {
 	sink := newSink(t, jetstream.Config{URL: ts.URL, SubjectField: "subject", MsgIDField: "id", Stream: "OUT", PublishMaxPending: 16})
 	runSink(t, sp, sink, nil)
 
-	waitFor(t, 60*time.Second, "every input acked", func() bool { a, _ := sp.ends(); return a == n })
+	testutil.Eventually(t, 60*time.Second, "every input acked", func() bool { a, _ := sp.ends(); return a == n })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(missing) > 0 {
@@ -158,7 +159,7 @@ func TestSinkFailsItsInputWhenNoStreamStoresIt(t *testing.T) {
 	sink := newSink(t, jetstream.Config{URL: ts.URL, Subject: "nowhere.at.all", PublishTimeout: 2 * time.Second})
 	runSink(t, sp, sink, nil)
 
-	waitFor(t, 60*time.Second, "both inputs failed", func() bool { _, f := sp.ends(); return len(f) == 2 })
+	testutil.Eventually(t, 60*time.Second, "both inputs failed", func() bool { _, f := sp.ends(); return len(f) == 2 })
 	acked, fails := sp.ends()
 	if acked != 0 {
 		t.Fatalf("%d inputs acked with no stream to store them", acked)
@@ -182,7 +183,7 @@ func TestSinkFailsItsInputWhileTheServerIsDownAndAcksAgainOnceItIsBack(t *testin
 
 	ts.stop()
 	gate <- struct{}{}
-	waitFor(t, 60*time.Second, "the input sent while the server was down failed", func() bool { _, f := sp.ends(); return len(f) >= 1 })
+	testutil.Eventually(t, 60*time.Second, "the input sent while the server was down failed", func() bool { _, f := sp.ends(); return len(f) >= 1 })
 	if a, f := sp.ends(); a != 0 {
 		t.Fatalf("%d acked while the server was down", a)
 	} else if c, _ := gale.ClassOf(f[0]); c != gale.ClassTransient {
@@ -193,7 +194,7 @@ func TestSinkFailsItsInputWhileTheServerIsDownAndAcksAgainOnceItIsBack(t *testin
 	// and acked.
 	ts.start()
 	gate <- struct{}{}
-	waitFor(t, 60*time.Second, "both inputs acked once the server was back", func() bool { a, _ := sp.ends(); return a == 2 })
+	testutil.Eventually(t, 60*time.Second, "both inputs acked once the server was back", func() bool { a, _ := sp.ends(); return a == 2 })
 	if got := streamMsgs(t, js, "OUT"); len(got) != 2 || got[0] == got[1] {
 		t.Fatalf("stream holds %q, want \"while down\" and \"once back\" once each", got)
 	}
@@ -207,7 +208,7 @@ func TestSinkStoresAReplayedTupleOnceByItsMessageID(t *testing.T) {
 	sink := newSink(t, jetstream.Config{URL: ts.URL, Subject: "out.orders", MsgIDField: "id"})
 	runSink(t, sp, sink, nil)
 
-	waitFor(t, 60*time.Second, "every input acked", func() bool { a, _ := sp.ends(); return a == 3 })
+	testutil.Eventually(t, 60*time.Second, "every input acked", func() bool { a, _ := sp.ends(); return a == 3 })
 	if got := streamMsgs(t, js, "OUT"); len(got) != 2 || got[0] != "first" || got[1] != "other" {
 		t.Fatalf("stream holds %q, want the first of order-7 and order-8", got)
 	}
@@ -221,7 +222,7 @@ func TestSinkFailsAnUnusableInputAsPermanent(t *testing.T) {
 	sp := &listSpout{rows: [][3]any{{"a", "", 42}}}
 	sink := newSink(t, jetstream.Config{URL: ts.URL, Subject: "out.x"})
 	runSink(t, sp, sink, nil)
-	waitFor(t, 60*time.Second, "the input failed", func() bool { _, f := sp.ends(); return len(f) == 1 })
+	testutil.Eventually(t, 60*time.Second, "the input failed", func() bool { _, f := sp.ends(); return len(f) == 1 })
 	_, f := sp.ends()
 	if c, _ := gale.ClassOf(f[0]); c != gale.ClassPermanent || !strings.Contains(f[0].Error(), `data.field "data"`) {
 		t.Fatalf("failed with %v (class %v), want a permanent failure naming data.field", f[0], c)

@@ -13,6 +13,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/jetstream"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/retry"
 )
 
@@ -48,7 +49,7 @@ func TestSpoutAcksOnlyWhenTheTreeCompletes(t *testing.T) {
 		return s
 	}, bolt, nil)
 
-	waitFor(t, 30*time.Second, "ok-2 acked", func() bool { return sp.Stats().Acked == 1 })
+	testutil.Eventually(t, 30*time.Second, "ok-2 acked", func() bool { return sp.Stats().Acked == 1 })
 	// hold-1 reached the bolt and is held: the server must still count it
 	// unacked, and only it.
 	if n := rec.count(func(d delivery) bool { return d.Data == "hold-1" }); n != 1 {
@@ -63,7 +64,7 @@ func TestSpoutAcksOnlyWhenTheTreeCompletes(t *testing.T) {
 	}
 
 	bolt.release()
-	waitFor(t, 30*time.Second, "hold-1 acked on the server", func() bool {
+	testutil.Eventually(t, 30*time.Second, "hold-1 acked on the server", func() bool {
 		info := consumerInfo(t, js, "ORDERS", "work")
 		return info.NumAckPending == 0 && info.AckFloor.Stream == 2
 	})
@@ -87,7 +88,7 @@ func TestSpoutRedeliversAFailedMessageAfterThePolicysDelay(t *testing.T) {
 	rec := &recorder{}
 	runTopology(t, "redeliver", sp.New, &recBolt{rec: rec}, nil)
 
-	waitFor(t, 30*time.Second, "flaky3-a acked", func() bool { return sp.Stats().Acked == 1 })
+	testutil.Eventually(t, 30*time.Second, "flaky3-a acked", func() bool { return sp.Stats().Acked == 1 })
 	seen := rec.snapshot()
 	if len(seen) != 3 {
 		t.Fatalf("delivered %d times, want 3: %+v", len(seen), seen)
@@ -120,7 +121,7 @@ func TestSpoutDelayableFailureWaitsForTheDelayItNames(t *testing.T) {
 	rec := &recorder{}
 	runTopology(t, "delayable", sp.New, &recBolt{rec: rec}, nil)
 
-	waitFor(t, 30*time.Second, "late-a acked", func() bool { return sp.Stats().Acked == 1 })
+	testutil.Eventually(t, 30*time.Second, "late-a acked", func() bool { return sp.Stats().Acked == 1 })
 	seen := rec.snapshot()
 	if len(seen) != 2 {
 		t.Fatalf("delivered %d times, want 2", len(seen))
@@ -151,7 +152,7 @@ func TestSpoutTerminatesAndDeadLettersAPermanentFailure(t *testing.T) {
 	rec := &recorder{}
 	runTopology(t, "permanent", sp.New, &recBolt{rec: rec}, nil)
 
-	waitFor(t, 30*time.Second, "perm-1 terminated and ok-2 acked", func() bool {
+	testutil.Eventually(t, 30*time.Second, "perm-1 terminated and ok-2 acked", func() bool {
 		st := sp.Stats()
 		return st.Terminated == 1 && st.Acked == 1
 	})
@@ -197,13 +198,13 @@ func TestSpoutPoisonMessageIsDeadLetteredAfterMaxAttemptsAndTheStreamMovesOn(t *
 	rec := &recorder{}
 	lt := runTopology(t, "poison", sp.New, &recBolt{rec: rec}, nil)
 
-	waitFor(t, 30*time.Second, "the poison dead-lettered and the rest acked", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the poison dead-lettered and the rest acked", func() bool {
 		st := sp.Stats()
 		return st.DeadLettered == 1 && st.Terminated == 1 && st.Acked == 20
 	})
 	// The runtime reads them too (gale.RetryReporter): the component's
 	// counters show the retries and the dead letter.
-	waitFor(t, 30*time.Second, "the component's retries and dead letter", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the component's retries and dead letter", func() bool {
 		st := bridge.SpoutStats(lt)
 		return len(st) == 1 && st[0].Retries == attempts-1 && st[0].DeadLetters == 1
 	})
@@ -215,7 +216,7 @@ func TestSpoutPoisonMessageIsDeadLetteredAfterMaxAttemptsAndTheStreamMovesOn(t *
 		!strings.Contains(dead[0], fmt.Sprintf(`"attempts":%d`, attempts)) || !strings.Contains(dead[0], `"class":"transient"`) {
 		t.Fatalf("dead-letter stream holds %q", dead)
 	}
-	waitFor(t, 30*time.Second, "nothing unacked on the server", func() bool {
+	testutil.Eventually(t, 30*time.Second, "nothing unacked on the server", func() bool {
 		info := consumerInfo(t, js, "ORDERS", "work")
 		return info.NumAckPending == 0 && info.AckFloor.Stream == 21
 	})
@@ -236,21 +237,21 @@ func TestSpoutKeepsTheMessageWhileItsDeadLetterFails(t *testing.T) {
 		PublishTimeout: time.Second, Retry: fastPolicy(5*time.Millisecond, 5)})
 	runTopology(t, "dlfail", sp.New, &recBolt{rec: &recorder{}}, nil)
 
-	waitFor(t, 30*time.Second, "two failed dead-letter sends", func() bool { return sp.Stats().DeadLetterErrors >= 2 })
+	testutil.Eventually(t, 30*time.Second, "two failed dead-letter sends", func() bool { return sp.Stats().DeadLetterErrors >= 2 })
 	// The stuck letter holds up neither the stream nor the spout.
 	publish(t, js, "orders.new", "ok-2", "ok-3")
-	waitFor(t, 30*time.Second, "the messages behind it acked", func() bool { return sp.Stats().Acked == 2 })
+	testutil.Eventually(t, 30*time.Second, "the messages behind it acked", func() bool { return sp.Stats().Acked == 2 })
 	if st := sp.Stats(); st.Terminated != 0 || st.DeadLettered != 0 {
 		t.Fatalf("stats %+v: terminated without a stored dead letter", st)
 	}
 	// The spout counts an ack when it sends it: the server may count it
 	// a moment later. The kept message stays pending.
-	waitFor(t, 30*time.Second, "only the kept message pending on the server", func() bool {
+	testutil.Eventually(t, 30*time.Second, "only the kept message pending on the server", func() bool {
 		return consumerInfo(t, js, "ORDERS", "work").NumAckPending == 1
 	})
 	// Once the subject has a stream, the letter goes through.
 	createStream(t, js, "DLQ", "dlq.nowhere")
-	waitFor(t, 30*time.Second, "the dead letter stored", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the dead letter stored", func() bool {
 		st := sp.Stats()
 		return st.DeadLettered == 1 && st.Terminated == 1
 	})
@@ -298,14 +299,14 @@ func TestSpoutFairShareHoldsInATransientFailureStorm(t *testing.T) {
 		bodies = append(bodies, fmt.Sprintf("fail-%d", i))
 	}
 	publishBulk(t, js, "orders.new", bodies)
-	waitFor(t, 60*time.Second, "every storm message failed once", func() bool { return sp.Stats().Retries >= storm })
+	testutil.Eventually(t, 60*time.Second, "every storm message failed once", func() bool { return sp.Stats().Retries >= storm })
 	bodies = bodies[:0]
 	for i := range fresh {
 		bodies = append(bodies, fmt.Sprintf("ok-%d", i))
 	}
 	publishBulk(t, js, "orders.new", bodies)
 
-	waitFor(t, 120*time.Second, "every new message acked", func() bool { return sp.Stats().Acked == fresh })
+	testutil.Eventually(t, 120*time.Second, "every new message acked", func() bool { return sp.Stats().Acked == fresh })
 	st := sp.Stats()
 	seen := rec.snapshot()
 	firstNew, lastNew := -1, 0
@@ -345,7 +346,7 @@ func TestSpoutFairShareHoldsInATransientFailureStorm(t *testing.T) {
 	if retries == 0 {
 		t.Errorf("no redelivery went out between the first new message and the last: the storm was held back")
 	}
-	waitFor(t, 120*time.Second, "the storm dead-lettered", func() bool { return sp.Stats().Terminated == storm })
+	testutil.Eventually(t, 120*time.Second, "the storm dead-lettered", func() bool { return sp.Stats().Terminated == storm })
 }
 
 func TestSpoutOpenRefusesAnAckWaitNotLongerThanTheMessageTimeout(t *testing.T) {
@@ -392,7 +393,7 @@ func TestSpoutTasksShareTheDurableConsumer(t *testing.T) {
 	}
 	t.Cleanup(lt.Stop)
 
-	waitFor(t, 60*time.Second, "every message acked", func() bool { return sp.Stats().Acked == n })
+	testutil.Eventually(t, 60*time.Second, "every message acked", func() bool { return sp.Stats().Acked == n })
 	seen := make(map[uint64]int)
 	for _, d := range rec.snapshot() {
 		seen[d.Sequence]++
@@ -424,7 +425,7 @@ func TestSpoutExtendsAckWaitOfMessagesItHolds(t *testing.T) {
 	runTopology(t, "ackwait", sp.New, &recBolt{rec: rec},
 		gale.Config{gale.TopologyMessageTimeoutSecs: 1, gale.TopologyMaxSpoutPending: 1})
 
-	waitFor(t, 60*time.Second, "ok-4 acked", func() bool { return sp.Stats().Acked == 1 })
+	testutil.Eventually(t, 60*time.Second, "ok-4 acked", func() bool { return sp.Stats().Acked == 1 })
 	if info := consumerInfo(t, js, "ORDERS", "work"); info.NumRedelivered != 0 {
 		t.Fatalf("the server redelivered %d messages the spout still held", info.NumRedelivered)
 	}
@@ -448,10 +449,10 @@ func TestSpoutWithoutADeadLetterSinkGivesUpOnlyPermanentFailures(t *testing.T) {
 	rec := &recorder{}
 	runTopology(t, "nosink", sp.New, &recBolt{rec: rec}, nil)
 
-	waitFor(t, 30*time.Second, "fail-x delivered twice its max attempts", func() bool {
+	testutil.Eventually(t, 30*time.Second, "fail-x delivered twice its max attempts", func() bool {
 		return rec.count(func(d delivery) bool { return d.Data == "fail-x" }) >= 4
 	})
-	waitFor(t, 30*time.Second, "perm-y terminated", func() bool { return sp.Stats().Terminated == 1 })
+	testutil.Eventually(t, 30*time.Second, "perm-y terminated", func() bool { return sp.Stats().Terminated == 1 })
 	if n := rec.count(func(d delivery) bool { return d.Data == "perm-y" }); n != 1 {
 		t.Fatalf("perm-y delivered %d times, want 1", n)
 	}

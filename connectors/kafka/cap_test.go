@@ -11,6 +11,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/kafka"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/retry"
 )
 
@@ -74,7 +75,7 @@ func TestMaxUncommittedOffsetsPausesFetching(t *testing.T) {
 	defer lt.Stop()
 	var pauses int64
 	for s.distinct() < n {
-		waitFor(t, 20*time.Second, "a pause at the cap", func() bool {
+		testutil.Eventually(t, 20*time.Second, "a pause at the cap", func() bool {
 			return sp.Stats().Pauses > pauses || s.distinct() == n
 		})
 		pauses = sp.Stats().Pauses
@@ -83,13 +84,13 @@ func TestMaxUncommittedOffsetsPausesFetching(t *testing.T) {
 		}
 		// Release a cap's worth of records once they reached the bolt:
 		// that takes the partition below the cap.
-		waitFor(t, 20*time.Second, "the records up to the cap at the bolt", func() bool {
+		testutil.Eventually(t, 20*time.Second, "the records up to the cap at the bolt", func() bool {
 			st := sp.Stats()
 			return st.Emitted-st.Acked >= limit && int64(s.deliveries()) == st.Emitted || s.distinct() == n
 		})
 		(*release.Load())()
 	}
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	if m := most.Load(); m > limit+poll-1 || pauses < n/(limit+poll) {
 		t.Errorf("the bolt held up to %d records, %d pauses; want ≤ %d held, ≥ %d pauses", m, pauses, limit+poll-1, n/(limit+poll))
 	}
@@ -127,11 +128,11 @@ func TestDeadLetterFailureHoldsTheCommit(t *testing.T) {
 	}
 	lt := startTopology(t, "dlfail", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "the refused dead letter counted", func() bool { return sp.Stats().DeadLetterFailures == 1 })
+	testutil.Eventually(t, 20*time.Second, "the refused dead letter counted", func() bool { return sp.Stats().DeadLetterFailures == 1 })
 	if got := committed(t, c, "g", topic)[0]; got > 4 {
 		t.Errorf("committed %d while the dead letter of offset 4 was refused, want ≤ 4", got)
 	}
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if recs := readAll(t, c, "dead", 1); len(recs) != 1 || string(recs[0].Key) != "k4" {
 		t.Errorf("dead-letter topic: %d records, key %q; want 1, k4", len(recs), recs[0].Key)
@@ -169,18 +170,18 @@ func TestLateAcksOfARevokedPartitionCommitNothing(t *testing.T) {
 	spA := mustSpouts(t, spoutConfig(c, topic, "g"))
 	a := holdTopology(t, "a", spA, sA, &relA)
 	defer a.Stop()
-	waitFor(t, 20*time.Second, "a holding every record", func() bool { return sA.deliveries() == n })
+	testutil.Eventually(t, 20*time.Second, "a holding every record", func() bool { return sA.deliveries() == n })
 
 	spB := mustSpouts(t, spoutConfig(c, topic, "g"))
 	b := holdTopology(t, "b", spB, sB, &relB)
 	defer b.Stop()
-	waitFor(t, 20*time.Second, "b holding its partition's records", func() bool { return sB.deliveries() == n/2 })
+	testutil.Eventually(t, 20*time.Second, "b holding its partition's records", func() bool { return sB.deliveries() == n/2 })
 	if pa, pb := spA.Stats().Partitions, spB.Stats().Partitions; pa != 1 || pb != 1 {
 		t.Fatalf("partitions a %d, b %d; want 1 each", pa, pb)
 	}
 	(*relA.Load())() // a acks all 40, half of them of b's partition now
-	waitFor(t, 20*time.Second, "a's acks", func() bool { return spA.Stats().Acked == n })
-	waitFor(t, 20*time.Second, "a's own partition committed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "a's acks", func() bool { return spA.Stats().Acked == n })
+	testutil.Eventually(t, 20*time.Second, "a's own partition committed", func() bool {
 		for _, off := range committed(t, c, "g", topic) {
 			if off == n/2 {
 				return true
@@ -198,5 +199,5 @@ func TestLateAcksOfARevokedPartitionCommitNothing(t *testing.T) {
 		t.Fatalf("committed %v with b (partition %d) holding its records unacked, want 0 for b's, %d for a's", got, bPart, n/2)
 	}
 	(*relB.Load())()
-	waitFor(t, 20*time.Second, "everything committed", func() bool { return sum(committed(t, c, "g", topic)) == n })
+	testutil.Eventually(t, 20*time.Second, "everything committed", func() bool { return sum(committed(t, c, "g", topic)) == n })
 }

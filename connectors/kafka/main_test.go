@@ -93,18 +93,6 @@ func committed(t testing.TB, c *kfake.Cluster, group, topic string) map[int32]in
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not a wait for a condition
-	}
-}
-
 // seen records what a bolt saw, shared by its tasks.
 type seen struct {
 	mu     sync.Mutex

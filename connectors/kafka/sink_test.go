@@ -13,6 +13,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/kafka"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // sinkTopology runs kafka spout (topic in) → kafka sink (topic out).
@@ -104,7 +105,7 @@ func TestSinkAcksOnlyAfterBroker(t *testing.T) {
 		t.Errorf("with the produce unanswered: spout acked %d, committed %d; sink acked %d; want all 0", st.Acked, st.Committed, kst.Acked)
 	}
 	close(release)
-	waitFor(t, 20*time.Second, "the tuple acked and committed", func() bool { return sp.Stats().Committed == 1 })
+	testutil.Eventually(t, 20*time.Second, "the tuple acked and committed", func() bool { return sp.Stats().Committed == 1 })
 	if kst := sk.Stats(); kst.Acked != 1 || kst.Failed != 0 {
 		t.Errorf("sink stats %+v, want 1 acked, 0 failed", kst)
 	}
@@ -127,7 +128,7 @@ func TestSinkFailsOnProduceError(t *testing.T) {
 	})
 	sp, sk, lt := sinkTopology(t, c, "in", "out")
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "the record committed after a retry", func() bool { return sp.Stats().Committed == 1 })
+	testutil.Eventually(t, 20*time.Second, "the record committed after a retry", func() bool { return sp.Stats().Committed == 1 })
 	st, kst := sp.Stats(), sk.Stats()
 	if refused.Load() != 1 || kst.Failed != 1 || kst.Acked != 1 || st.Failed != 1 || st.Retried != 1 {
 		t.Errorf("refused %d; sink %+v; spout failed %d, retried %d: want 1 refused, 1 failed then 1 acked, 1 retry",
@@ -173,7 +174,7 @@ func TestSinkBoundsOutstandingRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "the sink full", func() bool { return held.Load() > 0 && sk.Stats().Produced == limit+1 })
+	testutil.Eventually(t, 20*time.Second, "the sink full", func() bool { return held.Load() > 0 && sk.Stats().Produced == limit+1 })
 	if st := sp.Stats(); st.Emitted <= limit+1 {
 		t.Fatalf("the spout emitted %d, want more than the sink may take", st.Emitted)
 	}
@@ -181,7 +182,7 @@ func TestSinkBoundsOutstandingRecords(t *testing.T) {
 		t.Errorf("%d inputs taken with the broker holding, want %d", p, limit+1)
 	}
 	close(release)
-	waitFor(t, 20*time.Second, "every input acked and committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every input acked and committed", func() bool { return sp.Stats().Committed == n })
 	if st := sk.Stats(); st.Acked != n || st.Failed != 0 {
 		t.Errorf("sink %+v, want %d acked", st, n)
 	}

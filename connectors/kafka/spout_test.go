@@ -18,6 +18,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/kafka"
 	"github.com/gale-stream/gale/internal/bridge"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/retry"
 )
 
@@ -32,8 +33,8 @@ func TestAtLeastOnceEndToEnd(t *testing.T) {
 	s := newSeen()
 	lt := startTopology(t, "alo", sp, 2, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every record processed", func() bool { return s.distinct() == n })
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every record processed", func() bool { return s.distinct() == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	got := committed(t, c, "g1", topic)
 	for p := int32(0); p < parts; p++ {
@@ -98,8 +99,8 @@ func TestCommitIsContiguousAckedPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "19 of 20 acked", func() bool { return sp.Stats().Acked == 19 })
-	waitFor(t, 20*time.Second, "the prefix committed", func() bool { return committed(t, c, "g", topic)[0] == 5 })
+	testutil.Eventually(t, 20*time.Second, "19 of 20 acked", func() bool { return sp.Stats().Acked == 19 })
+	testutil.Eventually(t, 20*time.Second, "the prefix committed", func() bool { return committed(t, c, "g", topic)[0] == 5 })
 	if st := sp.Stats(); st.Lag != 15 || st.PartitionLag["prefix/0"] != 15 {
 		t.Errorf("lag %d (%v) with 5 of 20 committed, want 15", st.Lag, st.PartitionLag)
 	}
@@ -121,7 +122,7 @@ func TestCommitIsContiguousAckedPrefix(t *testing.T) {
 	s2 := newSeen()
 	lt2 := startTopology(t, "prefix2", sp2, 1, s2, nil)
 	defer lt2.Stop()
-	waitFor(t, 20*time.Second, "the rest committed", func() bool { return sp2.Stats().Committed == 15 })
+	testutil.Eventually(t, 20*time.Second, "the rest committed", func() bool { return sp2.Stats().Committed == 15 })
 	lt2.Stop()
 	if s2.distinct() != 1 || s2.count("5") != 1 || sp2.Stats().Skipped != 14 {
 		t.Errorf("the second run saw %d values (5: %d times), skipped %d; want only 5 read again, 6..19 skipped as finished",
@@ -181,7 +182,7 @@ func TestAtMostOnceCommitsBeforeEmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every record seen", func() bool { return s.distinct() == n })
+	testutil.Eventually(t, 20*time.Second, "every record seen", func() bool { return s.distinct() == n })
 	lt.Stop()
 	if before.Load() != total.Load() {
 		t.Errorf("%d of %d tuples were seen before their offset was committed", total.Load()-before.Load(), total.Load())
@@ -230,7 +231,7 @@ func TestPoisonPermanentGoesToDeadLetterFile(t *testing.T) {
 	}
 	lt := startTopology(t, "poison", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if got := s.count("3"); got != 1 {
 		t.Errorf("the permanent failure was delivered %d times, want 1", got)
@@ -306,7 +307,7 @@ func TestPluggableDeadLetterSink(t *testing.T) {
 	}
 	lt := startTopology(t, "plug", sp, 2, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -346,7 +347,7 @@ func TestPoisonTransientGoesToDeadLetterTopic(t *testing.T) {
 	}
 	lt := startTopology(t, "flaky", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if got := s.count("7"); got != 3 {
 		t.Errorf("the failing record was delivered %d times, want 3 (retry.max.attempts)", got)
@@ -384,7 +385,7 @@ func TestNoDeadLetterSinkNeverGivesUp(t *testing.T) {
 	}
 	lt := startTopology(t, "stubborn", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sp.Stats().Committed == n })
 	lt.Stop()
 	if got := s.count("4"); got != 6 {
 		t.Errorf("the failing record was delivered %d times, want 6: retried until acked", got)
@@ -418,7 +419,7 @@ func TestNoGuaranteeCommitsWhatWasEmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "every offset committed", func() bool { return sum(committed(t, c, "g", topic)) == n })
+	testutil.Eventually(t, 20*time.Second, "every offset committed", func() bool { return sum(committed(t, c, "g", topic)) == n })
 	lt.Stop()
 	if st := sp.Stats(); st.Emitted != n || st.Acked != 0 || st.Failed != 0 || st.Committed != n || s.deliveries() != n || strs.Load() != n {
 		t.Errorf("stats %+v, %d deliveries, %d with string key and value; want %d emitted, committed and delivered once, as strings, none acked or failed",
@@ -452,7 +453,7 @@ func TestSeveralTopics(t *testing.T) {
 	s := newSeen()
 	lt := startTopology(t, "topics", sp, 1, s, nil)
 	defer lt.Stop()
-	waitFor(t, 20*time.Second, "both topics read and committed", func() bool { return sp.Stats().Committed == 10 })
+	testutil.Eventually(t, 20*time.Second, "both topics read and committed", func() bool { return sp.Stats().Committed == 10 })
 	lt.Stop()
 	if missing, dups := s.missing(10); len(missing) > 0 || dups > 0 {
 		t.Errorf("missing %v, %d duplicates", missing, dups)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // The "keep-alives are not writes": three members alive, one of
@@ -15,7 +17,7 @@ import (
 // index moves.
 func TestKeepAlivesAreNotWrites(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	var ms []*Membership
 	for _, id := range []string{"s1", "s2"} {
 		m, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: id, Ports: []int{6700, 6701}}, testTTL)
@@ -53,7 +55,7 @@ func TestKeepAlivesAreNotWrites(t *testing.T) {
 	}
 	// The client renews every TTL/3: 12 renewals are 4 TTLs.
 	const renewals = 12
-	eventually(t, "12 keep-alives each", func() bool {
+	testutil.Eventually(t, 30*time.Second, "12 keep-alives each", func() bool {
 		for i, m := range ms {
 			if m.keepAlives.Load()-ka0[i] < renewals {
 				return false
@@ -85,7 +87,7 @@ func TestKeepAlivesAreNotWrites(t *testing.T) {
 
 func TestCampaignResignAndLostLease(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	if _, err := cl.s.Leader(ctx); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Leader with no nimbus: got %v, want ErrNotFound", err)
 	}
@@ -157,7 +159,7 @@ func TestCampaignResignAndLostLease(t *testing.T) {
 		t.Fatal("b's Lost open after its lease was revoked")
 	}
 	la = leads("after b's lease was revoked", ra, "a")
-	eventually(t, "b's membership is back", func() bool {
+	testutil.Eventually(t, 30*time.Second, "b's membership is back", func() bool {
 		ns, err := cl.s.Nimbuses(ctx)
 		return err == nil && len(ns) == 2
 	})
@@ -186,7 +188,7 @@ func TestCampaignResignAndLostLease(t *testing.T) {
 // next leader's writes stand.
 func TestLeaderWritesAreFenced(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	join := func(id string) (*Store, *Membership) {
 		c := dial(t, cl.e.Endpoints)
 		s := NewStore(c)

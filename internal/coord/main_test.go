@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"context"
 	"net/url"
 	"testing"
 	"time"
@@ -74,24 +73,6 @@ func dial(t *testing.T, endpoints []string) *clientv3.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually polls cond until it holds or 30 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // received says whether ch has a value or is closed, within d.

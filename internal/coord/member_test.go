@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 const testTTL = 2 * time.Second
@@ -17,7 +19,7 @@ const testTTL = 2 * time.Second
 // leaseOf returns the lease key is bound to, 0 if key is absent.
 func leaseOf(t *testing.T, c *clientv3.Client, key string) clientv3.LeaseID {
 	t.Helper()
-	r, err := c.Get(ctxT(t), key)
+	r, err := c.Get(testutil.Context(t), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func leaseOf(t *testing.T, c *clientv3.Client, key string) clientv3.LeaseID {
 
 func TestMembershipCloseAndStoreCloseRevoke(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	a, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s1", Host: "127.0.0.1", Ports: []int{6700}}, testTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +60,7 @@ func TestMembershipCloseAndStoreCloseRevoke(t *testing.T) {
 // and puts it back, with its holds, when it can reach etcd again.
 func TestMembershipExpiresWhenCutOffAndReturns(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	p := newProxy(t, cl.e.Endpoints[0][len("http://"):])
 	pc := dial(t, []string{p.addr})
 	defer pc.Close()
@@ -81,16 +83,16 @@ func TestMembershipExpiresWhenCutOffAndReturns(t *testing.T) {
 	<-changes
 
 	p.cut()
-	eventually(t, "the member key expires", func() bool { return leaseOf(t, cl.c, key) == 0 })
+	testutil.Eventually(t, 30*time.Second, "the member key expires", func() bool { return leaseOf(t, cl.c, key) == 0 })
 	if h, _ := cl.s.Holders(ctx, "abc"); len(h) != 0 {
 		t.Errorf("holders of an expired nimbus: got %v, want none", h)
 	}
 	p.heal()
-	eventually(t, "the member key is back", func() bool { return leaseOf(t, cl.c, key) != 0 })
+	testutil.Eventually(t, 30*time.Second, "the member key is back", func() bool { return leaseOf(t, cl.c, key) != 0 })
 	if l := leaseOf(t, cl.c, key); l == first {
 		t.Errorf("member key back on the expired lease %x", l)
 	}
-	eventually(t, "the hold is back", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the hold is back", func() bool {
 		h, err := cl.s.Holders(ctx, "abc")
 		return err == nil && slices.Equal(h, []string{"n1"})
 	})
@@ -104,7 +106,7 @@ func TestMembershipExpiresWhenCutOffAndReturns(t *testing.T) {
 // lease and the old one is revoked.
 func TestMembershipReturnsAfterEtcdRestart(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	m, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s1"}, testTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -114,14 +116,14 @@ func TestMembershipReturnsAfterEtcdRestart(t *testing.T) {
 	changes := cl.s.Changes(ctx, SupervisorsPrefix)
 	<-changes
 	cl.restartEtcd(func() {
-		eventually(t, "the membership gives up on its lease", func() bool { return m.losses.Load() > 0 })
+		testutil.Eventually(t, 30*time.Second, "the membership gives up on its lease", func() bool { return m.losses.Load() > 0 })
 	})
-	eventually(t, "the member key is on a new lease", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the member key is on a new lease", func() bool {
 		l := leaseOf(t, cl.c, key)
 		return l != 0 && l != first
 	})
 	// The old lease is revoked just after the new one takes.
-	eventually(t, "the old lease revoked", func() bool { return m.replaced.Load() > 0 })
+	testutil.Eventually(t, 30*time.Second, "the old lease revoked", func() bool { return m.replaced.Load() > 0 })
 	ttl, err := cl.c.TimeToLive(ctx, first)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +218,7 @@ func (p *proxy) cut() {
 // not put it back.
 func TestHoldsAndRelease(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	a, err := cl.s.JoinNimbus(ctx, Nimbus{ID: "a"}, testTTL)
 	if err != nil {
 		t.Fatal(err)

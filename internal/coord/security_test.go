@@ -16,6 +16,7 @@ import (
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/testcert"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // securedEtcd starts an embedded etcd that serves TLS and refuses every
@@ -49,10 +50,10 @@ func TestSecuredEtcdServesCertifiedClientsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Put(ctxT(t), "/probe", "certified"); err != nil {
+	if _, err := c.Put(testutil.Context(t), "/probe", "certified"); err != nil {
 		t.Fatalf("Put with the client certificate: %v", err)
 	}
-	resp, err := c.Get(ctxT(t), "/probe")
+	resp, err := c.Get(testutil.Context(t), "/probe")
 	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "certified" {
 		t.Fatalf("Get with the client certificate: %v, %v", resp, err)
 	}
@@ -91,7 +92,7 @@ func TestSecuredEtcdServesCertifiedClientsOnly(t *testing.T) {
 // password; gale.etcd.username and gale.etcd.password get in.
 func TestEtcdUserAndPassword(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	for _, step := range []func() error{
 		func() error { _, err := cl.c.RoleAdd(ctx, "root"); return err },
 		func() error { _, err := cl.c.UserAdd(ctx, "root", "rootpw"); return err },

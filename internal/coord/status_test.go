@@ -2,13 +2,16 @@ package coord
 
 import (
 	"testing"
+	"time"
+
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // Status's raft index and revision move with a write, and stand still
 // while a membership's lease is kept alive: keep-alives are not writes.
 func TestStatusMovesOnWritesNotOnKeepAlives(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	idx0, rev0, err := Status(ctx, cl.c)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +31,7 @@ func TestStatusMovesOnWritesNotOnKeepAlives(t *testing.T) {
 			idx0, idx1, rev0, rev1)
 	}
 	start := m.keepAlives.Load()
-	eventually(t, "3 keep-alives answered", func() bool { return m.keepAlives.Load() >= start+3 })
+	testutil.Eventually(t, 30*time.Second, "3 keep-alives answered", func() bool { return m.keepAlives.Load() >= start+3 })
 	idx2, rev2, err := Status(ctx, cl.c)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +45,7 @@ func TestStatusMovesOnWritesNotOnKeepAlives(t *testing.T) {
 // as a killed process does, and then loses it.
 func TestMembershipAbandonLeavesTheLeaseToExpire(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	m, err := cl.s.JoinSupervisor(ctx, Supervisor{ID: "s1", Host: "127.0.0.1", Ports: []int{6700}}, testTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +55,7 @@ func TestMembershipAbandonLeavesTheLeaseToExpire(t *testing.T) {
 	if leaseOf(t, cl.c, key) == 0 {
 		t.Fatal("the key is gone as soon as Abandon returned: the lease was revoked, want it left to expire")
 	}
-	eventually(t, "the abandoned lease expired", func() bool { return leaseOf(t, cl.c, key) == 0 })
+	testutil.Eventually(t, 30*time.Second, "the abandoned lease expired", func() bool { return leaseOf(t, cl.c, key) == 0 })
 	m.Close() // does nothing more, and does not block
 	m.Abandon()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func testTopology(id, name string) Topology {
@@ -30,7 +31,7 @@ func testTopology(id, name string) Topology {
 
 func TestTopologyNameIsTakenOnce(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	a := testTopology("t-1", "words")
 	if err := cl.s.CreateTopology(ctx, a); err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestTopologyNameIsTakenOnce(t *testing.T) {
 
 func TestDeleteTopologyRemovesRecordNameAndAssignment(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	if err := cl.s.CreateTopology(ctx, testTopology("t-1", "words")); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestDeleteTopologyRemovesRecordNameAndAssignment(t *testing.T) {
 
 func TestChangesFiresOnItsPrefixAcrossAnEtcdRestart(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	ch := cl.s.Changes(ctx, AssignmentsPrefix)
 	if !received(ch, 30*time.Second) {
 		t.Fatal("no first send")
@@ -177,14 +178,14 @@ func TestChangesFiresOnItsPrefixAcrossAnEtcdRestart(t *testing.T) {
 
 func TestChangesClosesWithItsContextAndTheStore(t *testing.T) {
 	cl := newCluster(t)
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	a := cl.s.Changes(ctx, TopologiesPrefix)
-	b := cl.s.Changes(ctxT(t), TopologiesPrefix)
+	b := cl.s.Changes(testutil.Context(t), TopologiesPrefix)
 	cancel()
 	drainClosed(t, a, "after its ctx is done")
 	cl.s.Close()
 	drainClosed(t, b, "after Store.Close")
-	drainClosed(t, cl.s.Changes(ctxT(t), TopologiesPrefix), "when made on a closed Store")
+	drainClosed(t, cl.s.Changes(testutil.Context(t), TopologiesPrefix), "when made on a closed Store")
 }
 
 func drainClosed(t *testing.T, ch <-chan struct{}, when string) {
@@ -209,7 +210,7 @@ func withoutRev(a Assignment) Assignment {
 
 func TestSnapshotReadsEverythingAtTheirRevisions(t *testing.T) {
 	cl := newCluster(t)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	if err := cl.s.CreateTopology(ctx, testTopology("t-1", "words")); err != nil {
 		t.Fatal(err)
 	}

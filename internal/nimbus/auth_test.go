@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -14,6 +15,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // publicReads are the calls the README and the proto document as open:
@@ -43,7 +45,7 @@ func TestEveryCallButThePublicReadsNeedsTheToken(t *testing.T) {
 		full := "/" + string(svc.FullName()) + "/" + string(m.Name())
 		t.Run(string(m.Name()), func(t *testing.T) {
 			for _, auth := range []string{"", "Bearer wrong", "Bearer s3cre", "Bearer s3cret ", "s3cret", "Basic s3cret", "bearer s3cret"} {
-				ctx := ctxT(t)
+				ctx := testutil.Context(t)
 				if auth != "" {
 					ctx = metadataCtx(t, auth)
 				}
@@ -116,5 +118,5 @@ func TestStandbyReplicatesWithTheToken(t *testing.T) {
 		t.Fatalf("Submit with the token: %v", err)
 	}
 	b := cl.startNimbus("b", "", auth)
-	eventually(t, "the standby replicates the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
+	testutil.Eventually(t, 30*time.Second, "the standby replicates the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -16,6 +17,7 @@ import (
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/testcert"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // A lost supervisor's workers move; the others stay where they are.
@@ -38,7 +40,7 @@ func TestLostSupervisorMovesOnlyItsWorkers(t *testing.T) {
 	}
 	s2.Close()
 	var after coord.Assignment
-	eventually(t, "the lost supervisor's worker moves", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the lost supervisor's worker moves", func() bool {
 		after, _ = cl.assignment(id)
 		return !slices.ContainsFunc(after.Workers, func(w coord.Slot) bool { return w.Supervisor == "s2" })
 	})
@@ -55,12 +57,12 @@ func TestReconcileWithoutChangesWritesNothing(t *testing.T) {
 	nd := cl.startNimbus("n1", "", nil)
 	nd.leads()
 	nd.mustSubmit(newSubmission("wc", 2, 1))
-	if _, err := nd.api.Deactivate(ctxT(t), &nimbuspb.DeactivateRequest{Name: "wc"}); err != nil {
+	if _, err := nd.api.Deactivate(testutil.Context(t), &nimbuspb.DeactivateRequest{Name: "wc"}); err != nil {
 		t.Fatal(err)
 	}
 	rev := cl.etcd.RaftIndex()
 	for range 3 {
-		if _, err := nd.n.reconcile(ctxT(t)); err != nil {
+		if _, err := nd.n.reconcile(testutil.Context(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,7 +106,7 @@ func TestSubmitWaitsForReplication(t *testing.T) {
 	if !b.holds(sha) {
 		t.Error("Submit returned before the standby held the artifact")
 	}
-	hs, _ := cl.store.Holders(ctxT(t), sha)
+	hs, _ := cl.store.Holders(testutil.Context(t), sha)
 	if !slices.Contains(hs, "a") || !slices.Contains(hs, "b") {
 		t.Errorf("Holders: got %v, want a and b", hs)
 	}
@@ -143,14 +145,14 @@ func TestTLS(t *testing.T) {
 	sub := newSubmission("wc", 1, 1)
 	a.mustSubmit(sub)
 	b := cl.startNimbus("b", "", withTLS)
-	eventually(t, "b replicates over TLS", func() bool { return b.holds(sub.header.Artifact.Sha256) })
+	testutil.Eventually(t, 30*time.Second, "b replicates over TLS", func() bool { return b.holds(sub.header.Artifact.Sha256) })
 
 	conn, err := grpc.NewClient(a.n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := nimbuspb.NewNimbusClient(conn).List(ctxT(t), &nimbuspb.ListRequest{}); err == nil {
+	if _, err := nimbuspb.NewNimbusClient(conn).List(testutil.Context(t), &nimbuspb.ListRequest{}); err == nil {
 		t.Error("a plaintext client was served by a TLS nimbus")
 	}
 }
@@ -176,7 +178,7 @@ func TestRestartChecksTheArtifactsOnDisk(t *testing.T) {
 	a.mustSubmit(sub)
 	sha := sub.header.Artifact.Sha256
 	b := cl.startNimbus("b", bdir, nil)
-	eventually(t, "b replicates the artifact", func() bool { return b.holds(sha) })
+	testutil.Eventually(t, 30*time.Second, "b replicates the artifact", func() bool { return b.holds(sha) })
 	b.stop()
 	a.stop()
 
@@ -196,14 +198,14 @@ func TestRestartChecksTheArtifactsOnDisk(t *testing.T) {
 
 	a = cl.startNimbus("a", adir, nil)
 	a.leads()
-	eventually(t, "the new leader deletes the artifact no topology uses", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the new leader deletes the artifact no topology uses", func() bool {
 		return !a.holds(orphan.header.Artifact.Sha256)
 	})
 	b = cl.startNimbus("b", bdir, nil)
 	if !strings.Contains(b.logs.String(), "deleting a corrupted artifact") {
 		t.Error("b did not say it deleted the corrupted artifact")
 	}
-	eventually(t, "b fetches the artifact again", func() bool { return b.holds(sha) })
+	testutil.Eventually(t, 30*time.Second, "b fetches the artifact again", func() bool { return b.holds(sha) })
 	if got, _ := os.ReadFile(path); string(got) != string(sub.data) {
 		t.Error("b's copy is not the artifact")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // A leader whose etcd stops answering steps down once its lease has
@@ -45,7 +46,7 @@ func TestLeaderStepsDownWhileEtcdIsDown(t *testing.T) {
 	nd.leads()
 	cl.etcd.Close()
 	cl.etcd = nil
-	eventually(t, "the leader steps down while etcd is down", func() bool { return !nd.n.IsLeader() })
+	testutil.Eventually(t, 30*time.Second, "the leader steps down while etcd is down", func() bool { return !nd.n.IsLeader() })
 	// The reads say that etcd is out of reach, long before the caller's
 	// deadline, rather than keep silent.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

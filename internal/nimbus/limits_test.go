@@ -11,6 +11,7 @@ import (
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func TestLimitsCountAsThePlanWould(t *testing.T) {
@@ -93,7 +94,7 @@ func TestSubmitOverTheBoundsIsRefusedAtOnce(t *testing.T) {
 	rev := cl.etcd.RaftIndex()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := nd.submit(ctxT(t), tt.sub)
+			_, err := nd.submit(testutil.Context(t), tt.sub)
 			wantCode(t, err, codes.InvalidArgument, tt.says...)
 		})
 	}
@@ -110,10 +111,10 @@ func TestSubmitOverTheBoundsIsRefusedAtOnce(t *testing.T) {
 	// A rebalance is bounded too: with topology.acker.executors unset the
 	// ackers follow the workers.
 	id := nd.mustSubmit(newSubmission("wc", 1, 2)).GetId()
-	before, _ := cl.store.Topology(ctxT(t), id)
-	_, err := nd.api.Rebalance(ctxT(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 0, NumWorkers: 2_000_000_000})
+	before, _ := cl.store.Topology(testutil.Context(t), id)
+	_, err := nd.api.Rebalance(testutil.Context(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 0, NumWorkers: 2_000_000_000})
 	wantCode(t, err, codes.InvalidArgument, `"wc"`, "2000000000 ackers", config.NimbusExecutorsPerTopology)
-	if after, _ := cl.store.Topology(ctxT(t), id); after.Rev != before.Rev {
+	if after, _ := cl.store.Topology(testutil.Context(t), id); after.Rev != before.Rev {
 		t.Errorf("a refused rebalance rewrote the record: %+v", after)
 	}
 }
@@ -147,7 +148,7 @@ func TestAnAssignmentEtcdRefusesFailsOnlyItsTopology(t *testing.T) {
 	if !ok || !a.Active || len(a.Workers) != 1 {
 		t.Fatalf("the small topology's assignment: %s, %v; want 1 active worker", describe(a), ok)
 	}
-	list, err := nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
+	list, err := nd.api.List(testutil.Context(t), &nimbuspb.ListRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,16 +165,16 @@ func TestAnAssignmentEtcdRefusesFailsOnlyItsTopology(t *testing.T) {
 		}
 	}
 	// The calls that reconcile go on working.
-	if _, err := nd.api.Deactivate(ctxT(t), &nimbuspb.DeactivateRequest{Name: "small"}); err != nil {
+	if _, err := nd.api.Deactivate(testutil.Context(t), &nimbuspb.DeactivateRequest{Name: "small"}); err != nil {
 		t.Fatalf("Deactivate small: %v", err)
 	}
 	if a, _ := cl.assignment(small.GetId()); a.Active {
 		t.Errorf("after Deactivate: %s, want inactive", describe(a))
 	}
-	if _, err := nd.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "huge", WaitSecs: 0}); err != nil {
+	if _, err := nd.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "huge", WaitSecs: 0}); err != nil {
 		t.Fatalf("Kill huge: %v", err)
 	}
-	if _, err := cl.store.Topology(ctxT(t), resp.GetId()); err == nil {
+	if _, err := cl.store.Topology(testutil.Context(t), resp.GetId()); err == nil {
 		t.Error("the huge topology is still recorded after its kill")
 	}
 }

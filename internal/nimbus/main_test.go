@@ -26,6 +26,7 @@ import (
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -64,7 +65,7 @@ func newCluster(t *testing.T) *cluster {
 // life or until its membership is closed.
 func (cl *cluster) supervisor(id string, ports ...int) *coord.Membership {
 	cl.t.Helper()
-	m, err := cl.store.JoinSupervisor(ctxT(cl.t), coord.Supervisor{ID: id, Host: "127.0.0.1", Ports: ports, Started: time.Now()}, 10*time.Second)
+	m, err := cl.store.JoinSupervisor(testutil.Context(cl.t), coord.Supervisor{ID: id, Host: "127.0.0.1", Ports: ports, Started: time.Now()}, 10*time.Second)
 	if err != nil {
 		cl.t.Fatal(err)
 	}
@@ -161,28 +162,10 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually polls cond until it holds, failing the test after 30 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // leads waits until nd is the leader.
 func (nd *node) leads() {
 	nd.t.Helper()
-	eventually(nd.t, "nimbus "+nd.n.ID()+" leads", nd.n.IsLeader)
+	testutil.Eventually(nd.t, 30*time.Second, "nimbus "+nd.n.ID()+" leads", nd.n.IsLeader)
 }
 
 // topology is a word count's definition: a spout and two bolts.
@@ -245,7 +228,7 @@ func (nd *node) submit(ctx context.Context, s submission) (*nimbuspb.SubmitRespo
 
 func (nd *node) mustSubmit(s submission) *nimbuspb.SubmitResponse {
 	nd.t.Helper()
-	resp, err := nd.submit(ctxT(nd.t), s)
+	resp, err := nd.submit(testutil.Context(nd.t), s)
 	if err != nil {
 		nd.t.Fatalf("Submit %q: %v", s.header.GetName(), err)
 	}
@@ -274,7 +257,7 @@ func (nd *node) artifactFiles() []string {
 // assignment returns the assignment of topology id, or false.
 func (cl *cluster) assignment(id string) (coord.Assignment, bool) {
 	cl.t.Helper()
-	as, err := cl.store.Assignments(ctxT(cl.t))
+	as, err := cl.store.Assignments(testutil.Context(cl.t))
 	if err != nil {
 		cl.t.Fatal(err)
 	}
@@ -288,7 +271,7 @@ func (cl *cluster) assignment(id string) (coord.Assignment, bool) {
 
 func (cl *cluster) topologies() []coord.Topology {
 	cl.t.Helper()
-	ts, err := cl.store.Topologies(ctxT(cl.t))
+	ts, err := cl.store.Topologies(testutil.Context(cl.t))
 	if err != nil {
 		cl.t.Fatal(err)
 	}

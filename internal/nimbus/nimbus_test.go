@@ -23,6 +23,7 @@ import (
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
 	"github.com/gale-stream/gale/internal/scheduler"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func wantCode(t *testing.T, err error, code codes.Code, says ...string) {
@@ -47,7 +48,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if resp.GetStatus() != "ACTIVE" || resp.GetPendingReason() != "" {
 		t.Fatalf("Submit: got %v, want ACTIVE", resp)
 	}
-	topo, err := cl.store.Topology(ctxT(t), resp.GetId())
+	topo, err := cl.store.Topology(testutil.Context(t), resp.GetId())
 	if err != nil {
 		t.Fatalf("the topology's record: %v", err)
 	}
@@ -75,18 +76,18 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if !nd.holds(topo.Artifact.SHA256) {
 		t.Error("the artifact is not in the nimbus's store")
 	}
-	if hs, _ := cl.store.Holders(ctxT(t), topo.Artifact.SHA256); !slices.Equal(hs, []string{"n1"}) {
+	if hs, _ := cl.store.Holders(testutil.Context(t), topo.Artifact.SHA256); !slices.Equal(hs, []string{"n1"}) {
 		t.Errorf("Holders: got %v, want [n1]", hs)
 	}
 
-	list, err := nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
+	list, err := nd.api.List(testutil.Context(t), &nimbuspb.ListRequest{})
 	if err != nil || len(list.GetTopologies()) != 1 {
 		t.Fatalf("List: got %v, %v", list, err)
 	}
 	if s := list.Topologies[0]; s.GetName() != "wordcount" || s.GetStatus() != "ACTIVE" || s.GetExecutors() != int32(len(p.Executors)) || s.GetTasks() != int32(p.Tasks) {
 		t.Errorf("List: got %v", s)
 	}
-	info, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: "wordcount"})
+	info, err := nd.api.Get(testutil.Context(t), &nimbuspb.GetRequest{Name: "wordcount"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if info.GetAssignment().GetVersion() != 1 || len(info.GetAssignment().GetWorkers()) != 2 || info.GetAssignment().GetFingerprint() != sa.Fingerprint() {
 		t.Errorf("Get: assignment %v, want fingerprint %s", info.GetAssignment(), sa.Fingerprint())
 	}
-	ci, err := nd.api.ClusterInfo(ctxT(t), &nimbuspb.ClusterInfoRequest{})
+	ci, err := nd.api.ClusterInfo(testutil.Context(t), &nimbuspb.ClusterInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 		h.Buckets, h.Counts = l.Sparse()
 		return h
 	}
-	_, err = nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
+	_, err = nd.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
 		{Topology: resp.GetId(), Port: 6700, State: "valid", Emitted: 10, Acked: 7, Failed: 1,
 			CompleteLatency: hist(time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, 50*time.Millisecond)},
 		{Topology: resp.GetId(), Port: 6701, State: "starting", Emitted: 5, Acked: 5},
@@ -128,12 +129,12 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s2", Workers: []*nimbuspb.WorkerReport{
+	if _, err := nd.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s2", Workers: []*nimbuspb.WorkerReport{
 		{Topology: resp.GetId(), Port: 6700, State: "valid", CompleteLatency: hist(2*time.Millisecond, 2*time.Millisecond, 2*time.Millisecond)},
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	list, _ = nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
+	list, _ = nd.api.List(testutil.Context(t), &nimbuspb.ListRequest{})
 	if s := list.GetTopologies()[0]; s.GetEmitted() != 15 || s.GetAcked() != 12 || s.GetFailed() != 1 {
 		t.Errorf("List after a report: emitted/acked/failed %d/%d/%d, want 15/12/1", s.GetEmitted(), s.GetAcked(), s.GetFailed())
 	}
@@ -150,16 +151,16 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if s.GetWorkers() != 2 || s.GetWorkersRunning() != 2 {
 		t.Errorf("List's workers: %d running of %d, want 2 of 2 (two valid, one starting)", s.GetWorkersRunning(), s.GetWorkers())
 	}
-	_, err = nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
+	_, err = nd.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
 		{Topology: resp.GetId(), Port: 6700, State: "valid", CompleteLatency: &nimbuspb.LatencyHistogram{Buckets: []int32{300}, Counts: []int64{1}}},
 	}})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "out of range") || !strings.Contains(err.Error(), "port 6700") {
 		t.Errorf("a report with a bad histogram: %v, want InvalidArgument naming the bucket and the worker", err)
 	}
-	if info, _ := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: resp.GetId()}); len(info.GetWorkers()) != 3 {
+	if info, _ := nd.api.Get(testutil.Context(t), &nimbuspb.GetRequest{Name: resp.GetId()}); len(info.GetWorkers()) != 3 {
 		t.Errorf("Get by id: workers %v, want the three reported", info.GetWorkers())
 	}
-	_, err = nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
+	_, err = nd.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
 		{Topology: resp.GetId(), Port: 6700, State: "valid", Components: []*nimbuspb.ComponentStats{
 			{Component: "c", Kind: "spout", Tasks: 1, Emitted: 10, Acked: 7, Failed: 3, FailedByBolt: 1, TimedOut: 2,
 				CompleteLatency: hist(time.Millisecond, time.Millisecond)},
@@ -173,7 +174,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `component "c" complete_latency`) {
 		t.Errorf("a report with a bad component histogram: %v, want InvalidArgument naming the component", err)
 	}
-	if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
+	if _, err := nd.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s1", Workers: []*nimbuspb.WorkerReport{
 		{Topology: resp.GetId(), Port: 6700, State: "valid", Components: []*nimbuspb.ComponentStats{
 			{Component: "c", Kind: "spout", Tasks: 1, Emitted: 10, Acked: 7, Failed: 3, FailedByBolt: 1, TimedOut: 2,
 				CompleteLatency: hist(time.Millisecond, time.Millisecond)},
@@ -188,7 +189,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 	}
 	// Get sums the components over the workers of both supervisors (s2
 	// reported none): the counters add, the capacity is the largest.
-	info, err = nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: resp.GetId()})
+	info, err = nd.api.Get(testutil.Context(t), &nimbuspb.GetRequest{Name: resp.GetId()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,17 +260,17 @@ func TestSubmitRefusesBadSubmissionsAndChangesNothing(t *testing.T) {
 	rev := cl.etcd.RaftIndex()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := nd.submit(ctxT(t), tt.sub)
+			_, err := nd.submit(testutil.Context(t), tt.sub)
 			wantCode(t, err, tt.code, tt.says...)
 		})
 	}
 	if ts := cl.topologies(); len(ts) != 0 {
 		t.Errorf("bad submissions left topologies %+v", ts)
 	}
-	if as, _ := cl.store.Assignments(ctxT(t)); len(as) != 0 {
+	if as, _ := cl.store.Assignments(testutil.Context(t)); len(as) != 0 {
 		t.Errorf("bad submissions left assignments %+v", as)
 	}
-	if hs, _ := cl.store.Holders(ctxT(t), good.header.Artifact.Sha256); len(hs) != 0 {
+	if hs, _ := cl.store.Holders(testutil.Context(t), good.header.Artifact.Sha256); len(hs) != 0 {
 		t.Errorf("bad submissions left holders %v", hs)
 	}
 	if files := nd.artifactFiles(); len(files) != 0 {
@@ -290,7 +291,7 @@ func TestSubmitRefusesATakenName(t *testing.T) {
 	nd := cl.startNimbus("n1", "", nil)
 	nd.leads()
 	first := nd.mustSubmit(newSubmission("wc", 1, 1))
-	_, err := nd.submit(ctxT(t), newSubmission("wc", 1, 2))
+	_, err := nd.submit(testutil.Context(t), newSubmission("wc", 1, 2))
 	wantCode(t, err, codes.AlreadyExists, `"wc"`, first.GetId(), "kill it first")
 	if ts := cl.topologies(); len(ts) != 1 || ts[0].ID != first.GetId() {
 		t.Errorf("topologies: got %+v, want only the first", ts)
@@ -304,13 +305,13 @@ func TestKillRemovesEverything(t *testing.T) {
 	nd.leads()
 	sub := newSubmission("wc", 2, 1)
 	id := nd.mustSubmit(sub).GetId()
-	if _, err := nd.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "wc", WaitSecs: 0}); err != nil {
+	if _, err := nd.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "wc", WaitSecs: 0}); err != nil {
 		t.Fatalf("Kill: %v", err)
 	}
 	if ts := cl.topologies(); len(ts) != 0 {
 		t.Errorf("after Kill: topologies %+v", ts)
 	}
-	if _, err := cl.store.TopologyByName(ctxT(t), "wc"); !errors.Is(err, coord.ErrNotFound) {
+	if _, err := cl.store.TopologyByName(testutil.Context(t), "wc"); !errors.Is(err, coord.ErrNotFound) {
 		t.Errorf("after Kill: the name is still taken: %v", err)
 	}
 	if a, ok := cl.assignment(id); ok {
@@ -319,10 +320,10 @@ func TestKillRemovesEverything(t *testing.T) {
 	if nd.holds(sub.header.Artifact.Sha256) {
 		t.Error("after Kill: the artifact no topology uses is still stored")
 	}
-	if hs, _ := cl.store.Holders(ctxT(t), sub.header.Artifact.Sha256); len(hs) != 0 {
+	if hs, _ := cl.store.Holders(testutil.Context(t), sub.header.Artifact.Sha256); len(hs) != 0 {
 		t.Errorf("after Kill: holders of the deleted artifact %v, want none", hs)
 	}
-	_, err := nd.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "wc"})
+	_, err := nd.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "wc"})
 	wantCode(t, err, codes.NotFound, `"wc"`)
 	// The name is free again, and the slots.
 	if resp := nd.mustSubmit(newSubmission("wc", 2, 3)); resp.GetStatus() != "ACTIVE" {
@@ -339,7 +340,7 @@ func TestKillKeepsAnArtifactAnotherTopologyUses(t *testing.T) {
 	b := newSubmission("b", 1, 1) // the same binary
 	nd.mustSubmit(a)
 	nd.mustSubmit(b)
-	if _, err := nd.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "a", WaitSecs: 0}); err != nil {
+	if _, err := nd.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "a", WaitSecs: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if !nd.holds(a.header.Artifact.Sha256) {
@@ -353,7 +354,7 @@ func TestActivateDeactivateRebalance(t *testing.T) {
 	nd := cl.startNimbus("n1", "", nil)
 	nd.leads()
 	id := nd.mustSubmit(newSubmission("wc", 2, 1)).GetId()
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	if _, err := nd.api.Deactivate(ctx, &nimbuspb.DeactivateRequest{Name: "wc"}); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +411,7 @@ func TestRebalanceOfAnInactiveTopologyKeepsItInactive(t *testing.T) {
 	nd := cl.startNimbus("n1", "", nil)
 	nd.leads()
 	id := nd.mustSubmit(newSubmission("wc", 1, 1)).GetId()
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	if _, err := nd.api.Deactivate(ctx, &nimbuspb.DeactivateRequest{Name: "wc"}); err != nil {
 		t.Fatal(err)
 	}
@@ -435,13 +436,13 @@ func TestSubmitWithoutFreeSlotsIsPendingWithTheReason(t *testing.T) {
 	if _, ok := cl.assignment(resp.GetId()); ok {
 		t.Error("a pending topology got an assignment")
 	}
-	list, _ := nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
+	list, _ := nd.api.List(testutil.Context(t), &nimbuspb.ListRequest{})
 	if s := list.GetTopologies()[0]; s.GetPendingReason() != resp.GetPendingReason() {
 		t.Errorf("List: pending reason %q, want %q", s.GetPendingReason(), resp.GetPendingReason())
 	}
 	// Slots that join are used without another call.
 	cl.supervisor("s2", 6700, 6701)
-	eventually(t, "the pending topology is assigned once slots join", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the pending topology is assigned once slots join", func() bool {
 		_, ok := cl.assignment(resp.GetId())
 		return ok
 	})
@@ -458,28 +459,28 @@ func TestStandbyReplicatesRefusesMutationsAndTakesOver(t *testing.T) {
 
 	b := cl.startNimbus("b", "", nil)
 	sha := sub.header.Artifact.Sha256
-	eventually(t, "the standby replicates the artifact", func() bool { return b.holds(sha) })
-	eventually(t, "the standby records its hold", func() bool {
-		hs, _ := cl.store.Holders(ctxT(t), sha)
+	testutil.Eventually(t, 30*time.Second, "the standby replicates the artifact", func() bool { return b.holds(sha) })
+	testutil.Eventually(t, 30*time.Second, "the standby records its hold", func() bool {
+		hs, _ := cl.store.Holders(testutil.Context(t), sha)
 		return slices.Contains(hs, "b")
 	})
 	if b.n.IsLeader() {
 		t.Fatal("two leaders")
 	}
-	_, err := b.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "wc"})
+	_, err := b.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "wc"})
 	wantCode(t, err, codes.FailedPrecondition, "nimbus b is a standby; the leader is "+a.n.Addr())
-	_, err = b.submit(ctxT(t), newSubmission("other", 1, 2))
+	_, err = b.submit(testutil.Context(t), newSubmission("other", 1, 2))
 	wantCode(t, err, codes.FailedPrecondition, "standby")
 	// A standby takes reports (supervisors report to every nimbus), and
 	// answers reads once it has the other nimbuses' totals and has heard
 	// from every supervisor.
-	eventually(t, "the standby taking the leader's totals", b.n.windows.isSynced)
-	_, err = b.api.List(ctxT(t), &nimbuspb.ListRequest{})
+	testutil.Eventually(t, 30*time.Second, "the standby taking the leader's totals", b.n.windows.isSynced)
+	_, err = b.api.List(testutil.Context(t), &nimbuspb.ListRequest{})
 	wantCode(t, err, codes.Unavailable, "has not heard from supervisor(s) s1 yet")
-	if _, err := b.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1"}); err != nil {
+	if _, err := b.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s1"}); err != nil {
 		t.Fatalf("Report to the standby: %v", err)
 	}
-	if list, err := b.api.List(ctxT(t), &nimbuspb.ListRequest{}); err != nil || len(list.GetTopologies()) != 1 {
+	if list, err := b.api.List(testutil.Context(t), &nimbuspb.ListRequest{}); err != nil || len(list.GetTopologies()) != 1 {
 		t.Errorf("List on the standby: %v, %v", list, err)
 	}
 
@@ -510,8 +511,8 @@ func TestLeaderWithoutAnArtifactResigns(t *testing.T) {
 	a.mustSubmit(sub)
 	sha := sub.header.Artifact.Sha256
 	b := cl.startNimbus("b", "", slow)
-	eventually(t, "b replicates the artifact", func() bool { return b.holds(sha) })
-	eventually(t, "b campaigns", func() bool {
+	testutil.Eventually(t, 30*time.Second, "b replicates the artifact", func() bool { return b.holds(sha) })
+	testutil.Eventually(t, 30*time.Second, "b campaigns", func() bool {
 		return strings.Contains(b.logs.String(), "campaigning")
 	})
 	// b lost it (a wiped disk) while waiting to lead.
@@ -519,7 +520,7 @@ func TestLeaderWithoutAnArtifactResigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.stop()
-	eventually(t, "b says it was elected without the artifact", func() bool {
+	testutil.Eventually(t, 30*time.Second, "b says it was elected without the artifact", func() bool {
 		return strings.Contains(b.logs.String(), "elected without a topology's artifact")
 	})
 	log := b.logs.String()
@@ -528,20 +529,20 @@ func TestLeaderWithoutAnArtifactResigns(t *testing.T) {
 			t.Errorf("b's log does not say %q", want)
 		}
 	}
-	eventually(t, "b resigns", func() bool {
-		_, err := cl.store.Leader(ctxT(t))
+	testutil.Eventually(t, 30*time.Second, "b resigns", func() bool {
+		_, err := cl.store.Leader(testutil.Context(t))
 		return errors.Is(err, coord.ErrNotFound)
 	})
 	if b.n.IsLeader() {
 		t.Error("b leads without the artifact")
 	}
-	_, err := b.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "wc"})
+	_, err := b.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "wc"})
 	wantCode(t, err, codes.FailedPrecondition, "standby")
 
 	// a comes back with the artifact and leads; b replicates from it.
 	a = cl.startNimbus("a", adir, slow)
 	a.leads()
-	eventually(t, "b replicates the artifact again", func() bool { return b.holds(sha) })
+	testutil.Eventually(t, 30*time.Second, "b replicates the artifact again", func() bool { return b.holds(sha) })
 }
 
 // A kill's wait is recorded in etcd: a leader killed during it does not
@@ -554,12 +555,12 @@ func TestKillInProgressSurvivesTheLeader(t *testing.T) {
 	sub := newSubmission("wc", 1, 1)
 	id := a.mustSubmit(sub).GetId()
 	b := cl.startNimbus("b", "", nil)
-	eventually(t, "b replicates the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
+	testutil.Eventually(t, 30*time.Second, "b replicates the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
 
-	if _, err := a.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "wc", WaitSecs: 1}); err != nil {
+	if _, err := a.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "wc", WaitSecs: 1}); err != nil {
 		t.Fatal(err)
 	}
-	tp, err := cl.store.Topology(ctxT(t), id)
+	tp, err := cl.store.Topology(testutil.Context(t), id)
 	if err != nil || tp.Status != coord.StatusKilled || tp.Deadline.IsZero() {
 		t.Fatalf("during the kill's wait: %+v, %v; want KILLED with a deadline", tp, err)
 	}
@@ -568,8 +569,8 @@ func TestKillInProgressSurvivesTheLeader(t *testing.T) {
 	}
 	a.stop()
 	b.leads()
-	eventually(t, "the new leader finishes the kill", func() bool {
-		_, err := cl.store.Topology(ctxT(t), id)
+	testutil.Eventually(t, 30*time.Second, "the new leader finishes the kill", func() bool {
+		_, err := cl.store.Topology(testutil.Context(t), id)
 		return errors.Is(err, coord.ErrNotFound)
 	})
 	if _, ok := cl.assignment(id); ok {
@@ -585,7 +586,7 @@ func TestMutatingCallsNeedTheToken(t *testing.T) {
 		c.Cluster = gale.Config{config.NimbusAuthToken: "s3cret"}
 	})
 	nd.leads()
-	_, err := nd.submit(ctxT(t), newSubmission("wc", 1, 1))
+	_, err := nd.submit(testutil.Context(t), newSubmission("wc", 1, 1))
 	wantCode(t, err, codes.Unauthenticated, "bearer token")
 	for _, md := range []string{"Bearer wrong", "s3cret", "Basic s3cret"} {
 		ctx := metadataCtx(t, md)
@@ -598,7 +599,7 @@ func TestMutatingCallsNeedTheToken(t *testing.T) {
 		t.Fatalf("an unauthenticated submit stored %+v", ts)
 	}
 	// Reads need no token.
-	if _, err := nd.api.List(ctxT(t), &nimbuspb.ListRequest{}); err != nil {
+	if _, err := nd.api.List(testutil.Context(t), &nimbuspb.ListRequest{}); err != nil {
 		t.Errorf("List without a token: %v", err)
 	}
 	ctx := metadataCtx(t, "Bearer s3cret")
@@ -623,7 +624,7 @@ func TestTokenFile(t *testing.T) {
 	nd.leads()
 	_, err := nd.api.Kill(metadataCtx(t, "Bearer from-a-file"), &nimbuspb.KillRequest{Name: "none"})
 	wantCode(t, err, codes.NotFound) // past the token check
-	_, err = nd.api.Kill(ctxT(t), &nimbuspb.KillRequest{Name: "none"})
+	_, err = nd.api.Kill(testutil.Context(t), &nimbuspb.KillRequest{Name: "none"})
 	wantCode(t, err, codes.Unauthenticated)
 }
 
@@ -661,7 +662,7 @@ func TestDownloadServesHeldArtifactsOnly(t *testing.T) {
 	nd.leads()
 	sub := newSubmission("wc", 1, 1)
 	nd.mustSubmit(sub)
-	stream, err := nd.api.Download(ctxT(t), &nimbuspb.DownloadRequest{Sha256: sub.header.Artifact.Sha256})
+	stream, err := nd.api.Download(testutil.Context(t), &nimbuspb.DownloadRequest{Sha256: sub.header.Artifact.Sha256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -683,7 +684,7 @@ func TestDownloadServesHeldArtifactsOnly(t *testing.T) {
 		t.Errorf("Download: got %d bytes, want the %d submitted", len(got), len(sub.data))
 	}
 	missing := newSubmission("x", 1, 99).header.Artifact.Sha256
-	stream, err = nd.api.Download(ctxT(t), &nimbuspb.DownloadRequest{Sha256: missing})
+	stream, err = nd.api.Download(testutil.Context(t), &nimbuspb.DownloadRequest{Sha256: missing})
 	if err == nil {
 		_, err = stream.Recv()
 	}
@@ -691,7 +692,7 @@ func TestDownloadServesHeldArtifactsOnly(t *testing.T) {
 }
 
 func metadataCtx(t *testing.T, authorization string) context.Context {
-	return metadata.AppendToOutgoingContext(ctxT(t), "authorization", authorization)
+	return metadata.AppendToOutgoingContext(testutil.Context(t), "authorization", authorization)
 }
 
 // A rebalance's wait is recorded too: the next leader applies it and
@@ -704,12 +705,12 @@ func TestRebalanceInProgressSurvivesTheLeader(t *testing.T) {
 	sub := newSubmission("wc", 1, 1)
 	id := a.mustSubmit(sub).GetId()
 	b := cl.startNimbus("b", "", nil)
-	eventually(t, "b replicates the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
+	testutil.Eventually(t, 30*time.Second, "b replicates the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
 
-	if _, err := a.api.Rebalance(ctxT(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 1, NumWorkers: 3}); err != nil {
+	if _, err := a.api.Rebalance(testutil.Context(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 1, NumWorkers: 3}); err != nil {
 		t.Fatal(err)
 	}
-	tp, _ := cl.store.Topology(ctxT(t), id)
+	tp, _ := cl.store.Topology(testutil.Context(t), id)
 	if tp.Status != coord.StatusRebalancing || tp.Rebalance == nil || tp.Rebalance.Workers != 3 || tp.Workers != 1 {
 		t.Fatalf("during the rebalance's wait: %+v, want REBALANCING to 3 workers, still 1", tp)
 	}
@@ -718,11 +719,11 @@ func TestRebalanceInProgressSurvivesTheLeader(t *testing.T) {
 	}
 	a.stop()
 	b.leads()
-	eventually(t, "the new leader finishes the rebalance", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the new leader finishes the rebalance", func() bool {
 		asg, _ := cl.assignment(id)
 		return asg.Active && len(asg.Workers) == 3
 	})
-	if tp, _ := cl.store.Topology(ctxT(t), id); tp.Status != coord.StatusActive || tp.Workers != 3 || tp.Rebalance != nil {
+	if tp, _ := cl.store.Topology(testutil.Context(t), id); tp.Status != coord.StatusActive || tp.Workers != 3 || tp.Rebalance != nil {
 		t.Errorf("after the rebalance: %+v", tp)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/metrics"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // fakeWorker is a worker whose spout emits and acks one tree a second
@@ -52,7 +53,7 @@ func TestGetRollingWindows(t *testing.T) {
 	w := fakeWorker{port: 6700, pid: 100, started: t0.Add(-50 * time.Second)}
 	report := func() {
 		t.Helper()
-		if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1",
+		if _, err := nd.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s1",
 			Workers: []*nimbuspb.WorkerReport{w.report(id, clock.Now())}}); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestGetRollingWindows(t *testing.T) {
 		wins := metrics.Windows()
 		for _, win := range wins {
 			secs := win.Secs
-			info, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: "wordcount", WindowSecs: secs})
+			info, err := nd.api.Get(testutil.Context(t), &nimbuspb.GetRequest{Name: "wordcount", WindowSecs: secs})
 			if err != nil {
 				t.Fatalf("%s: Get window %d: %v", when, secs, err)
 			}
@@ -150,7 +151,7 @@ func TestGetRollingWindows(t *testing.T) {
 	}
 	nd.n.windows.mu.Unlock()
 
-	_, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: "wordcount", WindowSecs: 60})
+	_, err := nd.api.Get(testutil.Context(t), &nimbuspb.GetRequest{Name: "wordcount", WindowSecs: 60})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("Get with window_secs 60: %v, want InvalidArgument", err)
 	}
@@ -219,7 +220,7 @@ func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
 			if nd == a && stopped {
 				continue
 			}
-			if _, err := nd.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: sup, Workers: ws, Totals: totals(id, acked)}); err != nil {
+			if _, err := nd.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: sup, Workers: ws, Totals: totals(id, acked)}); err != nil {
 				t.Fatalf("Report of %s to %s: %v", sup, nd.n.ID(), err)
 			}
 		}
@@ -227,12 +228,12 @@ func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
 	// want checks List and Get, and the all-time window, on nd.
 	want := func(nd *node, when string, acked int64, running int32) {
 		t.Helper()
-		list, err := nd.api.List(ctxT(t), &nimbuspb.ListRequest{})
+		list, err := nd.api.List(testutil.Context(t), &nimbuspb.ListRequest{})
 		if err != nil {
 			t.Fatalf("%s: List on %s: %v", when, nd.n.ID(), err)
 		}
 		s := list.GetTopologies()[0]
-		info, err := nd.api.Get(ctxT(t), &nimbuspb.GetRequest{Name: id})
+		info, err := nd.api.Get(testutil.Context(t), &nimbuspb.GetRequest{Name: id})
 		if err != nil {
 			t.Fatalf("%s: Get on %s: %v", when, nd.n.ID(), err)
 		}
@@ -260,7 +261,7 @@ func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
 	want(b, "a late report", 160, 3)
 
 	// The leader goes: the standby, leading, has it all at once.
-	eventually(t, "nimbus b holding the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
+	testutil.Eventually(t, 30*time.Second, "nimbus b holding the artifact", func() bool { return b.holds(sub.header.Artifact.Sha256) })
 	a.stop()
 	stopped = true
 	b.leads()
@@ -271,13 +272,13 @@ func TestTotalsNeverGoBackAcrossSupervisorsAndNimbuses(t *testing.T) {
 	// A nimbus that starts after s2 was lost takes s2's count from b,
 	// and once it leads shows it too.
 	c := cl.startNimbus("c", "", nil)
-	eventually(t, "nimbus c taking the other nimbuses' totals", c.n.windows.isSynced)
-	if _, err := c.api.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: "s1",
+	testutil.Eventually(t, 30*time.Second, "nimbus c taking the other nimbuses' totals", c.n.windows.isSynced)
+	if _, err := c.api.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: "s1",
 		Workers: []*nimbuspb.WorkerReport{worker("s1", 6700), worker("s1", 6701)}, Totals: totals(id, 130)}); err != nil {
 		t.Fatal(err)
 	}
 	// c campaigns once it holds the artifact, which only b can give it.
-	eventually(t, "nimbus c holding the artifact", func() bool { return c.holds(sub.header.Artifact.Sha256) })
+	testutil.Eventually(t, 30*time.Second, "nimbus c holding the artifact", func() bool { return c.holds(sub.header.Artifact.Sha256) })
 	b.stop()
 	c.leads()
 	want(c, "a nimbus started after s2's loss, leading", 180, 2)

@@ -13,21 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// eventually polls cond until it holds, failing the test after 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		<-tick.C
-	}
-}
+	"github.com/gale-stream/gale/internal/testutil"
+)
 
 // recv returns the next value from ch, failing the test after 10 s.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
@@ -393,7 +381,7 @@ func TestOnConnectBeforeFrames(t *testing.T) {
 	}
 	srv1.Close()
 	lg.wait(t, logShuttingDown, addr)
-	eventually(t, "Connected() is false", func() bool { return !snd.Connected() })
+	testutil.Eventually(t, 10*time.Second, "Connected() is false", func() bool { return !snd.Connected() })
 
 	// Queued while there is no connection: the first frames the new
 	// connection carries.
@@ -508,8 +496,8 @@ func TestByteCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, fmt.Sprintf("%d data frames arrived", n), func() bool { return got.Load() == n })
-	eventually(t, fmt.Sprintf("BytesSent = BytesReceived = %d", want), func() bool {
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d data frames arrived", n), func() bool { return got.Load() == n })
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("BytesSent = BytesReceived = %d", want), func() bool {
 		return snd.BytesSent() == want && srv.BytesReceived() == want
 	})
 	if got, want := snd.FramesSent(), int64(1+n); got != want {
@@ -611,8 +599,8 @@ func TestSenderReleasesPayloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, fmt.Sprintf("%d frames arrived", n), func() bool { return got.Load() == n })
-	eventually(t, fmt.Sprintf("%d payloads released", n), func() bool {
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d frames arrived", n), func() bool { return got.Load() == n })
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d payloads released", n), func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(released) == n

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // Log lines the tests below look for.
@@ -138,7 +140,7 @@ func TestSenderQuietOnOrderlyClose(t *testing.T) {
 		t.Errorf("Write during Server.Close: %v, want ErrConnClosed", err)
 	}
 	lg.wait(t, logShuttingDown, "addr="+addr)
-	eventually(t, "the sender made 3 attempts", func() bool { return lg.count(logRetryQuiet, "addr="+addr) >= 3 })
+	testutil.Eventually(t, 10*time.Second, "the sender made 3 attempts", func() bool { return lg.count(logRetryQuiet, "addr="+addr) >= 3 })
 	snd.Close()
 
 	lines := lg.snapshot()
@@ -177,7 +179,7 @@ func TestSenderWarnsOnCrash(t *testing.T) {
 
 			crash(t, srv, tt.reset)
 			lg.wait(t, logLost, "addr="+addr, tt.err)
-			eventually(t, "3 attempts warned", func() bool {
+			testutil.Eventually(t, 10*time.Second, "3 attempts warned", func() bool {
 				return lg.count(logRetryWarn, "addr="+addr, "connection refused") >= 3
 			})
 			snd.Close()
@@ -245,7 +247,7 @@ func TestSenderWarnsAfterQuietPeriod(t *testing.T) {
 	if d := time.Since(start); d < quiet {
 		t.Errorf("warned %v after the close, want ≥ QuietAfterClose = %v", d, quiet)
 	}
-	eventually(t, "3 attempts warned", func() bool { return lg.count(logRetryWarn, "addr="+addr) >= 3 })
+	testutil.Eventually(t, 10*time.Second, "3 attempts warned", func() bool { return lg.count(logRetryWarn, "addr="+addr) >= 3 })
 	snd.Close()
 
 	lines := lg.snapshot()
@@ -340,7 +342,7 @@ func TestSenderReadsCloseBeforeReset(t *testing.T) {
 
 	recv(t, inHandler, "the credits")
 	close(sendClose)
-	eventually(t, "a write failed", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a write failed", func() bool {
 		select {
 		case snd.Queue() <- Frame{FrameData, []byte{1}}:
 		default:

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // Redirect moves a sender to its peer's new address with a new hello:
@@ -44,7 +46,7 @@ func TestSenderRedirect(t *testing.T) {
 			oldRec.waitFor(t, FrameData, 10)
 			if tc.oldDown {
 				oldSrv.Close()
-				eventually(t, "the sender sees its peer gone", func() bool { return !snd.Connected() })
+				testutil.Eventually(t, 10*time.Second, "the sender sees its peer gone", func() bool { return !snd.Connected() })
 			}
 			newHello := hello("a")
 			newHello.Assignment = "as-2"
@@ -55,7 +57,7 @@ func TestSenderRedirect(t *testing.T) {
 			if p := recv(t, opened, "the new listener's connection"); p != newHello {
 				t.Errorf("the new listener saw the hello %+v, want %+v", p, newHello)
 			}
-			eventually(t, "the old connection closed", func() bool { return oldClosed.Load() == 1 })
+			testutil.Eventually(t, 10*time.Second, "the old connection closed", func() bool { return oldClosed.Load() == 1 })
 			sendData(t, snd, 10, 20)
 			got := newRec.waitFor(t, FrameData, 10)
 			for i, f := range got {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // countingListener counts the connections it accepts.
@@ -196,7 +198,7 @@ func TestSenderRateLimitsConnectionEnds(t *testing.T) {
 			snd := NewSender(SenderConfig{Hello: hello("a"), Addr: addr, Logger: slg.logger(), MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 			defer snd.Close()
 			const conns = 40
-			eventually(t, "40 connections", func() bool { return accepted.Load() >= conns })
+			testutil.Eventually(t, 10*time.Second, "40 connections", func() bool { return accepted.Load() >= conns })
 			closing.Store(true)
 			snd.Close()
 			if n := slg.count(tt.log); n < 1 || n > 10 {

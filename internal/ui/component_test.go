@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // reportDetail sends the supervisor's report of the topology's two
@@ -15,7 +16,7 @@ import (
 // runtime reports: split runs tasks 3-4 in the first worker and 5-6 in
 // the second; each worker's split task reported an error.
 func (ev *env) reportDetail(errAt time.Time) {
-	if _, err := ev.sup.Report(ctxT(ev.t), ev.detailReport(errAt)); err != nil {
+	if _, err := ev.sup.Report(testutil.Context(ev.t), ev.detailReport(errAt)); err != nil {
 		ev.t.Fatalf("Report: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale/internal/nimbus"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // newOpenEnv is newEnv on a nimbus that needs no token, as gale demo's
@@ -20,7 +21,7 @@ func newOpenEnv(t *testing.T) *env {
 // status and body.
 func (ev *env) send(method, path, body string, header map[string]string) (int, string) {
 	ev.t.Helper()
-	req, err := http.NewRequestWithContext(ctxT(ev.t), method, ev.url+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(testutil.Context(ev.t), method, ev.url+path, strings.NewReader(body))
 	if err != nil {
 		ev.t.Fatal(err)
 	}

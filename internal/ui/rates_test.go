@@ -14,6 +14,7 @@ import (
 	"github.com/gale-stream/gale/internal/nimbus"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // steadyWorker is a worker acking rate trees a second since started,
@@ -61,7 +62,7 @@ func TestLiveRatesFollowTheReports(t *testing.T) {
 		{port: 6700, rate: 60, batch: 8, phase: 0, period: 5 * time.Second},
 		{port: 6701, rate: 40, batch: 8, phase: 2500 * time.Millisecond, period: 5 * time.Second},
 	}
-	ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+token)
+	ctx := metadata.AppendToOutgoingContext(testutil.Context(t), "authorization", "Bearer "+token)
 	var lastAcked float64
 	naiveOff := 0
 	polls := 0
@@ -204,7 +205,7 @@ func submitConf(ev *env, name string, conf gale.Config) string {
 	data := []byte("not really a binary, but nimbus only stores it")
 	sum := sha256.Sum256(data)
 	confJSON, _ := json.Marshal(conf)
-	ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+token)
+	ctx := metadata.AppendToOutgoingContext(testutil.Context(t), "authorization", "Bearer "+token)
 	stream, err := ev.api.Submit(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // reportProcesses sends the supervisor's report of the topology's two
@@ -22,7 +23,7 @@ func (ev *env) reportProcesses() {
 		{Topology: ev.id, Port: 6701, Pid: 1001, State: "valid", Supervisor: ev.sups, Host: "127.0.0.1", CpuSeconds: 1},
 		{Topology: ev.id, Port: 6702, State: "waiting", Supervisor: ev.sups, Host: "127.0.0.1", MetricsPort: 9102},
 	}
-	if _, err := ev.sup.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
+	if _, err := ev.sup.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
 		t.Fatalf("Report: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/gale-stream/gale/internal/nimbus"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/plan"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 const token = "s3cret"
@@ -40,12 +41,6 @@ type env struct {
 	id   string                // the topology's id
 	url  string                // the UI's base URL
 	sups string                // the supervisor's id
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
@@ -64,7 +59,7 @@ func newEnvWith(t *testing.T, mod func(*nimbus.Config)) *env {
 	}
 	store := coord.NewStore(c)
 	t.Cleanup(func() { store.Close(); c.Close() })
-	m, err := store.JoinSupervisor(ctxT(t), coord.Supervisor{ID: "s1", Host: "127.0.0.1", Ports: []int{6700, 6701}, Started: time.Now()}, 10*time.Second)
+	m, err := store.JoinSupervisor(testutil.Context(t), coord.Supervisor{ID: "s1", Host: "127.0.0.1", Ports: []int{6700, 6701}, Started: time.Now()}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +134,7 @@ func (ev *env) submit(name string) string {
 	data := []byte("not really a binary, but nimbus only stores it")
 	sum := sha256.Sum256(data)
 	conf, _ := json.Marshal(gale.Config{gale.TopologyMessageTimeoutSecs: 7})
-	ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+token)
+	ctx := metadata.AppendToOutgoingContext(testutil.Context(t), "authorization", "Bearer "+token)
 	stream, err := ev.api.Submit(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +177,7 @@ func (ev *env) report() {
 			},
 		})
 	}
-	if _, err := ev.sup.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
+	if _, err := ev.sup.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
 		t.Fatalf("Report: %v", err)
 	}
 }
@@ -190,7 +185,7 @@ func (ev *env) report() {
 // do sends a request to the UI and returns its status and body.
 func (ev *env) do(method, path, auth, body string) (int, []byte) {
 	ev.t.Helper()
-	req, err := http.NewRequestWithContext(ctxT(ev.t), method, ev.url+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(testutil.Context(ev.t), method, ev.url+path, strings.NewReader(body))
 	if err != nil {
 		ev.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gale-stream/gale/galetest"
 	"github.com/gale-stream/gale/internal/nimbus"
 	"github.com/gale-stream/gale/internal/nimbuspb"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // topology/:id takes Storm's window parameter: the spouts' and bolts'
@@ -31,7 +32,7 @@ func TestTopologyWindows(t *testing.T) {
 				{Component: "split", Kind: "bolt", Tasks: 4, Executed: 3 * n, Acked: 3 * n},
 			},
 		}}
-		if _, err := ev.sup.Report(ctxT(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
+		if _, err := ev.sup.Report(testutil.Context(t), &nimbuspb.ReportRequest{Supervisor: ev.sups, Workers: ws}); err != nil {
 			t.Fatalf("Report: %v", err)
 		}
 	}
