@@ -49,7 +49,7 @@ import (
 	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // RaceEnv set to 1 builds the gale binary with the race detector, so
@@ -389,7 +389,7 @@ func Poll(ctx context.Context, ok func() bool) error {
 // Workers are the cluster's processes other than dev and its children:
 // the workers its supervisors started.
 func (c *Cluster) Workers() ([]int, error) {
-	ps, err := proclist.Under(c.Dir)
+	ps, err := procstat.Under(c.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +516,7 @@ func (c *Cluster) stopOnce() error {
 func (c *Cluster) killAll() []int {
 	c.cmd.Process.Kill()
 	<-c.exited
-	ps, _ := proclist.Under(c.Dir)
+	ps, _ := procstat.Under(c.Dir)
 	var left []int
 	for _, p := range ps {
 		left = append(left, p.PID)

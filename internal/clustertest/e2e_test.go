@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -214,7 +214,7 @@ func TestDemo(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("gale demo after SIGINT: %v, want exit 0", err)
 	}
-	if left, err := proclist.Under(dir); err != nil || len(left) > 0 {
+	if left, err := procstat.Under(dir); err != nil || len(left) > 0 {
 		t.Errorf("processes left under %s: %v (%v)", dir, left, err)
 	}
 }

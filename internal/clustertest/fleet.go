@@ -26,7 +26,7 @@ import (
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/testcert"
 )
 
@@ -520,7 +520,7 @@ func (f *Fleet) pids() []int {
 }
 
 func workersUnder(dir string, ours []int) ([]int, error) {
-	ps, err := proclist.Under(dir)
+	ps, err := procstat.Under(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +572,7 @@ func (f *Fleet) stop() error {
 		f.store.Close()
 		f.client.Close()
 	}
-	ps, _ := proclist.Under(f.Dir)
+	ps, _ := procstat.Under(f.Dir)
 	var left []int
 	for _, p := range ps {
 		left = append(left, p.PID)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/gale-stream/gale/internal/netnstest"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // partitionTimeout bounds each wait of the partition tests: generous, for
@@ -484,7 +484,7 @@ func describe(info *nimbuspb.TopologyInfo) string {
 // run with a spec under it.
 func workerPIDs(t *testing.T, dir string) []int {
 	t.Helper()
-	ps, err := proclist.Under(dir)
+	ps, err := procstat.Under(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/cli"
 	"github.com/gale-stream/gale/internal/coord"
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // Config is a cluster to start: the settings of `gale dev`'s flags.
@@ -575,7 +575,7 @@ func (d *Cluster) terminate(cs []*Child, grace time.Duration) {
 // program lies under the cluster's directory: the workers
 // its supervisors started, which outlive a supervisor by design.
 func (d *Cluster) stopWorkers() error {
-	find := func() ([]proclist.Proc, error) { return d.WorkersUnder(d.Dir) }
+	find := func() ([]procstat.Process, error) { return d.WorkersUnder(d.Dir) }
 	ps, err := find()
 	if err != nil || len(ps) == 0 {
 		return err
@@ -618,7 +618,7 @@ func (d *Cluster) stopWorkers() error {
 	return fmt.Errorf("processes still running under %s after SIGKILL: %v", d.Dir, pidsOf(ps))
 }
 
-func pidsOf(ps []proclist.Proc) []int {
+func pidsOf(ps []procstat.Process) []int {
 	out := make([]int, len(ps))
 	for i, p := range ps {
 		out[i] = p.PID
@@ -662,12 +662,12 @@ func (d *Cluster) KillSupervisor(c *Child) (workers int, err error) {
 // WorkersUnder lists the processes other than the cluster's own whose
 // program lies under dir: the workers of the supervisors
 // whose directories are under it.
-func (d *Cluster) WorkersUnder(dir string) ([]proclist.Proc, error) {
+func (d *Cluster) WorkersUnder(dir string) ([]procstat.Process, error) {
 	ours := make(map[int]bool)
 	for _, c := range d.Children() {
 		ours[c.PID()] = true
 	}
-	ps, err := proclist.Running(dir)
+	ps, err := procstat.Running(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -1,63 +1,108 @@
-// Package procstat reads a process's resource use from /proc.
+// Package procstat is Gale's one reader of processes, its own and others: the
+// resident set size of this process and the CPU time of any (RSS, CPU),
+// the resource use getrusage(2) reports of this process and its children
+// (SelfUsage, ChildrenUsage), a process's command line (Cmdline), and the
+// processes whose command line names a path under a directory (Under), or
+// whose program lies under it (Running): how `gale dev` finds the worker
+// processes its supervisors started (they run an artifact, with a spec,
+// kept under the supervisor's directory), which outlive a supervisor by
+// design.
+//
+// On Linux it reads /proc through github.com/prometheus/procfs; other
+// unix systems list processes with ps and have getrusage but no /proc;
+// elsewhere each call returns an error wrapping ErrUnsupported.
 package procstat
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"time"
+	"path/filepath"
+	"strings"
 )
 
-// RSS returns the resident set size of this process in bytes, read from
-// /proc/self/statm (Linux only; elsewhere it returns an error).
-func RSS() (int64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, fmt.Errorf("read rss: %w", err)
-	}
-	f := bytes.Fields(b)
-	if len(f) < 2 {
-		return 0, fmt.Errorf("read rss: /proc/self/statm has %d fields, want ≥ 2", len(f))
-	}
-	pages, err := strconv.ParseInt(string(f[1]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("read rss: /proc/self/statm resident field: %w", err)
-	}
-	return pages * int64(os.Getpagesize()), nil
+// Process is a process.
+type Process struct {
+	PID int
+	// Args is its command line; where the system gives it as one string
+	// (ps), one element.
+	Args []string
 }
 
-// clockTicks is the unit of /proc/PID/stat's CPU times, USER_HZ: 100 on
-// every Linux architecture Go supports.
-const clockTicks = 100
+// ErrUnsupported is wrapped by the errors of the calls this system cannot
+// answer: /proc's where it is not mounted (every system but Linux),
+// getrusage's outside unix, the listing of processes outside unix.
+var ErrUnsupported = errors.New("not supported on this system")
 
-// CPU returns the CPU time (user + system) process pid has used so far,
-// read from /proc/PID/stat, in steps of 10 ms (Linux only; elsewhere it
-// returns an error). It measures another process's CPU while it runs,
-// which getrusage cannot.
-func CPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// Cmdline returns process pid's command line, as /proc/PID/cmdline holds
+// it, one element per argument (Linux only; elsewhere, and where /proc is
+// not mounted, an error wrapping ErrUnsupported). A process that is
+// exiting, or a kernel thread, has an empty one.
+func Cmdline(pid int) ([]string, error) {
+	args, err := cmdline(pid)
 	if err != nil {
-		return 0, fmt.Errorf("read cpu of pid %d: %w", pid, err)
+		return nil, fmt.Errorf("read the command line of pid %d: %w", pid, err)
 	}
-	// The command name, in parentheses, may hold spaces and parentheses:
-	// the fields that follow start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("read cpu of pid %d: /proc/%d/stat has no command name", pid, pid)
+	return args, nil
+}
+
+// Under returns the processes other than this one with an argument that
+// is dir or a path under it (dir made absolute and clean), in no order.
+func Under(dir string) ([]Process, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
 	}
-	f := bytes.Fields(b[i+1:])
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("read cpu of pid %d: /proc/%d/stat has %d fields after the name, want ≥ 13", pid, pid, len(f))
+	all, err := list()
+	if err != nil {
+		return nil, err
 	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(string(s), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("read cpu of pid %d: /proc/%d/stat utime or stime %q: %w", pid, pid, s, err)
+	self := os.Getpid()
+	var out []Process
+	for _, p := range all {
+		if p.PID != self && names(p.Args, abs) {
+			out = append(out, p)
 		}
-		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return out, nil
+}
+
+// Running returns the processes other than this one whose program (the
+// first argument) is a path under dir (made absolute and clean), in no
+// order: the workers a supervisor started from the artifacts under its
+// directory, and not a process that merely names a path there (a
+// `timeout … gale demo --dir DIR` around the cluster, a `tail -f` of a
+// log in it).
+func Running(dir string) ([]Process, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	all, err := list()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	under := abs + string(filepath.Separator)
+	var out []Process
+	for _, p := range all {
+		// Where the system gives the command line as one string, it
+		// starts with the program.
+		if p.PID != self && len(p.Args) > 0 && strings.HasPrefix(p.Args[0], under) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// names says whether an argument is dir or contains a path under it
+// ("--spec=/d/x", "/d/artifact").
+func names(args []string, dir string) bool {
+	under := dir + string(filepath.Separator)
+	for _, a := range args {
+		if a == dir || strings.HasSuffix(a, "="+dir) || strings.Contains(a, under) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,7 +30,7 @@ import (
 	"github.com/gale-stream/gale/internal/cli"
 	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // chaosFlags are the flags of `bench chaos`.
@@ -561,7 +561,7 @@ func (c *chaos) do(ctx context.Context, e benchchaos.Event) {
 				done.Err = err.Error()
 				break
 			}
-			slices.SortFunc(ps, func(a, b proclist.Proc) int { return a.PID - b.PID })
+			slices.SortFunc(ps, func(a, b procstat.Process) int { return a.PID - b.PID })
 			for _, p := range ps {
 				ws = append(ws, worker{p.PID, s.Role})
 			}

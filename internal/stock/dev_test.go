@@ -20,7 +20,7 @@ import (
 	"github.com/gale-stream/gale/internal/cli/clitest"
 	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/proctest"
 )
 
@@ -48,7 +48,7 @@ func TestDevChildDies(t *testing.T) {
 			t.Errorf("stderr does not contain %q", w)
 		}
 	}
-	left, err := proclist.Under(dir)
+	left, err := procstat.Under(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestDevStopsEverything(t *testing.T) {
 	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1", fakeInheritEnv+"=1")
 	p := proctest.Start(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
-	running, err := proclist.Under(dir)
+	running, err := procstat.Under(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestDevStopsEverything(t *testing.T) {
 	if r.Dir != dir || r.Temporary || len(r.Supervisors) != 2 || r.Nimbus.PID == 0 || !strings.HasPrefix(r.Etcd.Addr, "http://127.0.0.1:") {
 		t.Errorf("report: %+v", r)
 	}
-	left, err := proclist.Under(dir)
+	left, err := procstat.Under(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestDevSupervisorDies(t *testing.T) {
 	if !strings.Contains(p.Stderr(), "supervisor-1 (pid ") || !strings.Contains(p.Stderr(), "exit status 3") {
 		t.Errorf("stderr does not name supervisor-1 and how it exited")
 	}
-	left, err := proclist.Under(dir)
+	left, err := procstat.Under(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestDevNimbuses(t *testing.T) {
 	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1")
 	p := proctest.Start(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
-	running, err := proclist.Under(dir)
+	running, err := procstat.Under(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestDevNimbuses(t *testing.T) {
 			t.Errorf("stderr lacks %q", w)
 		}
 	}
-	left, err := proclist.Under(dir)
+	left, err := procstat.Under(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

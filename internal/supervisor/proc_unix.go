@@ -3,14 +3,15 @@
 package supervisor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // startProcess starts cmd in a session of its own (setsid), so that it
@@ -44,11 +45,11 @@ func reap(pid int, spec string) (exited bool) {
 		return !isWorker(pid, spec)
 	}
 	// A child that runs, or is exiting: its command line read once.
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil || len(b) == 0 {
+	args, err := procstat.Cmdline(pid)
+	if err != nil || len(args) == 0 {
 		return false
 	}
-	return !bytes.Contains(b, append([]byte(spec), 0))
+	return !namesSpec(args, spec)
 }
 
 // isWorker reports whether process pid runs with spec on its command
@@ -60,14 +61,23 @@ func isWorker(pid int, spec string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	args, err := procstat.Cmdline(pid)
 	if err != nil {
-		if _, serr := os.Stat("/proc/self/cmdline"); serr == nil {
-			return false // /proc works, and pid is gone
-		}
-		return true
+		// No /proc: pid exists is all there is to know. Else pid is gone.
+		return errors.Is(err, procstat.ErrUnsupported)
 	}
-	return bytes.Contains(b, append([]byte(spec), 0))
+	return namesSpec(args, spec)
+}
+
+// namesSpec reports whether an argument ends in spec ("--spec=/d/spec.json"
+// names /d/spec.json as "/d/spec.json" does).
+func namesSpec(args []string, spec string) bool {
+	for _, a := range args {
+		if strings.HasSuffix(a, spec) {
+			return true
+		}
+	}
+	return false
 }
 
 // signal sends sig to worker pid's process group (it leads one, from

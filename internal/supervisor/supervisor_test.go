@@ -30,7 +30,7 @@ import (
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/proclist"
+	"github.com/gale-stream/gale/internal/procstat"
 	"github.com/gale-stream/gale/internal/transport"
 	"github.com/gale-stream/gale/internal/workerproc"
 )
@@ -305,7 +305,7 @@ func shortDir(t *testing.T) string {
 		// Workers outlive their supervisor by design: whatever a test
 		// left running under dir is killed here, so that no process
 		// outlives the test.
-		ps, err := proclist.Under(dir)
+		ps, err := procstat.Under(dir)
 		if err != nil {
 			t.Errorf("list the processes under %s: %v", dir, err)
 		}

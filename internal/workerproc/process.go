@@ -4,6 +4,8 @@ import (
 	"math"
 	"runtime/metrics"
 	"sync"
+
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // Process is a worker process's own use of the machine since it started,
@@ -76,8 +78,8 @@ func (r *processReader) read() Process {
 			cpuIdle = floatValue(s.Value)
 		}
 	}
-	if d, ok := selfCPU(); ok {
-		p.CPUSeconds = d.Seconds()
+	if u, err := procstat.SelfUsage(); err == nil {
+		p.CPUSeconds = u.CPU.Seconds()
 	} else {
 		p.CPUSeconds = max(cpuTotal-cpuIdle, 0)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/connectors/kafka"
+	"github.com/gale-stream/gale/internal/procstat"
 )
 
 // The modes, the paper's three experiments.
@@ -359,7 +360,9 @@ type mark struct {
 
 func takeMark(b *Broker, tally *Tally) mark {
 	m := mark{at: time.Now(), distinct: tally.Distinct()}
-	m.cpu, _ = selfCPU()
+	if u, err := procstat.SelfUsage(); err == nil {
+		m.cpu = u.CPU
+	}
 	m.brokerCPU, _ = b.CPU()
 	return m
 }

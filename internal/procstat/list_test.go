@@ -1,6 +1,6 @@
 //go:build unix
 
-package proclist
+package procstat
 
 import (
 	"os"
@@ -8,23 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"go.uber.org/goleak"
 )
 
-// helperEnv makes the test binary a process that waits for its stdin to
-// close, with a path under a directory among its arguments.
-const helperEnv = "GALE_PROCLIST_HELPER"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "1" {
-		os.Stdin.Read(make([]byte, 1))
-		os.Exit(0)
-	}
-	goleak.VerifyTestMain(m)
-}
-
-func pids(ps []Proc) []int {
+func pids(ps []Process) []int {
 	var out []int
 	for _, p := range ps {
 		out = append(out, p.PID)

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package proclist
+package procstat
 
 import (
 	"bufio"
@@ -12,12 +12,12 @@ import (
 )
 
 // list asks ps for every process's command line.
-func list() ([]Proc, error) {
+func list() ([]Process, error) {
 	out, err := exec.Command("ps", "-axww", "-o", "pid=,command=").Output()
 	if err != nil {
-		return nil, fmt.Errorf("proclist: ps: %w", err)
+		return nil, fmt.Errorf("list processes: ps: %w", err)
 	}
-	var procs []Proc
+	var procs []Process
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -26,7 +26,7 @@ func list() ([]Proc, error) {
 		if !ok || err != nil {
 			continue
 		}
-		procs = append(procs, Proc{PID: n, Args: []string{strings.TrimSpace(cmd)}})
+		procs = append(procs, Process{PID: n, Args: []string{strings.TrimSpace(cmd)}})
 	}
 	return procs, sc.Err()
 }

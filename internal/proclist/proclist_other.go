@@ -1,5 +1,0 @@
-//go:build !unix
-
-package proclist
-
-func list() ([]Proc, error) { return nil, ErrUnsupported }
