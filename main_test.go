@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // testSeed returns the seed for a randomized test and logs how to replay it.
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
-	return testseed.Seed(t)
+	return testutil.Seed(t)
 }
 
 // tWriter sends log output to t.Log.

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func TestOffsetTrackerCommitPoint(t *testing.T) {
@@ -86,7 +86,7 @@ func TestOffsetTrackerRefuses(t *testing.T) {
 // the longest acked prefix and that memory stays proportional to the
 // offsets not acked, not to the span past the commit point.
 func TestOffsetTrackerRandom(t *testing.T) {
-	seed := testseed.Seed(t)
+	seed := testutil.Seed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0))
 	for round := 0; round < 50; round++ {
 		tr := newOffsetTracker()

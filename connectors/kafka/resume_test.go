@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // TestResumeMetadataRoundTrip: for random trackers, the metadata of a
@@ -14,7 +14,7 @@ import (
 // one; when the open offsets do not fit, the range ends at the first
 // left out, and the metadata stays under Kafka's 4096 bytes.
 func TestResumeMetadataRoundTrip(t *testing.T) {
-	seed := testseed.Seed(t)
+	seed := testutil.Seed(t)
 	rnd := rand.New(rand.NewPCG(seed, 1))
 	tp := topicPartition{"orders.v1", 7}
 	for round := range 200 {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gale-stream/gale/internal/proctest"
+	"github.com/gale-stream/gale/internal/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -55,9 +55,9 @@ func binary(t *testing.T) string {
 }
 
 // start runs the program with args in a process of its own.
-func start(t *testing.T, args ...string) *proctest.Proc {
+func start(t *testing.T, args ...string) *testutil.Proc {
 	t.Helper()
-	return proctest.Start(t, exec.Command(binary(t), args...))
+	return testutil.StartProc(t, exec.Command(binary(t), args...))
 }
 
 // report is the part of `run --json` the test relies on.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // step is one call of Step and what it must decide.
@@ -280,7 +280,7 @@ func bestFixed(proto service) (v int, rate float64) {
 }
 
 func TestConvergesOnSimulatedSystem(t *testing.T) {
-	seed := testseed.Seed(t)
+	seed := testutil.Seed(t)
 	fast := service{c: 64, l: 0.010, timeout: 2, dt: 0.005}
 	slow := fast
 	slow.source = 2000 // below the 6400/s the service could do

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // spinEnv, set to a duration, makes the test binary burn that much CPU and exit
@@ -53,5 +53,5 @@ func spinCPU(d string) int {
 // testSeed returns the seed for a randomized test and logs how to replay it.
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
-	return testseed.Seed(t)
+	return testutil.Seed(t)
 }

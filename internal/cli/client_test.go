@@ -26,7 +26,7 @@ import (
 
 	"github.com/gale-stream/gale/internal/cli/clitest"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/testcert"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/transport"
 )
 
@@ -484,7 +484,7 @@ func TestClientBearerToken(t *testing.T) {
 // that certificate; without it, it cannot talk to a TLS nimbus.
 func TestClientTLS(t *testing.T) {
 	t.Parallel()
-	c := testcert.New(t)
+	c := testutil.NewCert(t)
 	cert, certPEM := c.TLS, string(c.CertPEM)
 	fake := startFakeNimbus(t, &cert)
 	fake.mu.Lock()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gale-stream/gale/internal/coord"
-	"github.com/gale-stream/gale/internal/testcert"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // TestDevRunsOnASecuredEtcd: given a gale.yaml with gale.etcd.tls.* and
@@ -23,7 +23,7 @@ import (
 func TestDevRunsOnASecuredEtcd(t *testing.T) {
 	needCluster(t)
 	dir := t.TempDir()
-	ca := testcert.NewCA(t)
+	ca := testutil.NewCA(t)
 	caFile := ca.WriteCA(t, dir)
 	cert, key := ca.Issue(t, "gale", "127.0.0.1", "localhost").Write(t, dir, "gale")
 	pwFile := filepath.Join(dir, "etcd-password")

@@ -27,7 +27,7 @@ import (
 	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/nimbuspb"
 	"github.com/gale-stream/gale/internal/procstat"
-	"github.com/gale-stream/gale/internal/testcert"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // Fleet is a cluster whose every process the test owns: etcd, nimbuses
@@ -437,7 +437,7 @@ func (f *Fleet) EtcdSecurity() coord.Security {
 // secured.
 type fleetTLS struct {
 	dir    string
-	ca     *testcert.CA
+	ca     *testutil.CA
 	caFile string
 	client coord.Security // the CA and the client certificate
 }
@@ -447,7 +447,7 @@ func newFleetTLS(t testing.TB, dir string) *fleetTLS {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ft := &fleetTLS{dir: dir, ca: testcert.NewCA(t)}
+	ft := &fleetTLS{dir: dir, ca: testutil.NewCA(t)}
 	ft.caFile = ft.ca.WriteCA(t, dir)
 	cert, key := ft.ca.Issue(t, "gale").Write(t, dir, "gale")
 	ft.client = coord.Security{CAFile: ft.caFile, CertFile: cert, KeyFile: key}

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -15,5 +15,5 @@ func TestMain(m *testing.M) {
 // testSeed returns the seed for a randomized test and logs how to replay it.
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
-	return testseed.Seed(t)
+	return testutil.Seed(t)
 }

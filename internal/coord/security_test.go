@@ -15,7 +15,6 @@ import (
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord/etcdembed"
-	"github.com/gale-stream/gale/internal/testcert"
 	"github.com/gale-stream/gale/internal/testutil"
 )
 
@@ -24,10 +23,10 @@ import (
 // runs etcd (--client-cert-auth --trusted-ca-file --cert-file
 // --key-file). It returns the endpoint and the Security of a client the
 // CA certified.
-func securedEtcd(t *testing.T) (endpoint string, ca *testcert.CA, sec Security) {
+func securedEtcd(t *testing.T) (endpoint string, ca *testutil.CA, sec Security) {
 	t.Helper()
 	dir := t.TempDir()
-	ca = testcert.NewCA(t)
+	ca = testutil.NewCA(t)
 	caFile := ca.WriteCA(t, dir)
 	serverCert, serverKey := ca.Issue(t, "etcd", "127.0.0.1", "localhost").Write(t, dir, "etcd")
 	e, err := etcdembed.Start(etcdembed.Config{Dir: filepath.Join(dir, "data"), ClientURL: "https://127.0.0.1:0",
@@ -66,7 +65,7 @@ func TestSecuredEtcdServesCertifiedClientsOnly(t *testing.T) {
 	pool.AppendCertsFromPEM(ca.CertPEM)
 	// Anonymous: TLS that trusts etcd but presents no certificate, and a
 	// certificate of another CA. etcd refuses both in the handshake.
-	stranger := testcert.NewCA(t).Issue(t, "stranger")
+	stranger := testutil.NewCA(t).Issue(t, "stranger")
 	for name, certs := range map[string][]tls.Certificate{"no certificate": nil, "another CA's certificate": {stranger.TLS}} {
 		conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: pool, Certificates: certs, NextProtos: []string{"h2"}})
 		if err == nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/gale-stream/gale/internal/config"
 	"github.com/gale-stream/gale/internal/coord"
 	"github.com/gale-stream/gale/internal/nimbuspb"
-	"github.com/gale-stream/gale/internal/testcert"
 	"github.com/gale-stream/gale/internal/testutil"
 )
 
@@ -138,7 +137,7 @@ func TestSubmitStopsWaitingForReplication(t *testing.T) {
 func TestTLS(t *testing.T) {
 	cl := newCluster(t)
 	cl.supervisor("s1", 6700)
-	cert, key := testcert.Files(t)
+	cert, key := testutil.CertFiles(t)
 	withTLS := func(c *Config) { c.Cluster = gale.Config{config.NimbusTLSCert: cert, config.NimbusTLSKey: key} }
 	a := cl.startNimbus("a", "", withTLS)
 	a.leads()
@@ -158,7 +157,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestNewRefusesHalfATLSConfig(t *testing.T) {
-	cert, _ := testcert.Files(t)
+	cert, _ := testutil.CertFiles(t)
 	_, err := New(Config{Dir: t.TempDir(), Endpoints: []string{"http://127.0.0.1:2379"}, Cluster: gale.Config{config.NimbusTLSCert: cert}})
 	if err == nil || !strings.Contains(err.Error(), "nimbus.tls.key") {
 		t.Errorf("New with a certificate and no key: got %v, want an error naming nimbus.tls.key", err)

@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -179,7 +179,7 @@ func reference(top Topology) (taskExec []int, execs [][3]int, streams []Stream) 
 // component), and that it depends neither on the order of the components
 // nor on when it is computed.
 func TestRandomTopologies(t *testing.T) {
-	seed := testseed.Seed(t)
+	seed := testutil.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	for i := range 500 {
 		top := randomTopology(r)
@@ -254,7 +254,7 @@ func checkInvariants(t *testing.T, top Topology, p Plan) {
 
 // TestJSONRoundTrip: a plan survives JSON, as nimbus would store it.
 func TestJSONRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewPCG(testseed.Seed(t), 1))
+	r := rand.New(rand.NewPCG(testutil.Seed(t), 1))
 	for range 50 {
 		p, err := New(randomTopology(r))
 		if err != nil {
@@ -313,12 +313,12 @@ func plansJSON(t *testing.T, seed uint64, count int) []byte {
 // TestPlansInChild runs only in the child process TestSameInAnotherProcess
 // starts: it writes the plans to the file the parent names.
 func TestPlansInChild(t *testing.T) {
-	testseed.ComputeInChild(t, func(t *testing.T, seed uint64) []byte { return plansJSON(t, seed, 200) })
+	testutil.ComputeInChild(t, func(t *testing.T, seed uint64) []byte { return plansJSON(t, seed, 200) })
 }
 
 // TestSameInAnotherProcess: another process (this test binary run again,
 // with its own heap, map seeds and scheduling) computes the same plans,
 // byte for byte.
 func TestSameInAnotherProcess(t *testing.T) {
-	testseed.SameInAnotherProcess(t, "TestPlansInChild", func(t *testing.T, seed uint64) []byte { return plansJSON(t, seed, 200) })
+	testutil.SameInAnotherProcess(t, "TestPlansInChild", func(t *testing.T, seed uint64) []byte { return plansJSON(t, seed, 200) })
 }

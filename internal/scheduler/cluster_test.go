@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gale-stream/gale/internal/plan"
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // sup is a supervisor with ports 6700, 6701, … .
@@ -680,7 +680,7 @@ func reqSummary(reqs []Request) string {
 // isolation holds, workers spread, and that only workers whose slot went
 // (lost, or taken by isolation) move.
 func TestScheduleRandom(t *testing.T) {
-	seed := testseed.Seed(t)
+	seed := testutil.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 2))
 	for run := range 500 {
 		w := newWorld(t, r)

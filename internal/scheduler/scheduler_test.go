@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gale-stream/gale/internal/plan"
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -189,7 +189,7 @@ func randomPlan(t *testing.T, r *rand.Rand) plan.Plan {
 // component executors and the ackers so that no worker has two more of
 // either than another, is deterministic, and its result validates.
 func TestEvenRandom(t *testing.T) {
-	r := rand.New(rand.NewPCG(testseed.Seed(t), 0))
+	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	for i := range 500 {
 		p := randomPlan(t, r)
 		n := 1 + r.IntN(8)
@@ -267,7 +267,7 @@ func assignmentsJSON(t *testing.T, seed uint64, count int) []byte {
 // TestAssignmentsInChild runs only in the child process of
 // TestSameInAnotherProcess.
 func TestAssignmentsInChild(t *testing.T) {
-	testseed.ComputeInChild(t, func(t *testing.T, seed uint64) []byte { return assignmentsJSON(t, seed, 200) })
+	testutil.ComputeInChild(t, func(t *testing.T, seed uint64) []byte { return assignmentsJSON(t, seed, 200) })
 }
 
 // TestSameInAnotherProcess: this test binary, run again as another
@@ -275,5 +275,5 @@ func TestAssignmentsInChild(t *testing.T) {
 // cluster schedules (Schedule), and an
 // assignment read back from JSON has the fingerprint it was written with.
 func TestSameInAnotherProcess(t *testing.T) {
-	testseed.SameInAnotherProcess(t, "TestAssignmentsInChild", func(t *testing.T, seed uint64) []byte { return assignmentsJSON(t, seed, 200) })
+	testutil.SameInAnotherProcess(t, "TestAssignmentsInChild", func(t *testing.T, seed uint64) []byte { return assignmentsJSON(t, seed, 200) })
 }

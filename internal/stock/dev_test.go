@@ -21,7 +21,7 @@ import (
 	"github.com/gale-stream/gale/internal/devcluster"
 	"github.com/gale-stream/gale/internal/freeport"
 	"github.com/gale-stream/gale/internal/procstat"
-	"github.com/gale-stream/gale/internal/proctest"
+	"github.com/gale-stream/gale/internal/testutil"
 )
 
 // TestDevChildDies: when a child of dev dies (here nimbus, whose port is
@@ -175,7 +175,7 @@ func TestDevStopsEverything(t *testing.T) {
 		"--nimbus-port", strconv.Itoa(clitest.ClosedPort(t)), "--supervisors", "2", "--slots-per", "1",
 		"--slot-base", strconv.Itoa(clitest.ClosedPort(t)))
 	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1", fakeInheritEnv+"=1")
-	p := proctest.Start(t, cmd)
+	p := testutil.StartProc(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
 	running, err := procstat.Under(dir)
 	if err != nil {
@@ -223,7 +223,7 @@ func TestDevSupervisorDies(t *testing.T) {
 		"--nimbus-port", strconv.Itoa(clitest.ClosedPort(t)), "--supervisors", "2", "--slots-per", "1",
 		"--slot-base", strconv.Itoa(clitest.ClosedPort(t)))
 	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1", fakeCrashEnv+"=supervisor-1")
-	p := proctest.Start(t, cmd)
+	p := testutil.StartProc(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
 	if err := os.WriteFile(filepath.Join(dir, "crash-now"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestDevNimbuses(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "dev", "--json", "--dir", dir, "--etcd-port", "0", "--nimbuses", "2",
 		"--nimbus-port", strconv.Itoa(port), "--supervisors", "1", "--slots-per", "1", "--slot-base", strconv.Itoa(clitest.ClosedPort(t)), "--ui-port", "0")
 	cmd.Env = append(os.Environ(), clitest.MainEnv+"=1", fakeClusterEnv+"=1")
-	p := proctest.Start(t, cmd)
+	p := testutil.StartProc(t, cmd)
 	p.WaitLineContaining(t, "the cluster is ready")
 	running, err := procstat.Under(dir)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gale-stream/gale/internal/testseed"
+	"github.com/gale-stream/gale/internal/testutil"
 	"github.com/gale-stream/gale/internal/worker"
 )
 
@@ -425,7 +425,7 @@ func (w *world) tick(d time.Duration, failures bool) {
 // valid one never, and, once the changes stop, that every desired worker
 // runs, valid.
 func TestStepRandomized(t *testing.T) {
-	seed := testseed.Seed(t)
+	seed := testutil.Seed(t)
 	deleted := 0
 	defer func() {
 		if !t.Failed() && deleted == 0 {

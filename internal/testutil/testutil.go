@@ -1,7 +1,10 @@
 // Package testutil holds helpers for this module's tests; it is not for
-// topology authors (they have galetest). Import it only from _test.go
-// files: a test's context and the poll for a condition, once for every
-// package instead of a copy in each.
+// topology authors (they have galetest). Import it only from tests and
+// test-support packages (clustertest, clitest): a test's context and the
+// poll for a condition, seeds for randomized tests that print and replay
+// (Seed, -seed N), a program run in a process of its own (StartProc), and
+// TLS certificates (NewCert, NewCA), once for every package instead of a
+// copy in each.
 package testutil
 
 import (

@@ -1,9 +1,9 @@
-// Package testcert makes TLS certificates for tests: a self-signed one
-// for 127.0.0.1, for the tests of nimbus's TLS and of the clients that
-// dial it, and a CA that issues server and client certificates, for the
-// tests of a TLS-secured etcd with client-certificate auth. Import it
-// only from tests.
-package testcert
+// TLS certificates for tests: a self-signed one for 127.0.0.1 (NewCert),
+// for the tests of nimbus's TLS and of the clients that dial it, and a CA
+// that issues server and client certificates, for the tests of a
+// TLS-secured etcd with client-certificate auth.
+
+package testutil
 
 import (
 	"crypto/ecdsa"
@@ -29,8 +29,8 @@ type Cert struct {
 	KeyPEM  []byte
 }
 
-// New makes a Cert; a failure fails the test.
-func New(t testing.TB) Cert {
+// NewCert makes a Cert; a failure fails the test.
+func NewCert(t testing.TB) Cert {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -61,11 +61,11 @@ func New(t testing.TB) Cert {
 	}
 }
 
-// Files writes a new Cert's certificate and key as PEM files in a
+// CertFiles writes a new Cert's certificate and key as PEM files in a
 // temporary directory of the test and returns their paths.
-func Files(t testing.TB) (certFile, keyFile string) {
+func CertFiles(t testing.TB) (certFile, keyFile string) {
 	t.Helper()
-	c := New(t)
+	c := NewCert(t)
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	if err := os.WriteFile(certFile, c.CertPEM, 0o600); err != nil {

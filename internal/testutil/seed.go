@@ -1,6 +1,7 @@
-// Package testseed gives randomized tests a seed they print and can
-// replay: go test -run TestX -seed N. Import it only from tests.
-package testseed
+// Seeds for randomized tests: a seed they print and can replay, go test
+// -run TestX -seed N.
+
+package testutil
 
 import (
 	"flag"

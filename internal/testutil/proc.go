@@ -1,8 +1,9 @@
-// Package proctest runs a program in a process of its own for a test: its
-// stdout collected, its stderr read line by line so that the test can wait
-// for a line, and the process killed and its stderr logged at the end of
-// the test. Import it only from tests.
-package proctest
+// A program in a process of its own for a test (StartProc): its stdout
+// collected, its stderr read line by line so that the test can wait for a
+// line, and the process killed and its stderr logged at the end of the
+// test.
+
+package testutil
 
 import (
 	"bufio"
@@ -29,9 +30,9 @@ type Proc struct {
 	done   chan struct{} // stderr ended
 }
 
-// Start starts cmd, whose Stdout and Stderr it sets. At the end of the
+// StartProc starts cmd, whose Stdout and Stderr it sets. At the end of the
 // test the process is killed, if still running, and its stderr logged.
-func Start(t testing.TB, cmd *exec.Cmd) *Proc {
+func StartProc(t testing.TB, cmd *exec.Cmd) *Proc {
 	t.Helper()
 	p := &Proc{Cmd: cmd, lines: make(chan string, 1024), done: make(chan struct{})}
 	cmd.Stdout = &p.Stdout

@@ -1,4 +1,4 @@
-package testseed
+package testutil
 
 import (
 	"fmt"
