@@ -119,6 +119,11 @@ func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, 
 		}()
 		defer func() { cancel(); wg.Wait() }()
 	}
+	adm, err := newAdmin(brokers)
+	if err != nil {
+		return res, kr, err
+	}
+	defer adm.Close()
 	params, err := json.Marshal(killParams(brokers, topic, group))
 	if err != nil {
 		return res, kr, err
@@ -144,12 +149,6 @@ func runKill(ctx context.Context, cfg Config, b *Broker, group string) (Result, 
 	if err != nil {
 		return res, kr, err
 	}
-	adm, err := newAdmin(brokers)
-	if err != nil {
-		c.Stop(0)
-		return res, kr, err
-	}
-	defer adm.Close()
 	start := time.Now()
 	runErr := func() error {
 		tk := time.NewTicker(watchPoll)
