@@ -288,16 +288,15 @@ func (e *emitter) targetIDs() []int { return e.targets }
 // emitSpout emits a spout tuple; with a message id and ackers it starts a
 // tree and returns its root id (0 otherwise). nTargets is how many tasks
 // got it.
-func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool) (root uint64, err error) {
+func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool) (root, xor uint64, err error) {
 	os := e.outFor(stream)
 	first, err := e.prepare(os, stream, vals, direct)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if e.stats {
 		e.countOut(os)
 	}
-	var xor uint64
 	if tracked && len(e.targets) > 0 {
 		root = e.newRoot()
 	}
@@ -314,10 +313,13 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool)
 		}
 		e.out.addTuple(dst, t)
 	}
-	if root != 0 {
-		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgInit, task: e.task, root: root, val: xor})
-	}
-	return root, nil
+	return root, xor, nil
+}
+
+// initTree tells root's acker that the spout emitted it: xor is the XOR of
+// its first edges, slot the tree's pending entry in the spout task.
+func (e *emitter) initTree(root, xor uint64, slot uint32) {
+	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgInit, task: e.task, slot: slot, root: root, val: xor})
 }
 
 // emitBolt emits a bolt tuple anchored on a (may be nil) and anchors.

@@ -139,8 +139,8 @@ func BenchmarkSpoutAck(b *testing.B) {
 				ab := rt.getAckBatch()
 				for j := range batch {
 					root := uint64(i + j + 1)
-					t.pending.put(root, pendingEntry{msgID: nil})
-					ab.msgs = append(ab.msgs, ackMsg{kind: msgComplete, task: x.first, root: root})
+					slot := t.pending.put(root, pendingEntry{msgID: nil})
+					ab.msgs = append(ab.msgs, ackMsg{kind: msgComplete, task: x.first, slot: slot, root: root})
 				}
 				x.handleCtl(ab)
 			}

@@ -84,29 +84,30 @@ func (x *ackerExec) handle(b *ackBatch) {
 		m := &b.msgs[i]
 		switch m.kind {
 		case msgInit:
-			switch out, reason := x.ledger.Init(m.root, m.val, m.task); out {
+			to := acker.Spout{Task: m.task, Slot: m.slot}
+			switch out, reason := x.ledger.Init(m.root, m.val, to); out {
 			case acker.Complete:
-				x.tell(msgComplete, m.task, m.root, nil)
+				x.tell(msgComplete, to, m.root, nil)
 			case acker.Failed:
 				err, _ := reason.(error)
-				x.tell(msgFailed, m.task, m.root, err)
+				x.tell(msgFailed, to, m.root, err)
 			}
 		case msgAck:
-			if out, task := x.ledger.Ack(m.root, m.val); out == acker.Complete {
-				x.tell(msgComplete, task, m.root, nil)
+			if out, to := x.ledger.Ack(m.root, m.val); out == acker.Complete {
+				x.tell(msgComplete, to, m.root, nil)
 			}
 		case msgFail:
-			if out, task := x.ledger.Fail(m.root, m.reason); out == acker.Failed {
-				x.tell(msgFailed, task, m.root, m.reason)
+			if out, to := x.ledger.Fail(m.root, m.reason); out == acker.Failed {
+				x.tell(msgFailed, to, m.root, m.reason)
 			}
 		case msgReset:
-			if task, ok := x.ledger.Touch(m.root); ok {
-				x.tell(msgReset, task, m.root, nil)
+			if to, ok := x.ledger.Touch(m.root); ok {
+				x.tell(msgReset, to, m.root, nil)
 			}
 		}
 	}
 }
 
-func (x *ackerExec) tell(kind uint8, spoutTask int32, root uint64, reason error) {
-	x.out.addMsg(x.rt.taskExec[spoutTask], ackMsg{kind: kind, task: spoutTask, root: root, reason: reason})
+func (x *ackerExec) tell(kind uint8, to acker.Spout, root uint64, reason error) {
+	x.out.addMsg(x.rt.taskExec[to.Task], ackMsg{kind: kind, task: to.Task, slot: to.Slot, root: root, reason: reason})
 }

@@ -29,14 +29,15 @@ type spoutTask struct {
 
 func (t *spoutTask) emit(stream string, msgID any, direct int, vals []any) ([]int, error) {
 	tracked := msgID != nil && t.rt.numAckers > 0
-	root, err := t.em.emitSpout(stream, vals, direct, tracked)
+	root, xor, err := t.em.emitSpout(stream, vals, direct, tracked)
 	if err != nil {
 		return nil, err
 	}
 	t.emits++
 	if msgID != nil {
 		if root != 0 {
-			t.pending.put(root, pendingEntry{msgID: msgID, emitted: t.x.now})
+			slot := t.pending.put(root, pendingEntry{msgID: msgID, emitted: t.x.now})
+			t.em.initTree(root, xor, slot)
 		} else {
 			// Acking is off, or nobody subscribes: the tree is complete
 			// now. Ack after NextTuple returns, never from inside it.
@@ -407,7 +408,7 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 		t := x.tasks[m.task-x.first]
 		switch m.kind {
 		case msgComplete:
-			if e, ok := t.pending.remove(m.root); ok {
+			if e, ok := t.pending.remove(m.slot, m.root); ok {
 				freed = true
 				x.resolved++
 				x.acked++
@@ -426,13 +427,13 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 				}
 			}
 		case msgFailed:
-			if e, ok := t.pending.remove(m.root); ok {
+			if e, ok := t.pending.remove(m.slot, m.root); ok {
 				freed = true
 				x.resolved++
 				x.fail(t, e.msgID, m.reason, failedByBolt)
 			}
 		case msgReset:
-			t.pending.touch(m.root)
+			t.pending.touch(m.slot, m.root)
 		}
 	}
 	if freed {

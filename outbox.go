@@ -30,7 +30,8 @@ const (
 // ackMsg is one acker protocol message.
 type ackMsg struct {
 	kind   uint8
-	task   int32 // the spout task (init, complete, failed, reset) or failing bolt task
+	task   int32  // the spout task (init, complete, failed, reset) or failing bolt task
+	slot   uint32 // with the spout task: the tree's pending entry there
 	root   uint64
 	val    uint64
 	reason error

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gale-stream/gale/internal/codec"
@@ -145,6 +146,8 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 //	         ends number executors the same way)
 //	byte     kind (msgInit … msgFailed)
 //	uvarint  task: the spout task, or for msgFail the failing bolt's task
+//	uvarint  slot: with the spout task, the tree's pending entry there (0
+//	         in a bolt's ack, fail or reset)
 //	8 bytes  root, little endian
 //	8 bytes  val, little endian
 //	for msgFail and msgFailed, the reason: uvarint length + failing
@@ -172,6 +175,7 @@ func (rt *runtime) appendWireAck(dst []byte, exec int, m *ackMsg) []byte {
 	dst = binary.AppendUvarint(dst, uint64(exec))
 	dst = append(dst, m.kind)
 	dst = binary.AppendUvarint(dst, uint64(m.task))
+	dst = binary.AppendUvarint(dst, uint64(m.slot))
 	dst = binary.LittleEndian.AppendUint64(dst, m.root)
 	dst = binary.LittleEndian.AppendUint64(dst, m.val)
 	if m.kind == msgFail || m.kind == msgFailed {
@@ -232,6 +236,11 @@ func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error)
 		return bad("task %d: the topology has tasks 1 to %d", task, len(d.rt.taskExec)-1)
 	}
 	m.task = int32(task)
+	slot, ok := uv()
+	if !ok || slot > math.MaxUint32 {
+		return bad("bad slot")
+	}
+	m.slot = uint32(slot)
 	if len(b)-off < 16 {
 		return bad("truncated in the root and value")
 	}

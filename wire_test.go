@@ -234,13 +234,13 @@ func TestWireAckRoundTrip(t *testing.T) {
 		exec int
 		m    ackMsg
 	}{
-		{acker, ackMsg{kind: msgInit, task: spoutTask, root: 0x1234, val: 0xabcd}},
+		{acker, ackMsg{kind: msgInit, task: spoutTask, slot: 77, root: 0x1234, val: 0xabcd}},
 		{acker, ackMsg{kind: msgAck, task: boltTask, root: 0x1234, val: 0x99}},
 		{acker, ackMsg{kind: msgFail, task: boltTask, root: 0x1234,
 			reason: &FailedError{Component: "split", Task: int(boltTask), Err: errors.New("no such word")}}},
 		{acker, ackMsg{kind: msgReset, task: spoutTask, root: 0x1234}},
-		{spoutExec, ackMsg{kind: msgComplete, task: spoutTask, root: 0x1234}},
-		{spoutExec, ackMsg{kind: msgFailed, task: spoutTask, root: 0x1234, reason: &FailedError{Component: "split", Task: int(boltTask)}}},
+		{spoutExec, ackMsg{kind: msgComplete, task: spoutTask, slot: 1<<32 - 1, root: 0x1234}},
+		{spoutExec, ackMsg{kind: msgFailed, task: spoutTask, slot: 3, root: 0x1234, reason: &FailedError{Component: "split", Task: int(boltTask)}}},
 	}
 	var buf []byte
 	for _, x := range in {
@@ -254,7 +254,7 @@ func TestWireAckRoundTrip(t *testing.T) {
 		}
 		buf = buf[n:]
 		want := x.m
-		if exec != x.exec || m.kind != want.kind || m.task != want.task || m.root != want.root || m.val != want.val {
+		if exec != x.exec || m.kind != want.kind || m.task != want.task || m.slot != want.slot || m.root != want.root || m.val != want.val {
 			t.Errorf("message %d: exec %d %+v, want exec %d %+v", i, exec, m, x.exec, want)
 		}
 		if want.reason == nil {

@@ -107,23 +107,26 @@ func TestLedgerSteps(t *testing.T) {
 				where := fmt.Sprintf("step %d (%s %#x)", i, s.op, s.root)
 				switch s.op {
 				case "init":
-					got, reason := l.Init(s.root, s.val, s.task)
+					got, reason := l.Init(s.root, s.val, spoutOf(s.task))
 					if got != s.want || reason != s.wantReason {
 						t.Fatalf("%s: got (%v, %v), want (%v, %v)", where, got, reason, s.want, s.wantReason)
 					}
 				case "ack":
-					got, task := l.Ack(s.root, s.val)
-					if got != s.want || (got == Complete && task != s.wantTask) {
+					got, to := l.Ack(s.root, s.val)
+					task := to.Task
+					if got != s.want || (got == Complete && to != spoutOf(s.wantTask)) {
 						t.Fatalf("%s: got (%v, task %d), want (%v, task %d)", where, got, task, s.want, s.wantTask)
 					}
 				case "fail":
-					got, task := l.Fail(s.root, s.reason)
-					if got != s.want || (got == Failed && task != s.wantTask) {
+					got, to := l.Fail(s.root, s.reason)
+					task := to.Task
+					if got != s.want || (got == Failed && to != spoutOf(s.wantTask)) {
 						t.Fatalf("%s: got (%v, task %d), want (%v, task %d)", where, got, task, s.want, s.wantTask)
 					}
 				case "touch":
-					task, ok := l.Touch(s.root)
-					if ok != s.wantOK || (ok && task != s.wantTask) {
+					to, ok := l.Touch(s.root)
+					task := to.Task
+					if ok != s.wantOK || (ok && to != spoutOf(s.wantTask)) {
 						t.Fatalf("%s: got (task %d, %t), want (task %d, %t)", where, task, ok, s.wantTask, s.wantOK)
 					}
 				case "rotate":
@@ -182,6 +185,10 @@ type event struct {
 	reason any
 	fromOp string
 }
+
+// spoutOf is the spout a test's task stands for: its slot is derived from
+// the task, so that a mixed-up slot shows.
+func spoutOf(task int32) Spout { return Spout{Task: task, Slot: uint32(task)*7 + 3} }
 
 func nonZero(rng *rand.Rand) uint64 {
 	for {
@@ -301,17 +308,22 @@ func TestLedgerRandomTrees(t *testing.T) {
 		for i, m := range msgs {
 			switch m.op {
 			case "init":
-				out, r := l.Init(m.root, m.val, m.task)
+				out, r := l.Init(m.root, m.val, spoutOf(m.task))
 				if out != Pending {
 					events[m.root] = append(events[m.root], event{out: out, at: i, task: m.task, reason: r, fromOp: "init"})
 				}
 			case "ack":
-				out, task := l.Ack(m.root, m.val)
+				out, to := l.Ack(m.root, m.val)
+				task := to.Task
+				if out != Pending && to != spoutOf(task) {
+					t.Fatalf("ack of %#x told %+v: the slot is not the init's", m.root, to)
+				}
 				if out != Pending {
 					events[m.root] = append(events[m.root], event{out: out, at: i, task: task, fromOp: "ack"})
 				}
 			case "fail":
-				out, task := l.Fail(m.root, m.reason)
+				out, to := l.Fail(m.root, m.reason)
+				task := to.Task
 				if out != Pending {
 					events[m.root] = append(events[m.root], event{out: out, at: i, task: task, reason: m.reason, fromOp: "fail"})
 				}
@@ -355,6 +367,85 @@ func TestLedgerRandomTrees(t *testing.T) {
 		l.Rotate()
 		if got := l.Len(); got != 0 || len(l.reasons) != 0 {
 			t.Fatalf("%s: after two rotations Len() = %d with %d reasons kept, want 0 and 0", ctx, got, len(l.reasons))
+		}
+	}
+}
+
+// TestLedgerManyTreesAgainstAModel drives a ledger with tens of thousands of
+// trees at once (so that cells collide, the table grows, and removals move
+// cells back) and checks every outcome and the size against a plain map.
+func TestLedgerManyTreesAgainstAModel(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, seed^0xfeed))
+	type tree struct {
+		xor  uint64 // what the acks still owe
+		to   Spout
+		gen  int
+		init bool
+	}
+	model := map[uint64]*tree{}
+	var live []uint64 // roots in model, for picking one
+	gen := 0
+	l := New()
+	drop := func(i int) {
+		delete(model, live[i])
+		live[i] = live[len(live)-1]
+		live = live[:len(live)-1]
+	}
+	for step := 0; step < 400_000; step++ {
+		switch op := rng.IntN(100); {
+		case step%50_000 == 49_999: // rarely, so that trees pile up
+			l.Rotate()
+			gen++
+			for i := 0; i < len(live); {
+				if gen-model[live[i]].gen >= 2 {
+					drop(i)
+				} else {
+					i++
+				}
+			}
+		case op < 45 || len(live) == 0: // a new tree: init with edges to ack later
+			root := nonZero(rng)
+			if model[root] != nil {
+				continue
+			}
+			to := Spout{Task: int32(rng.IntN(50) + 1), Slot: rng.Uint32()}
+			edges := nonZero(rng)
+			if out, _ := l.Init(root, edges, to); out != Pending {
+				t.Fatalf("step %d: init of a new tree: %v", step, out)
+			}
+			model[root] = &tree{xor: edges, to: to, gen: gen, init: true}
+			live = append(live, root)
+		default: // an ack, completing the tree half the time
+			i := rng.IntN(len(live))
+			root := live[i]
+			tr := model[root]
+			val := tr.xor
+			if rng.IntN(2) == 0 {
+				val = nonZero(rng)
+			}
+			out, to := l.Ack(root, val)
+			tr.xor ^= val
+			tr.gen = gen
+			switch {
+			case tr.xor == 0 && (out != Complete || to != tr.to):
+				t.Fatalf("step %d: last ack of %#x: got (%v, %+v), want (complete, %+v)", step, root, out, to, tr.to)
+			case tr.xor != 0 && out != Pending:
+				t.Fatalf("step %d: ack of %#x with edges still owed: %v", step, root, out)
+			case tr.xor == 0:
+				drop(i)
+			}
+		}
+		if l.Len() != len(model) {
+			t.Fatalf("step %d: Len() = %d, want %d", step, l.Len(), len(model))
+		}
+	}
+	if len(live) < 10_000 {
+		t.Fatalf("only %d trees pending at the end: the test meant tens of thousands", len(live))
+	}
+	for _, root := range live {
+		if to, ok := l.Touch(root); !ok || to != model[root].to {
+			t.Fatalf("pending %#x: Touch = (%+v, %t), want (%+v, true)", root, to, ok, model[root].to)
 		}
 	}
 }
