@@ -36,7 +36,7 @@ const (
 	// taskBytes is a task's: its tuple slab (slabSize tuples of 64 bytes),
 	// context, logger, emitter and component instance.
 	taskBytes = slabSize*64 + 2<<10
-	// spoutTaskBytes is what a spout task adds: its pending generations.
+	// spoutTaskBytes is what a spout task adds: its pending table.
 	spoutTaskBytes = pendingBuckets * 256
 	// treeShare is the part of the heap budget the automatic in-flight
 	// limit may fill with trees (1/treeShare).
