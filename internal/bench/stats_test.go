@@ -199,7 +199,9 @@ func TestStatsAddDeltaRejects(t *testing.T) {
 		{"failed", func(c *StatsSnapshot) { c.Failed = prev.Failed - 1 }, []string{"failed"}},
 		{"timeouts", func(c *StatsSnapshot) { c.Timeouts = prev.Timeouts - 1 }, []string{"timeouts"}},
 		{"unfinished", func(c *StatsSnapshot) { c.Unfinished = prev.Unfinished - 1 }, []string{"unfinished"}},
-		{"two fields", func(c *StatsSnapshot) { c.Acked, c.Timeouts = 0, 0 }, []string{"acked", "timeouts"}},
+		// Both behind the previous snapshot whatever the seed drew (a count
+		// of 0 set to 0 would not be).
+		{"two fields", func(c *StatsSnapshot) { c.Acked, c.Timeouts = prev.Acked-1, prev.Timeouts-1 }, []string{"acked", "timeouts"}},
 		// Every counter goes forward; only the histogram goes back: nothing may be
 		// applied, counters included.
 		{"latency bucket", lat(func(l []int64) []int64 { l[b]--; return l }),
