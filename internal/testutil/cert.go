@@ -46,19 +46,7 @@ func NewCert(t testing.TB) Cert {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IsCA:         true, BasicConstraintsValid: true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Cert{
-		TLS:     tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
-	}
+	return sign(t, tmpl, tmpl, key, key)
 }
 
 // CertFiles writes a new Cert's certificate and key as PEM files in a
@@ -139,7 +127,14 @@ func (ca *CA) Issue(t testing.TB, cn string, hosts ...string) Cert {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	return sign(t, tmpl, ca.cert, key, ca.key)
+}
+
+// sign makes the certificate of tmpl for key, signed by parent's
+// parentKey, with its PEM forms.
+func sign(t testing.TB, tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) Cert {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
 	}
