@@ -33,6 +33,12 @@ func TestHotStructsFillCacheLines(t *testing.T) {
 		{"pendingMap", unsafe.Sizeof(pendingMap{})},
 		{"router", unsafe.Sizeof(router{})},
 		{"Tuple", unsafe.Sizeof(Tuple{})},
+		{"ackBatch", unsafe.Sizeof(ackBatch{})},
+		{"execSlot", unsafe.Sizeof(execSlot{})},
+		{"emitter", unsafe.Sizeof(emitter{})},
+		{"streamInfo", unsafe.Sizeof(streamInfo{})},
+		{"BoltCollector", unsafe.Sizeof(BoltCollector{})},
+		{"SpoutCollector", unsafe.Sizeof(SpoutCollector{})},
 	} {
 		if c.size%64 != 0 {
 			t.Errorf("%s is %d bytes, not a multiple of 64: pad it by %d", c.name, c.size, 64-c.size%64)

@@ -6,6 +6,8 @@ package gale
 // calls to NextTuple.
 type SpoutCollector struct {
 	task *spoutTask
+
+	_ [56]byte // read on every emit: a cache line of its own (TestHotStructsFillCacheLines)
 }
 
 // Emit emits values on the default stream. With a non-nil msgID the tuple's
@@ -56,6 +58,8 @@ func (c *SpoutCollector) Pending() int { return c.task.pending.len() }
 type BoltCollector struct {
 	task *boltTask
 	x    *boltExec
+
+	_ [48]byte // read on every emit: a cache line of its own (TestHotStructsFillCacheLines)
 }
 
 // Emit emits values on the default stream anchored on anchor (nil for an

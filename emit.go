@@ -64,6 +64,8 @@ type emitter struct {
 	in      *inputStats
 	stats   bool
 	outList []*outStream
+
+	_ [24]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -116,6 +118,10 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		}
 		e.outList = append(e.outList, os)
 	}
+	for _, os := range e.outs {
+		os.subs = lineClone(os.subs)
+	}
+	e.targets = lineSlice[int](0)
 	slices.SortFunc(e.outList, func(a, b *outStream) int { return strings.Compare(a.info.stream, b.info.stream) })
 	e.stats = rt.stats
 	return e

@@ -167,6 +167,7 @@ func newBoltExec(rt *runtime, idx int, c *compInfo, first, n int) *boltExec {
 		t.coll = &BoltCollector{task: t, x: x}
 		x.tasks = append(x.tasks, t)
 	}
+	x.tasks = lineClone(x.tasks)
 	x.capacity.Start(rt.clock.Now().UnixNano())
 	return x
 }

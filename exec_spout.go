@@ -139,6 +139,7 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 		t.retry, _ = t.spout.(RetryReporter)
 		x.tasks = append(x.tasks, t)
 	}
+	x.tasks = lineClone(x.tasks)
 	if rt.numAckers > 0 {
 		x.pubMaxPending.Store(int64(x.maxPending * n))
 	}

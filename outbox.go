@@ -42,6 +42,8 @@ type ackBatch struct {
 	msgs   []ackMsg
 	origin *inbound // the connection it came on, from another worker
 	dest   int32    // with origin: the executor it was for
+
+	_ [24]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 // outbox buffers an executor's outgoing batches. It belongs to the
@@ -119,9 +121,11 @@ func newOutbox(rt *runtime, blockOnFull bool, c *compInfo) *outbox {
 		rt:          rt,
 		quit:        rt.quit,
 		batchSize:   rt.batchSize,
-		data:        make([]*batch, taskHi-taskLo),
+		data:        lineSlice[*batch](taskHi - taskLo),
+		dataDirty:   lineSlice[int](taskHi - taskLo)[:0],
 		taskBase:    taskLo,
-		ctl:         make([]*ackBatch, execHi-execLo),
+		ctl:         lineSlice[*ackBatch](execHi - execLo),
+		ctlDirty:    lineSlice[int](execHi - execLo)[:0],
 		execBase:    execLo,
 		blockOnFull: blockOnFull,
 		timeWaits:   c != nil && rt.stats,

@@ -66,8 +66,9 @@ func newRouter(rt *runtime, sub *subscription, emitterTask int, rng *xrand.Sourc
 	if len(r.tasks) > 0 {
 		r.next = rng.Intn(len(r.tasks))
 	}
+	r.tasks = lineClone(r.tasks)
 	if r.kind == kindPartialKey {
-		r.sent = make([]int64, len(r.tasks))
+		r.sent = lineSlice[int64](len(r.tasks))
 	}
 	if r.kind == kindCustom {
 		r.custom = rt.topo.customs[sub.grouping.Custom]()

@@ -64,6 +64,8 @@ type execSlot struct {
 	// queued counts the tuples in in and rin (a bolt's queue depth), with
 	// topology.stats.enabled: senders add, the executor subtracts.
 	queued atomic.Int64
+
+	_ [48]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 // runtime runs one topology in this process.
@@ -98,8 +100,12 @@ type runtime struct {
 	ackerExecs []*ackerExec
 
 	active   atomic.Bool
-	stopping atomic.Bool  // set just before quit is closed; executors check it between units of work
+	stopping atomic.Bool // set just before quit is closed; executors check it between units of work
+	// inflight has a cache line of its own: every executor adds to it on
+	// every send, and the fields around it are read on every emit.
+	_        [cacheLine]byte
 	inflight atomic.Int64 // tuples and acker messages sent and not yet processed
+	_        [cacheLine - 8]byte
 	errCount atomic.Int64
 	errMu    sync.Mutex
 	lastErrs []ComponentError
@@ -439,7 +445,7 @@ func (rt *runtime) layout() error {
 		return fmt.Errorf("%w: %v", ErrInvalidTopology, err)
 	}
 	rt.plan = p
-	rt.taskExec = p.TaskExecutors()
+	rt.taskExec = lineClone(p.TaskExecutors())
 	var order []*compInfo
 	for _, cp := range p.Components {
 		d, _ := rt.topo.Def.Component(cp.ID)
@@ -485,7 +491,8 @@ func (rt *runtime) layout() error {
 		}
 		rt.execs = append(rt.execs, slot)
 	}
-	rt.ackers = p.Ackers()
+	rt.execs = lineClone(rt.execs)
+	rt.ackers = lineClone(p.Ackers())
 	if rt.asg != nil {
 		if err := rt.assign(); err != nil {
 			return err

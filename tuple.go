@@ -20,6 +20,8 @@ type streamInfo struct {
 	index     map[string]int
 	direct    bool
 	wireID    uint32 // the stream's number on the wire (runtime.wireStreams)
+
+	_ [48]byte // read with every tuple: whole cache lines (TestHotStructsFillCacheLines)
 }
 
 func newStreamInfo(component, stream string, fields []string, direct bool) *streamInfo {
