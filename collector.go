@@ -78,9 +78,7 @@ func (c *BoltCollector) Emit(anchor *Tuple, values ...any) ([]int, error) {
 // bolt). For streams of one string field: lines, words, encoded records.
 func (c *BoltCollector) EmitString(anchor *Tuple, s string) ([]int, error) {
 	em := c.task.em
-	var v [1]any
-	v[0] = em.strs.Box(s)
-	if err := em.emitBolt(DefaultStream, anchor, nil, v[:], -1); err != nil {
+	if err := em.emitOne(anchor, em.strs.Box(s)); err != nil {
 		return nil, err
 	}
 	return em.targetIDs(), nil

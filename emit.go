@@ -46,8 +46,11 @@ type emitter struct {
 	// trySerialize (topology.testing.always.try.serialize) encodes and
 	// decodes every emit's values, into wire.
 	trySerialize bool
-	wire         []byte
-	wireVals     []any
+	// plain: no hook watches this task's emits (no capture, debug log,
+	// serialization check or reuse poisoning), so emitOne may skip them.
+	plain    bool
+	wire     []byte
+	wireVals []any
 	// localAckers (spouts in a worker of several) are the indexes of the
 	// ackers in this worker; new roots map to one of them. Nil when every
 	// acker is here or none is: then a root maps to any acker.
@@ -120,7 +123,9 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 	}
 	for _, os := range e.outs {
 		os.subs = lineClone(os.subs)
+		os.oneSub = !os.direct && len(os.subs) == 1 && os.subs[0].kind != kindCustom && os.subs[0].kind != kindDirect
 	}
+	e.plain = !e.trySerialize && !e.debug && e.poison == nil && rt.capture == nil
 	e.targets = lineSlice[int](0)
 	slices.SortFunc(e.outList, func(a, b *outStream) int { return strings.Compare(a.info.stream, b.info.stream) })
 	e.stats = rt.stats
@@ -326,6 +331,36 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool)
 // its first edges, slot the tree's pending entry in the spout task.
 func (e *emitter) initTree(root, xor uint64, slot uint32) {
 	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgInit, task: e.task, slot: slot, root: root, val: xor})
+}
+
+// emitOne emits a one-value tuple on the default stream anchored on a (may
+// be nil): EmitString's path. When the stream has one subscriber with a
+// built-in grouping and no hook watches the emits, it takes the tuple to
+// its one task without prepare's general checks (a string is always
+// encodable, the arity is checked here); otherwise it is emitBolt.
+func (e *emitter) emitOne(a *Tuple, v any) error {
+	os := e.defOut
+	if !e.plain || os == nil || !os.oneSub || os.arity != 1 {
+		vals := [1]any{v}
+		return e.emitBolt(DefaultStream, a, nil, vals[:], -1)
+	}
+	vals := [1]any{v}
+	e.targets = os.subs[0].choose(e.targets[:0], vals[:], -1)
+	if e.stats {
+		e.countOut(os)
+	}
+	e.emitted++
+	if len(e.targets) == 0 {
+		return nil
+	}
+	t := e.slab.get()
+	t.src = os.info
+	t.inl[0] = v
+	if a != nil && e.rt.numAckers > 0 {
+		e.anchor(t, a)
+	}
+	e.out.addTuple(e.targets[0], t)
+	return nil
 }
 
 // emitBolt emits a bolt tuple anchored on a (may be nil) and anchors.

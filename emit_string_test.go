@@ -1,10 +1,14 @@
 package gale_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gale-stream/gale"
 	"github.com/gale-stream/gale/galetest"
@@ -87,4 +91,135 @@ func (*upperBolt) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("word")
 func (*upperBolt) Execute(t *gale.Tuple, c *gale.BasicCollector) error {
 	_, err := c.EmitString(strings.ToUpper(t.GetString(0)))
 	return err
+}
+
+// TestEmitStringRoutesAndAcks runs word count's shape with no observer
+// (RunLocal), where EmitString takes its shortcut to a stream's one
+// subscriber: every word reaches the task its fields grouping names, the
+// anchored trees complete (and fail when a word fails), and with a second subscriber every word reaches
+// both. A stream of two fields refuses EmitString either way.
+func TestEmitStringRoutesAndAcks(t *testing.T) {
+	const n = 3000
+	for _, subscribers := range []int{1, 2} {
+		t.Run(fmt.Sprint(subscribers, " subscribers"), func(t *testing.T) {
+			var (
+				mu        sync.Mutex
+				taskOf    = make([]map[string]int, subscribers) // per subscriber: word → the task that got it
+				got       = make([]int, subscribers)
+				misrout   []string
+				acked     int
+				failed    []error
+				wrongFail []int // lines failed that had no word failed
+				arityErr  error
+			)
+			for i := range taskOf {
+				taskOf[i] = make(map[string]int)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			b := gale.NewTopologyBuilder()
+			b.SetSpout("lines", func() gale.Spout {
+				return &funcSpout{
+					declare: func(d gale.OutputDeclarer) { d.Declare("line") },
+					next: func(s *funcSpout) {
+						if s.n < n {
+							if _, err := s.Collector.EmitString(s.n, fmt.Sprintf("w%d x%d", s.n%97, s.n%89)); err != nil {
+								panic(err)
+							}
+							s.n++
+						}
+					},
+					ack: func(*funcSpout, any) {
+						mu.Lock()
+						defer mu.Unlock()
+						if acked++; acked+len(failed) == n {
+							cancel()
+						}
+					},
+					fail: func(_ *funcSpout, id any, err error) {
+						mu.Lock()
+						defer mu.Unlock()
+						if failed = append(failed, err); acked+len(failed) == n {
+							cancel()
+						}
+						if id.(int)%89 != 7 {
+							wrongFail = append(wrongFail, id.(int))
+						}
+					},
+				}
+			}, 1)
+			b.SetBolt("split", func() gale.Bolt {
+				return &funcBolt{
+					declare: func(d gale.OutputDeclarer) { d.Declare("word") },
+					execute: func(b *funcBolt, t *gale.Tuple) {
+						for w := range strings.FieldsSeq(t.GetString(0)) {
+							if _, err := b.Collector.EmitString(t, w); err != nil {
+								panic(err)
+							}
+						}
+						b.Collector.Ack(t)
+					},
+				}
+			}, 2).ShuffleGrouping("lines").AddConfiguration(gale.TopologyTupleReuse, true)
+			for i := range subscribers {
+				b.SetBolt(fmt.Sprint("count", i), func() gale.Bolt {
+					return &funcBolt{
+						declare: func(d gale.OutputDeclarer) { d.Declare("word", "n") },
+						execute: func(b *funcBolt, t *gale.Tuple) {
+							w, task := t.GetString(0), b.tc.TaskID()
+							if i == 0 && b.n == 0 {
+								b.n++
+								_, err := b.Collector.EmitString(t, w)
+								mu.Lock()
+								arityErr = err
+								mu.Unlock()
+							}
+							mu.Lock()
+							if prev, ok := taskOf[i][w]; ok && prev != task {
+								misrout = append(misrout, fmt.Sprintf("count%d: %q at tasks %d and %d", i, w, prev, task))
+							}
+							taskOf[i][w] = task
+							got[i]++
+							mu.Unlock()
+							if i == 0 && w == "x7" {
+								// The line's tree fails: the word is anchored on it.
+								b.Collector.Fail(t, errors.New("x7"))
+								return
+							}
+							b.Collector.Ack(t)
+						},
+					}
+				}, 3).FieldsGrouping("split", "word")
+			}
+			if err := gale.RunLocal(ctx, "emit-string", nil, build(t, b), gale.RunOptions{Logger: testLogger(t)}); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			wantFailed := 0
+			for i := range n {
+				if i%89 == 7 {
+					wantFailed++
+				}
+			}
+			if acked != n-wantFailed || len(failed) != wantFailed || len(wrongFail) > 0 {
+				t.Fatalf("%d of %d lines acked and %d failed, want %d failed: the lines with x7 (wrongly failed: %v)",
+					acked, n, len(failed), wantFailed, wrongFail[:min(3, len(wrongFail))])
+			}
+			for i := range subscribers {
+				if got[i] != 2*n {
+					t.Errorf("count%d got %d words, want %d", i, got[i], 2*n)
+				}
+				if len(taskOf[i]) != 97+89 {
+					t.Errorf("count%d saw %d distinct words, want %d", i, len(taskOf[i]), 97+89)
+				}
+			}
+			if len(misrout) > 0 {
+				t.Errorf("fields grouping sent a word to two tasks: %v", misrout[:min(3, len(misrout))])
+			}
+			if !errors.Is(arityErr, gale.ErrWrongArity) {
+				t.Errorf("EmitString on a stream of two fields returned %v, want an error wrapping ErrWrongArity", arityErr)
+			}
+		})
+	}
 }

@@ -1,6 +1,9 @@
 package gale
 
-import "time"
+import (
+	goruntime "runtime"
+	"time"
+)
 
 // Messages between executors travel in batches over bounded channels: one
 // channel operation moves up to topology.producer.batch.size tuples. An
@@ -256,6 +259,19 @@ func send[B any](o *outbox, ch chan<- B, b B, n int) bool {
 	return true
 }
 
+// fullSpins is how many times put yields, trying again after each, before
+// it parks on a full channel. A producer that parks on its consumer's full
+// queue is made runnable by the consumer's next receive, on the
+// consumer's P (the channel readies it as that P's next goroutine); the
+// other P, with nothing else to run, idles until it steals the producer,
+// and the stage before, parked on the producer's full queue in turn, waits
+// longer still. Yielding a few times instead keeps the producer on its own
+// P, where the room the consumer makes is seen at once. Word count in
+// process, 3 interleaved rounds (ab2.sh 4s 3): noack 2.08M → 2.82M
+// sentences/s and CPU per sentence 0.74 → 0.67 µs; ack 1.35M → 1.47M/s.
+// 2, 4 and 8 measured the same.
+const fullSpins = 4
+
 // put puts v on ch, blocking while ch is full: an executor's queue, or a
 // peer's send queue (sendFrame). While it waits it parks what arrives on
 // o.ctlIn and handles o.ticks, and the wait counts as backpressure
@@ -265,6 +281,14 @@ func put[T any](o *outbox, ch chan<- T, v T) bool {
 	case ch <- v:
 		return true
 	default:
+	}
+	for range fullSpins {
+		goruntime.Gosched()
+		select {
+		case ch <- v:
+			return true
+		default:
+		}
 	}
 	start := o.waitStart()
 	defer o.waitEnd(start)

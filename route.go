@@ -18,6 +18,7 @@ type outStream struct {
 	direct bool // info.direct
 	custom bool // some subscriber uses a custom grouping
 	remote bool // some subscriber task runs in another worker
+	oneSub bool // one subscriber, by a built-in grouping other than direct, and not a direct stream: emitOne's case
 
 	// With topology.stats.enabled: the tuples emitted on the stream and
 	// the copies sent to another worker, kept by the emitting task's
