@@ -294,13 +294,20 @@ func TestConvergesOnSimulatedSystem(t *testing.T) {
 		sys   service
 		start int
 		noise float64
+		// minMean is the least mean throughput over the last steps, as a
+		// fraction of the best fixed value's. At the noisy knee every
+		// reading is off by up to 10% and a probe one step either side
+		// costs more than that: over 300 seeds the mean there was 88.0–95.8%
+		// (median 92.4%), and 90% failed about 1 seed in 20. Elsewhere it
+		// was at least 96%.
+		minMean float64
 	}{
-		{"from 1", fast, 1, 0.03},
-		{"from 100000, a flood of timeouts", fast, 100000, 0.03},
-		{"from 1000, queueing without timeouts", fast, 1000, 0.03},
-		{"a slow source from 1", slow, 1, 0.03},
-		{"a slow source from 100000", slow, 100000, 0.03},
-		{"a sharp knee at a small value, noisy, from 1000", knee, 1000, 0.1},
+		{"from 1", fast, 1, 0.03, 0.9},
+		{"from 100000, a flood of timeouts", fast, 100000, 0.03, 0.9},
+		{"from 1000, queueing without timeouts", fast, 1000, 0.03, 0.9},
+		{"a slow source from 1", slow, 1, 0.03, 0.9},
+		{"a slow source from 100000", slow, 100000, 0.03, 0.9},
+		{"a sharp knee at a small value, noisy, from 1000", knee, 1000, 0.1, 0.85},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const interval = 1.0
@@ -350,8 +357,8 @@ func TestConvergesOnSimulatedSystem(t *testing.T) {
 			if lo < bestV/4 || hi > 4*bestV {
 				t.Errorf("over the last %d steps the value ranged %d–%d, want within 4× of the best fixed value %d; trace %s", tail, lo, hi, bestV, strings.Join(trace, " "))
 			}
-			if mean < 0.9*bestRate {
-				t.Errorf("mean throughput over the last %d steps %.0f/s, want ≥ 90%% of the best fixed value's %.0f/s; trace %s", tail, mean, bestRate, strings.Join(trace, " "))
+			if mean < c.minMean*bestRate {
+				t.Errorf("mean throughput over the last %d steps %.0f/s, want ≥ %.0f%% of the best fixed value's %.0f/s; trace %s", tail, mean, 100*c.minMean, bestRate, strings.Join(trace, " "))
 			}
 		})
 	}
