@@ -22,31 +22,9 @@ func TestEmitStringIsEmit(t *testing.T) {
 	const n = 600 // more than one chunk of boxed strings per task
 	b := gale.NewTopologyBuilder()
 	b.SetSpout("lines", func() gale.Spout {
-		return &funcSpout{
-			declare: func(d gale.OutputDeclarer) { d.Declare("line") },
-			next: func(s *funcSpout) {
-				if s.n < n {
-					if _, err := s.Collector.EmitString(s.n, fmt.Sprintf("w%d x%d", s.n, s.n)); err != nil {
-						panic(err)
-					}
-					s.n++
-				}
-			},
-		}
+		return linesSpout(n, func(i int) string { return fmt.Sprintf("w%d x%d", i, i) })
 	}, 1)
-	b.SetBolt("split", func() gale.Bolt {
-		return &funcBolt{
-			declare: func(d gale.OutputDeclarer) { d.Declare("word") },
-			execute: func(b *funcBolt, t *gale.Tuple) {
-				for w := range strings.FieldsSeq(t.GetString(0)) {
-					if _, err := b.Collector.EmitString(t, w); err != nil {
-						panic(err)
-					}
-				}
-				b.Collector.Ack(t)
-			},
-		}
-	}, 2).ShuffleGrouping("lines")
+	b.SetBolt("split", splitWords, 2).ShuffleGrouping("lines")
 	b.SetBasicBolt("upper", func() gale.BasicBolt { return &upperBolt{} }, 2).FieldsGrouping("split", "word")
 	topo := build(t, b)
 	res := complete(t, topo, galetest.Options{Config: gale.Config{gale.TopologyTestingAlwaysTrySerialize: true}})
@@ -85,6 +63,38 @@ func TestEmitStringIsEmit(t *testing.T) {
 	}
 }
 
+// linesSpout is a spout that emits line(i) with EmitString under message id
+// i, for i from 0 to n-1.
+func linesSpout(n int, line func(i int) string) *funcSpout {
+	return &funcSpout{
+		declare: func(d gale.OutputDeclarer) { d.Declare("line") },
+		next: func(s *funcSpout) {
+			if s.n < n {
+				if _, err := s.Collector.EmitString(s.n, line(s.n)); err != nil {
+					panic(err)
+				}
+				s.n++
+			}
+		},
+	}
+}
+
+// splitWords is a bolt that emits each word of its input's string with
+// EmitString, anchored, and acks the input.
+func splitWords() gale.Bolt {
+	return &funcBolt{
+		declare: func(d gale.OutputDeclarer) { d.Declare("word") },
+		execute: func(b *funcBolt, t *gale.Tuple) {
+			for w := range strings.FieldsSeq(t.GetString(0)) {
+				if _, err := b.Collector.EmitString(t, w); err != nil {
+					panic(err)
+				}
+			}
+			b.Collector.Ack(t)
+		},
+	}
+}
+
 type upperBolt struct{ gale.BaseBasicBolt }
 
 func (*upperBolt) DeclareOutputFields(d gale.OutputDeclarer) { d.Declare("word") }
@@ -119,48 +129,27 @@ func TestEmitStringRoutesAndAcks(t *testing.T) {
 			defer cancel()
 			b := gale.NewTopologyBuilder()
 			b.SetSpout("lines", func() gale.Spout {
-				return &funcSpout{
-					declare: func(d gale.OutputDeclarer) { d.Declare("line") },
-					next: func(s *funcSpout) {
-						if s.n < n {
-							if _, err := s.Collector.EmitString(s.n, fmt.Sprintf("w%d x%d", s.n%97, s.n%89)); err != nil {
-								panic(err)
-							}
-							s.n++
-						}
-					},
-					ack: func(*funcSpout, any) {
-						mu.Lock()
-						defer mu.Unlock()
-						if acked++; acked+len(failed) == n {
-							cancel()
-						}
-					},
-					fail: func(_ *funcSpout, id any, err error) {
-						mu.Lock()
-						defer mu.Unlock()
-						if failed = append(failed, err); acked+len(failed) == n {
-							cancel()
-						}
-						if id.(int)%89 != 7 {
-							wrongFail = append(wrongFail, id.(int))
-						}
-					},
+				s := linesSpout(n, func(i int) string { return fmt.Sprintf("w%d x%d", i%97, i%89) })
+				s.ack = func(*funcSpout, any) {
+					mu.Lock()
+					defer mu.Unlock()
+					if acked++; acked+len(failed) == n {
+						cancel()
+					}
 				}
+				s.fail = func(_ *funcSpout, id any, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if failed = append(failed, err); acked+len(failed) == n {
+						cancel()
+					}
+					if id.(int)%89 != 7 {
+						wrongFail = append(wrongFail, id.(int))
+					}
+				}
+				return s
 			}, 1)
-			b.SetBolt("split", func() gale.Bolt {
-				return &funcBolt{
-					declare: func(d gale.OutputDeclarer) { d.Declare("word") },
-					execute: func(b *funcBolt, t *gale.Tuple) {
-						for w := range strings.FieldsSeq(t.GetString(0)) {
-							if _, err := b.Collector.EmitString(t, w); err != nil {
-								panic(err)
-							}
-						}
-						b.Collector.Ack(t)
-					},
-				}
-			}, 2).ShuffleGrouping("lines").AddConfiguration(gale.TopologyTupleReuse, true)
+			b.SetBolt("split", splitWords, 2).ShuffleGrouping("lines").AddConfiguration(gale.TopologyTupleReuse, true)
 			for i := range subscribers {
 				b.SetBolt(fmt.Sprint("count", i), func() gale.Bolt {
 					return &funcBolt{
