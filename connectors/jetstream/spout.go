@@ -45,10 +45,13 @@ type Stats struct {
 	Shutdown         int64 // trees cut by a shutdown (negative-acked at once, not counted as failures)
 
 	// The fair share at work: emits chosen while both a redelivery and a
-	// new message waited. Over a storm, ContendedRetries / ContendedNew
-	// stays at or under retry.retries.per.new.
+	// new message waited. A spell of such waiting may open with up to
+	// retry.retries.per.new redeliveries (the count in a row carries over),
+	// then gives one new message a turn after each retry.retries.per.new:
+	// ContendedRetries ≤ retries.per.new × (ContendedNew + ContendedSpells).
 	ContendedRetries int64 // redeliveries emitted while a new message waited
 	ContendedNew     int64 // new messages emitted while a redelivery waited
+	ContendedSpells  int64 // times both began to wait
 }
 
 // spoutCounters are the atomics behind Stats.
@@ -59,6 +62,7 @@ type spoutCounters struct {
 	transient, delayable, permanent, timedOut atomic.Int64
 	shutdown                                  atomic.Int64
 	contendedRetries, contendedNew            atomic.Int64
+	contendedSpells                           atomic.Int64
 }
 
 func (c *spoutCounters) snapshot() Stats {
@@ -69,6 +73,7 @@ func (c *spoutCounters) snapshot() Stats {
 		Transient: c.transient.Load(), Delayable: c.delayable.Load(), Permanent: c.permanent.Load(),
 		TimedOut: c.timedOut.Load(), Shutdown: c.shutdown.Load(),
 		ContendedRetries: c.contendedRetries.Load(), ContendedNew: c.contendedNew.Load(),
+		ContendedSpells: c.contendedSpells.Load(),
 	}
 }
 
@@ -89,6 +94,7 @@ func (s *Stats) add(o Stats) {
 	s.Shutdown += o.Shutdown
 	s.ContendedRetries += o.ContendedRetries
 	s.ContendedNew += o.ContendedNew
+	s.ContendedSpells += o.ContendedSpells
 }
 
 // Spout reads a stream through a durable pull consumer and emits each
@@ -117,7 +123,8 @@ type Spout struct {
 	// Messages fetched and not emitted yet, by kind. Their total is
 	// bounded by max.ack.pending: the server delivers no more unacked.
 	fresh, redelivered queue[*held]
-	retriesInRow       int // redeliveries emitted since the last new message
+	retriesInRow       int  // redeliveries emitted since the last new message
+	bothWaited         bool // at the last pick, a redelivery and a new message waited
 
 	// letters sends the dead letters when a sink is configured.
 	letters *letterBox
@@ -342,6 +349,10 @@ func (s *Spout) sweep() {
 // redeliveries the server schedules itself.
 func (s *Spout) pick() (*held, bool) {
 	both := s.redelivered.len() > 0 && s.fresh.len() > 0
+	if both && !s.bothWaited {
+		s.c.contendedSpells.Add(1)
+	}
+	s.bothWaited = both
 	if s.redelivered.len() > 0 && (s.fresh.len() == 0 || s.retriesInRow < s.cfg.Retry.RetriesPerNew) {
 		s.retriesInRow++
 		if both {

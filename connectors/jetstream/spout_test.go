@@ -279,35 +279,80 @@ func publishBulk(t testing.TB, js njs.JetStream, subject string, bodies []string
 func TestSpoutFairShareHoldsInATransientFailureStorm(t *testing.T) {
 	ts := startServer(t)
 	_, js := ts.client(t)
-	createStream(t, js, "ORDERS", "orders.>")
 	const storm, fresh, attempts, perNew = 300, 2000, 20, 3
+	// The storm's redeliveries come in bursts, as its messages fail and are
+	// redelivered together. Now and then every new message went out between
+	// two bursts, so that none waited with a redelivery and the run showed
+	// nothing (about 1 run in 20 at 2,000 or at 8,000 new messages). Such a
+	// run is made again, on a stream of its own, up to maxRuns times.
+	const maxRuns = 5
+	for run := range maxRuns {
+		st, retries, news, sp := stormRun(t, ts, js, run, storm, fresh, attempts, perNew)
+		t.Logf("run %d: from the first new message to the last: %d redeliveries, %d new messages, %.2f redeliveries per new; "+
+			"while both waited: %d redeliveries, %d new, %.2f per new (fair share %d), in %d spells",
+			run, retries, news, float64(retries)/float64(news), st.ContendedRetries, st.ContendedNew,
+			float64(st.ContendedRetries)/float64(max(st.ContendedNew, 1)), perNew, st.ContendedSpells)
+		if st.ContendedRetries == 0 {
+			if run == maxRuns-1 {
+				t.Fatalf("stats %+v: in %d runs no redelivery went out while a new message waited; the test made no storm", st, maxRuns)
+			}
+			continue
+		}
+		// The storm competed with the new messages, and got no more than
+		// its share while they waited: without the share, redeliveries
+		// would have gone first, every one. Each spell of contention may
+		// open with up to perNew redeliveries (the count in a row carries
+		// over from before it); the unit test TestPickFairShare checks the
+		// rule emit by emit. (A bound of perNew per new alone failed when
+		// one spell of 7 new messages opened with 3: 24 for 7.)
+		if limit := perNew * (st.ContendedNew + st.ContendedSpells); st.ContendedRetries > limit {
+			t.Errorf("%d redeliveries went out for %d new messages in %d spells while both waited: over the fair share of %d per new and %d per spell (%d)",
+				st.ContendedRetries, st.ContendedNew, st.ContendedSpells, perNew, perNew, limit)
+		}
+		if retries == 0 {
+			t.Errorf("no redelivery went out between the first new message and the last: the storm was held back")
+		}
+		testutil.Eventually(t, 120*time.Second, "the storm dead-lettered", func() bool { return sp.Stats().Terminated == int64(storm) })
+		return
+	}
+}
 
+// stormRun runs one storm of TestSpoutFairShareHoldsInATransientFailureStorm
+// on stream ORDERS<run>: storm messages that fail every time and, once each
+// has failed once, fresh new ones, all at once, while the storm goes on. It
+// returns the spout's stats when every new message is acked, and the
+// redeliveries and new messages the bolt saw from the first new message to
+// the last.
+func stormRun(t *testing.T, ts *testServer, js njs.JetStream, run, storm, fresh, attempts, perNew int) (jetstream.Stats, int, int, *jetstream.Spouts) {
+	t.Helper()
+	stream, subject := fmt.Sprint("ORDERS", run), fmt.Sprintf("orders%d.new", run)
+	createStream(t, js, stream, fmt.Sprintf("orders%d.>", run))
 	p := fastPolicy(time.Millisecond, attempts)
 	p.Max = 2 * time.Millisecond
 	p.RetriesPerNew = perNew
-	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: "ORDERS", Consumer: "work", Retry: p,
+	sp := newSpout(t, jetstream.Config{URL: ts.URL, Stream: stream, Consumer: "work", Retry: p,
 		MaxAckPending: 2 * (storm + fresh), DeadLetterFile: filepath.Join(t.TempDir(), "dead.jsonl")})
 	rec := &recorder{}
 	// Few trees at a time, so that the spout's queues fill and the fair
 	// share, not the order of arrival, decides what goes next.
-	runTopology(t, "storm", sp.New, &recBolt{rec: rec}, gale.Config{gale.TopologyMaxSpoutPending: 4})
+	lt := runTopology(t, fmt.Sprint("storm", run), sp.New, &recBolt{rec: rec}, gale.Config{gale.TopologyMaxSpoutPending: 4})
 
-	// The storm: messages failing every time. Once each has failed once,
-	// new messages arrive, all at once, while the storm goes on.
 	bodies := make([]string, 0, fresh)
 	for i := range storm {
 		bodies = append(bodies, fmt.Sprintf("fail-%d", i))
 	}
-	publishBulk(t, js, "orders.new", bodies)
-	testutil.Eventually(t, 60*time.Second, "every storm message failed once", func() bool { return sp.Stats().Retries >= storm })
+	publishBulk(t, js, subject, bodies)
+	testutil.Eventually(t, 60*time.Second, "every storm message failed once", func() bool { return sp.Stats().Retries >= int64(storm) })
 	bodies = bodies[:0]
 	for i := range fresh {
 		bodies = append(bodies, fmt.Sprintf("ok-%d", i))
 	}
-	publishBulk(t, js, "orders.new", bodies)
-
-	testutil.Eventually(t, 120*time.Second, "every new message acked", func() bool { return sp.Stats().Acked == fresh })
+	publishBulk(t, js, subject, bodies)
+	testutil.Eventually(t, 120*time.Second, "every new message acked", func() bool { return sp.Stats().Acked == int64(fresh) })
 	st := sp.Stats()
+	if st.ContendedRetries == 0 {
+		lt.Stop() // its storm would only load the next run
+	}
 	seen := rec.snapshot()
 	firstNew, lastNew := -1, 0
 	for i, d := range seen {
@@ -326,27 +371,7 @@ func TestSpoutFairShareHoldsInATransientFailureStorm(t *testing.T) {
 			news++
 		}
 	}
-	t.Logf("from the first new message to the last: %d redeliveries, %d new messages, %.2f redeliveries per new; "+
-		"while both waited: %d redeliveries, %d new, %.2f per new (fair share %d)",
-		retries, news, float64(retries)/float64(news), st.ContendedRetries, st.ContendedNew,
-		float64(st.ContendedRetries)/float64(max(st.ContendedNew, 1)), perNew)
-	// The storm competed with the new messages, and got no more than its
-	// share while they waited: without the share, redeliveries would have
-	// gone first, every one.
-	if st.ContendedRetries == 0 {
-		t.Fatalf("stats %+v: no redelivery went out while a new message waited; the test made no storm", st)
-	}
-	// Each spell of contention may open with up to perNew redeliveries
-	// (the count in a row carries over from before it); the unit test
-	// TestPickFairShare checks the rule emit by emit.
-	if ratio := float64(st.ContendedRetries) / float64(max(st.ContendedNew, 1)); ratio > perNew+0.1 {
-		t.Errorf("%d redeliveries went out for %d new messages while both waited (%.2f): over the fair share of %d per new",
-			st.ContendedRetries, st.ContendedNew, ratio, perNew)
-	}
-	if retries == 0 {
-		t.Errorf("no redelivery went out between the first new message and the last: the storm was held back")
-	}
-	testutil.Eventually(t, 120*time.Second, "the storm dead-lettered", func() bool { return sp.Stats().Terminated == storm })
+	return st, retries, news, sp
 }
 
 func TestSpoutOpenRefusesAnAckWaitNotLongerThanTheMessageTimeout(t *testing.T) {
