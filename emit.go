@@ -334,17 +334,17 @@ func (e *emitter) initTree(root, xor uint64, slot uint32) {
 }
 
 // emitOne emits a one-value tuple on the default stream anchored on a (may
-// be nil): EmitString's path. When the stream has one subscriber with a
-// built-in grouping and no hook watches the emits, it takes the tuple to
-// its one task without prepare's general checks (a string is always
-// encodable, the arity is checked here); otherwise it is emitBolt.
+// be nil): EmitString's path, v a boxed string. When the stream has one
+// subscriber with a built-in grouping and no hook watches the emits, it
+// takes the tuple to its one task without prepare's general checks (a
+// string is always encodable, the arity is checked here); otherwise it is
+// emitBolt.
 func (e *emitter) emitOne(a *Tuple, v any) error {
 	os := e.defOut
+	vals := [1]any{v}
 	if !e.plain || os == nil || !os.oneSub || os.arity != 1 {
-		vals := [1]any{v}
 		return e.emitBolt(DefaultStream, a, nil, vals[:], -1)
 	}
-	vals := [1]any{v}
 	e.targets = os.subs[0].choose(e.targets[:0], vals[:], -1)
 	if e.stats {
 		e.countOut(os)

@@ -282,6 +282,9 @@ func put[T any](o *outbox, ch chan<- T, v T) bool {
 		return true
 	default:
 	}
+	// The yields count as backpressure too: the time is the consumer's.
+	start := o.waitStart()
+	defer o.waitEnd(start)
 	for range fullSpins {
 		goruntime.Gosched()
 		select {
@@ -290,8 +293,6 @@ func put[T any](o *outbox, ch chan<- T, v T) bool {
 		default:
 		}
 	}
-	start := o.waitStart()
-	defer o.waitEnd(start)
 	for {
 		select {
 		case ch <- v:
