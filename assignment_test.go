@@ -31,18 +31,18 @@ func startAssigned(t *testing.T, topo *gale.Topology, conf gale.Config, execs []
 // given, whatever it is, and the run stays exact: every sentence acked
 // once, no failure, every word counted once by the one task its fields
 // grouping picks. The word count's executors in id order: count 0–1,
-// sentences 2–3, split 4–5, then one acker per worker, 6–7; each runs one
-// task, task = executor + 1.
+// sentences 2–3, split 4–5; each runs one task, task = executor + 1. The
+// trees of a spout task are kept by it, so its acks go to its worker.
 func TestWorkersGivenAssignment(t *testing.T) {
 	tests := []struct {
 		name  string
 		execs []int
 	}{
-		{"even", []int{0, 1, 0, 1, 0, 1, 0, 1}},
-		{"reversed", []int{1, 0, 1, 0, 1, 0, 1, 0}},
-		{"spouts on a worker without an acker", []int{0, 0, 1, 1, 0, 1, 0, 0}},
-		{"every acker on the spouts' worker", []int{0, 1, 1, 1, 0, 0, 1, 1}},
-		{"everything on worker 1, worker 0 idle", []int{1, 1, 1, 1, 1, 1, 1, 1}},
+		{"even", []int{0, 1, 0, 1, 0, 1}},
+		{"reversed", []int{1, 0, 1, 0, 1, 0}},
+		{"spouts on a worker of their own", []int{0, 0, 1, 1, 0, 0}},
+		{"each spout with the other's bolts", []int{1, 0, 0, 1, 1, 0}},
+		{"everything on worker 1, worker 0 idle", []int{1, 1, 1, 1, 1, 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,18 +90,18 @@ func TestWorkersGivenAssignment(t *testing.T) {
 // plan is refused with ErrInvalidAssignment, naming the executor at
 // fault, before anything runs.
 func TestStartWorkerBadExecutorMap(t *testing.T) {
-	topo := (&wordCount{n: 1}).topology(t, 2, 2, 2) // 6 executors and 2 ackers
+	topo := (&wordCount{n: 1}).topology(t, 2, 2, 2) // 6 executors
 	addrs := []string{"127.0.0.1:1", "127.0.0.1:2"}
 	tests := []struct {
 		name  string
 		execs []int
 		want  string
 	}{
-		{"too short", []int{0, 1, 0, 1, 0, 1, 0}, "places 7 executors, the plan has 8"},
-		{"too long", []int{0, 1, 0, 1, 0, 1, 0, 1, 0}, "places 9 executors, the plan has 8"},
-		{"empty", []int{}, "places 0 executors, the plan has 8"},
-		{"unknown worker", []int{0, 1, 0, 1, 0, 2, 0, 1}, `executor 5 (bolt "split", task 6) is placed on worker 2`},
-		{"negative worker", []int{0, 1, 0, 1, 0, 1, -1, 1}, "executor 6 (acker) is placed on worker -1"},
+		{"too short", []int{0, 1, 0, 1, 0}, "places 5 executors, the plan has 6"},
+		{"too long", []int{0, 1, 0, 1, 0, 1, 0}, "places 7 executors, the plan has 6"},
+		{"empty", []int{}, "places 0 executors, the plan has 6"},
+		{"unknown worker", []int{0, 1, 0, 1, 0, 2}, `executor 5 (bolt "split", task 6) is placed on worker 2`},
+		{"negative worker", []int{0, 1, -1, 1, 0, 1}, `executor 2 (spout "sentences", task 3) is placed on worker -1`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,8 +135,8 @@ func TestWorkersDifferentAssignmentsRefused(t *testing.T) {
 	var mu sync.Mutex
 	var errs []string
 	log := slog.New(captureLogs{testLogger(t).Handler(), &mu, &errs})
-	// Executors: a, b, then two ackers.
-	w := startAssigned(t, topo, gale.Config{}, [][]int{{0, 1, 0, 1}, {1, 0, 0, 1}}, func(int) *bridge.Observer { return nil }, log)
+	// Executors: a, b.
+	w := startAssigned(t, topo, gale.Config{}, [][]int{{0, 1}, {1, 0}}, func(int) *bridge.Observer { return nil }, log)
 	var refusal string
 	testutil.Eventually(t, 10*time.Second, "a refused hello", func() bool {
 		mu.Lock()
@@ -186,15 +186,15 @@ func TestWorkersDifferentAssignmentsRefused(t *testing.T) {
 // component, over the same tasks, and the run stays exact. The count
 // bolt has 4 tasks on 2 executors by definition; the executor maps fit
 // only the overridden plans (executors in id order: count, sentences
-// 2, split 2, then one acker per worker).
+// 2, split 2).
 func TestWorkersParallelismOverride(t *testing.T) {
 	tests := []struct {
 		name  string
 		count int
 		execs []int
 	}{
-		{"count on 4 executors", 4, []int{0, 1, 1, 0, 1, 0, 0, 1, 0, 1}},
-		{"count on 1 executor", 1, []int{1, 0, 1, 0, 1, 0, 1}},
+		{"count on 4 executors", 4, []int{0, 1, 1, 0, 1, 0, 0, 1}},
+		{"count on 1 executor", 1, []int{1, 0, 1, 0, 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

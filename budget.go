@@ -27,8 +27,8 @@ type memBudget struct {
 // Estimated costs. They are deliberately round: the check refuses a
 // parallelism that could not fit, it does not account every byte.
 const (
-	// treeBytes is what a tree in flight costs: its pending and ledger
-	// entries, its message id, and a few tuples of it in queues.
+	// treeBytes is what a tree in flight costs: its pending entry (the
+	// XOR ledger's too), its message id, and a few tuples of it in queues.
 	treeBytes = 1 << 10
 	// execBytes is an executor's own cost besides its tables: a goroutine
 	// stack and its bookkeeping.
@@ -78,19 +78,13 @@ func (rt *runtime) checkBudget() error {
 		}
 	}
 	sort.Slice(counts, func(i, j int) bool { return counts[i].c.id < counts[j].c.id })
-	ackers := 0
-	for _, a := range rt.ackers {
-		if rt.local(a) {
-			ackers++
-		}
-	}
-	total := rt.fixedBytes(counts, ackers)
+	total := rt.fixedBytes(counts)
 	if limit := rt.mem.heapBytes / fixedShare; total > limit {
 		// Name the component that costs the most, and how many of its
 		// tasks would fit with the others as they are.
 		worst, worstBytes := 0, int64(-1)
 		for i := range counts {
-			if b := rt.fixedBytes(counts[i:i+1], 0); b > worstBytes {
+			if b := rt.fixedBytes(counts[i : i+1]); b > worstBytes {
 				worst, worstBytes = i, b
 			}
 		}
@@ -98,7 +92,7 @@ func (rt *runtime) checkBudget() error {
 		fit := sort.Search(cc.tasks+1, func(n int) bool {
 			trial := append([]compCount(nil), counts...)
 			trial[worst] = compCount{c: cc.c, tasks: n, execs: min(n, cc.execs)}
-			return rt.fixedBytes(trial, ackers) > limit
+			return rt.fixedBytes(trial) > limit
 		}) - 1
 		kind := "bolt"
 		if cc.c.isSpout {
@@ -112,22 +106,26 @@ func (rt *runtime) checkBudget() error {
 	return nil
 }
 
-// fixedBytes estimates what the executors and tasks in counts, and ackers
-// ackers, cost by existing. An acker's outbox has a slot per task and per
-// executor of the topology; a component's, a slot per task of its
-// consumers and per acker.
-func (rt *runtime) fixedBytes(counts []compCount, ackers int) int64 {
-	allTasks, allExecs := int64(len(rt.taskExec)), int64(len(rt.execs))
-	// The trial counts of checkBudget change this worker's share only;
-	// keep the others' as they are.
-	for _, cc := range counts {
-		allTasks += int64(cc.tasks - rt.localTasks(cc.c))
-		allExecs += int64(cc.execs - rt.localExecs(cc.c))
-	}
+// fixedBytes estimates what the executors and tasks in counts cost by
+// existing. A component's outbox has a slot per task of its consumers and,
+// for a bolt with acking on, per spout executor upstream; a spout's queue
+// of tree messages is treeQueueCap batches long.
+func (rt *runtime) fixedBytes(counts []compCount) int64 {
 	queue := int64(execBytes) + 8*int64(rt.queueCap)
+	// A spout's executors in the whole topology; the trial counts of
+	// checkBudget change this worker's share only.
+	spoutExecs := func(sp *compInfo) int64 {
+		n := int64(rt.taskExec[sp.firstTask+sp.numTasks-1] - rt.taskExec[sp.firstTask] + 1)
+		for _, cc := range counts {
+			if cc.c == sp {
+				n += int64(cc.execs - rt.localExecs(sp))
+			}
+		}
+		return n
+	}
 	var n int64
 	for _, cc := range counts {
-		exec := queue + 8*int64(len(rt.ackers))
+		exec := queue
 		task := int64(taskBytes)
 		for _, subs := range cc.c.subs {
 			for _, s := range subs {
@@ -136,14 +134,19 @@ func (rt *runtime) fixedBytes(counts []compCount, ackers int) int64 {
 			}
 		}
 		if cc.c.isSpout {
+			exec += 8 * int64(rt.treeQueueCap(cc.c)-rt.queueCap)
 			task += spoutTaskBytes
-			if rt.numAckers > 0 {
+			if rt.acking {
 				task += treeBytes // at least one tree in flight
+			}
+		} else if rt.acking {
+			for _, sp := range rt.spoutsUpstream(cc.c) {
+				exec += 8 * spoutExecs(sp) // outbox slots
 			}
 		}
 		n += int64(cc.execs)*exec + int64(cc.tasks)*task
 	}
-	return n + int64(ackers)*(queue+8*(allTasks+allExecs))
+	return n
 }
 
 // localTasks and localExecs count c's tasks and executors in this worker.
@@ -200,7 +203,7 @@ func (rt *runtime) setFeedbackBudget() {
 		rt.fbBudget.workers = int64(len(rt.asg.Workers))
 	}
 	rt.fbBudget.gate = int64(recv)
-	if rt.numAckers == 0 {
+	if !rt.acking {
 		return
 	}
 	for _, c := range rt.comps {

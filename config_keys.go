@@ -37,9 +37,10 @@ const (
 	// some 30 steps: an hour at 120 s, a quarter of one at 30 s. May be set
 	// per component.
 	TopologyMaxSpoutPendingAutotuneIntervalSecs = "topology.max.spout.pending.autotune.interval.secs"
-	// TopologyAckerExecutors is the number of acker executors (int, default
-	// unset = one per worker; 0 turns tracking off and tuples are acked as
-	// soon as they are emitted).
+	// TopologyAckerExecutors turns acking off when 0: tuples are acked as
+	// soon as they are emitted (int ≥ 0, default unset = on). Any other
+	// value turns it on; unlike Storm, Gale runs no acker executors, since
+	// each spout task keeps the XOR ledger of its own trees.
 	TopologyAckerExecutors = "topology.acker.executors"
 	// TopologyTickTupleFreqSecs makes Gale send a tick tuple (stream "__tick"
 	// from component "__system") to each bolt every so many seconds (int,

@@ -51,10 +51,6 @@ type emitter struct {
 	plain    bool
 	wire     []byte
 	wireVals []any
-	// localAckers (spouts in a worker of several) are the indexes of the
-	// ackers in this worker; new roots map to one of them. Nil when every
-	// acker is here or none is: then a root maps to any acker.
-	localAckers []uint64
 
 	// A bolt task's counters (metrics.Bolt), kept by its executor's
 	// goroutine: tuples emitted, inputs acked and failed.
@@ -68,7 +64,7 @@ type emitter struct {
 	stats   bool
 	outList []*outStream
 
-	_ [24]byte // to whole cache lines: see TestHotStructsFillCacheLines
+	_ [48]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Logger) *emitter {
@@ -87,16 +83,6 @@ func newEmitter(rt *runtime, comp *compInfo, task int, out *outbox, log *slog.Lo
 		e.debugLog = log
 		if rt.debugLog != rt.log {
 			e.debugLog = rt.debugLog.With("component", comp.id, "task", task)
-		}
-	}
-	if comp.isSpout && rt.asg != nil {
-		for a, idx := range rt.ackers {
-			if rt.local(idx) {
-				e.localAckers = append(e.localAckers, uint64(a))
-			}
-		}
-		if len(e.localAckers) == len(rt.ackers) {
-			e.localAckers = nil // every acker is here: any root will do
 		}
 	}
 	e.trySerialize = rt.conf.Bool(TopologyTestingAlwaysTrySerialize)
@@ -296,10 +282,10 @@ func (e *emitter) tupleFor(first, proto *Tuple, i int) *Tuple {
 
 func (e *emitter) targetIDs() []int { return e.targets }
 
-// emitSpout emits a spout tuple; with a message id and ackers it starts a
-// tree and returns its root id (0 otherwise). nTargets is how many tasks
-// got it.
-func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool) (root, xor uint64, err error) {
+// emitSpout emits a spout tuple. With root (not 0) it starts that tree:
+// it returns root and the XOR of the tree's first edges, or 0 if no task
+// got the tuple.
+func (e *emitter) emitSpout(stream string, vals []any, direct int, root uint64) (uint64, uint64, error) {
 	os := e.outFor(stream)
 	first, err := e.prepare(os, stream, vals, direct)
 	if err != nil {
@@ -308,9 +294,10 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool)
 	if e.stats {
 		e.countOut(os)
 	}
-	if tracked && len(e.targets) > 0 {
-		root = e.newRoot()
+	if len(e.targets) == 0 {
+		root = 0
 	}
+	var xor uint64
 	var proto Tuple
 	if len(e.targets) > 1 {
 		proto = *first
@@ -325,12 +312,6 @@ func (e *emitter) emitSpout(stream string, vals []any, direct int, tracked bool)
 		e.out.addTuple(dst, t)
 	}
 	return root, xor, nil
-}
-
-// initTree tells root's acker that the spout emitted it: xor is the XOR of
-// its first edges, slot the tree's pending entry in the spout task.
-func (e *emitter) initTree(root, xor uint64, slot uint32) {
-	e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgInit, task: e.task, slot: slot, root: root, val: xor})
 }
 
 // emitOne emits a one-value tuple on the default stream anchored on a (may
@@ -356,7 +337,7 @@ func (e *emitter) emitOne(a *Tuple, v any) error {
 	t := e.slab.get()
 	t.src = os.info
 	t.inl[0] = v
-	if a != nil && e.rt.numAckers > 0 {
+	if a != nil && e.rt.acking {
 		e.anchor(t, a)
 	}
 	e.out.addTuple(e.targets[0], t)
@@ -382,7 +363,7 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 		}
 	}
 	e.emitted++
-	acking := e.rt.numAckers > 0
+	acking := e.rt.acking
 	var proto Tuple
 	if len(e.targets) > 1 {
 		proto = *first
@@ -400,23 +381,6 @@ func (e *emitter) emitBolt(stream string, a *Tuple, anchors []*Tuple, vals []any
 		e.out.addTuple(dst, t)
 	}
 	return nil
-}
-
-// newRoot returns a fresh tree id: non-zero, top bit clear (doneBit).
-func (e *emitter) newRoot() uint64 {
-	for {
-		r := e.rng.Uint64() &^ doneBit
-		if n := uint64(len(e.localAckers)); n > 0 {
-			// The root picks its acker (rt.ackerExec): one in this worker,
-			// so that the tree's init and completion never cross.
-			a := e.localAckers[r%n]
-			r >>= 1 // room for the adjustment below doneBit
-			r = r - r%uint64(e.rt.numAckers) + a
-		}
-		if r != 0 {
-			return r
-		}
-	}
 }
 
 // anchor ties child into every tree anchor belongs to, with a fresh edge:
@@ -471,9 +435,9 @@ func (e *emitter) ack(t *Tuple) {
 		e.in.of(t).acked++
 	}
 	if root := t.treeRoot(); root != 0 {
-		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgAck, root: root, val: t.edge})
+		e.out.treeMsg(ackMsg{kind: msgAck, root: root, val: t.edge})
 		for _, p := range t.morePairs() {
-			e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgAck, root: p.root, val: p.edge})
+			e.out.treeMsg(ackMsg{kind: msgAck, root: p.root, val: p.edge})
 		}
 	}
 	if e.poison != nil {
@@ -496,9 +460,9 @@ func (e *emitter) fail(t *Tuple, reason error) {
 	}
 	if root := t.treeRoot(); root != 0 {
 		fe := &FailedError{Component: e.comp.id, Task: int(e.task), Err: reason}
-		e.out.addMsg(e.rt.ackerExec(root), ackMsg{kind: msgFail, task: e.task, root: root, reason: fe})
+		e.out.treeMsg(ackMsg{kind: msgFail, root: root, reason: fe})
 		for _, p := range t.morePairs() {
-			e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgFail, task: e.task, root: p.root, reason: fe})
+			e.out.treeMsg(ackMsg{kind: msgFail, root: p.root, reason: fe})
 		}
 	}
 	if e.poison != nil {
@@ -510,8 +474,8 @@ func (e *emitter) resetTimeout(t *Tuple) {
 	if t.treeRoot() == 0 || t.isDone() {
 		return
 	}
-	e.out.addMsg(e.rt.ackerExec(t.root), ackMsg{kind: msgReset, root: t.root})
+	e.out.treeMsg(ackMsg{kind: msgReset, root: t.treeRoot()})
 	for _, p := range t.morePairs() {
-		e.out.addMsg(e.rt.ackerExec(p.root), ackMsg{kind: msgReset, root: p.root})
+		e.out.treeMsg(ackMsg{kind: msgReset, root: p.root})
 	}
 }

@@ -65,8 +65,8 @@ func (r *emitRig) drain() {
 			rt.putBatch(<-in)
 		}
 	}
-	for _, ai := range rt.ackers {
-		for ch := rt.execs[ai].ctl; len(ch) > 0; {
+	for _, x := range rt.spoutExecs {
+		for ch := rt.execs[x.idx].ctl; len(ch) > 0; {
 			rt.putAckBatch(<-ch)
 		}
 	}
@@ -138,9 +138,10 @@ func BenchmarkSpoutAck(b *testing.B) {
 			for i := 0; i < b.N; i += batch {
 				ab := rt.getAckBatch()
 				for j := range batch {
-					root := uint64(i + j + 1)
-					slot := t.pending.put(root, pendingEntry{msgID: nil})
-					ab.msgs = append(ab.msgs, ackMsg{kind: msgComplete, task: x.first, slot: slot, root: root})
+					slot, _ := t.pending.next()
+					root := makeRoot(x.first, slot, uint64(i+j))
+					t.pending.put(root, pendingEntry{msgID: nil, xor: 1})
+					ab.msgs = append(ab.msgs, ackMsg{kind: msgAck, root: root, val: 1})
 				}
 				x.handleCtl(ab)
 			}

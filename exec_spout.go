@@ -28,16 +28,22 @@ type spoutTask struct {
 }
 
 func (t *spoutTask) emit(stream string, msgID any, direct int, vals []any) ([]int, error) {
-	tracked := msgID != nil && t.rt.numAckers > 0
-	root, xor, err := t.em.emitSpout(stream, vals, direct, tracked)
+	var root uint64
+	if msgID != nil && t.rt.acking {
+		slot, ok := t.pending.next()
+		if !ok {
+			return nil, errTooManyTrees
+		}
+		root = makeRoot(t.em.task, slot, t.em.rng.Uint64())
+	}
+	root, xor, err := t.em.emitSpout(stream, vals, direct, root)
 	if err != nil {
 		return nil, err
 	}
 	t.emits++
 	if msgID != nil {
 		if root != 0 {
-			slot := t.pending.put(root, pendingEntry{msgID: msgID, emitted: t.x.now})
-			t.em.initTree(root, xor, slot)
+			t.pending.put(root, pendingEntry{msgID: msgID, emitted: t.x.now, xor: xor})
 		} else {
 			// Acking is off, or nobody subscribes: the tree is complete
 			// now. Ack after NextTuple returns, never from inside it.
@@ -124,7 +130,7 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 	x.out.ctlIn = x.ctl
 	x.maxPending, _ = c.conf.Int(TopologyMaxSpoutPending)
 	x.newTuner(n)
-	if x.maxPending == 0 && rt.numAckers > 0 {
+	if x.maxPending == 0 && rt.acking {
 		x.autoFloor, x.autoMost = rt.autoBounds()
 		x.autoLimit = x.autoFloor
 		rt.fbBudget.auto.Add(int64(x.autoLimit * n))
@@ -140,7 +146,7 @@ func newSpoutExec(rt *runtime, idx int, c *compInfo, first, n int) *spoutExec {
 		x.tasks = append(x.tasks, t)
 	}
 	x.tasks = lineClone(x.tasks)
-	if rt.numAckers > 0 {
+	if rt.acking {
 		x.pubMaxPending.Store(int64(x.maxPending * n))
 	}
 	return x
@@ -351,6 +357,9 @@ func (x *spoutExec) round(t *spoutTask) (emitted, capped bool) {
 	if limit == 0 {
 		limit = x.autoLimit
 	}
+	if x.rt.acking && (limit == 0 || limit > maxTreesPerTask) {
+		limit = maxTreesPerTask // what a root can name (tree.go)
+	}
 	if x.rt.fbBudget.closed() {
 		return false, false // a cycle is full: let it drain (feedback.go)
 	}
@@ -406,10 +415,15 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 	var now int64 // read at the batch's first completion
 	for i := range b.msgs {
 		m := &b.msgs[i]
-		t := x.tasks[m.task-x.first]
+		ti := int(rootTask(m.root)) - int(x.first)
+		if ti < 0 || ti >= len(x.tasks) {
+			continue // not this executor's tree (checkAcks refuses it from a peer)
+		}
+		t := x.tasks[ti]
+		slot := rootSlot(m.root)
 		switch m.kind {
-		case msgComplete:
-			if e, ok := t.pending.remove(m.slot, m.root); ok {
+		case msgAck:
+			if e, ok := t.pending.ack(slot, m.root, m.val); ok {
 				freed = true
 				x.resolved++
 				x.acked++
@@ -424,17 +438,17 @@ func (x *spoutExec) handleCtl(b *ackBatch) {
 				}
 				x.call(t, func() { t.spout.Ack(e.msgID) })
 				if x.rt.obs.Ack != nil {
-					x.rt.obs.Ack(x.comp.id, int(m.task), e.msgID)
+					x.rt.obs.Ack(x.comp.id, int(t.em.task), e.msgID)
 				}
 			}
-		case msgFailed:
-			if e, ok := t.pending.remove(m.slot, m.root); ok {
+		case msgFail:
+			if e, ok := t.pending.remove(slot, m.root); ok {
 				freed = true
 				x.resolved++
 				x.fail(t, e.msgID, m.reason, failedByBolt)
 			}
 		case msgReset:
-			t.pending.touch(m.slot, m.root)
+			t.pending.touch(slot, m.root)
 		}
 	}
 	if freed {

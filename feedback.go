@@ -233,7 +233,7 @@ func (o *outbox) sendFeedback(q *feedbackQueue, b *batch) {
 		return
 	}
 	o.rt.inflight.Add(-n)
-	if o.rt.numAckers == 0 {
+	if !o.rt.acking {
 		q.reject(o.rt, b, "lost: acking is off")
 		o.rt.recycleBatch(b)
 		return
@@ -251,9 +251,9 @@ func (o *outbox) sendFeedback(q *feedbackQueue, b *batch) {
 			reason = &FailedError{Component: t.src.component, Task: int(t.src.task),
 				Err: fmt.Errorf("%w: the tuples going round the cycle through bolt %q reached %d, what the trees in flight allow; a bolt on the cycle emits more tuples than the cycle ends", ErrFeedbackFull, q.consumer, q.budget.limit())}
 		}
-		o.addMsg(o.rt.ackerExec(root), ackMsg{kind: msgFail, task: t.src.task, root: root, reason: reason})
+		o.treeMsg(ackMsg{kind: msgFail, root: root, reason: reason})
 		for _, p := range t.morePairs() {
-			o.addMsg(o.rt.ackerExec(p.root), ackMsg{kind: msgFail, task: t.src.task, root: p.root, reason: reason})
+			o.treeMsg(ackMsg{kind: msgFail, root: p.root, reason: reason})
 		}
 	}
 	o.rt.recycleBatch(b)

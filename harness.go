@@ -51,6 +51,7 @@ type boltHarness struct {
 	x     *boltExec
 	task  *boltTask
 	roots map[uint64]*Tuple // the tuples executed, by the tree id given them
+	tree  []ackMsg          // the tree messages since the last collect
 	next  uint64            // the last tree id given
 	rec   bridge.HarnessRecord
 	errs  []bridge.HarnessError
@@ -89,7 +90,7 @@ func newBoltHarness(b any, component string, conf Config, opts RunOptions) (*bol
 	if conf == nil {
 		conf = Config{}
 	}
-	// Acks and anchors are read from the messages to the acker.
+	// Acks and anchors are read from the tree messages (treeSink).
 	conf[TopologyAckerExecutors] = 1
 	if _, set := conf[TopologyTestingAlwaysTrySerialize]; !set {
 		conf[TopologyTestingAlwaysTrySerialize] = true
@@ -118,6 +119,7 @@ func newBoltHarness(b any, component string, conf Config, opts RunOptions) (*bol
 	h.task = h.x.tasks[0]
 	// Emits wait in the outbox for collect, however many there are.
 	h.x.out.blockOnFull = false
+	h.x.out.treeSink = func(m ackMsg) { h.tree = append(h.tree, m) }
 	if err := bolt.Prepare(h.task.tc, h.task.coll); err != nil {
 		rt.cancel()
 		return nil, fmt.Errorf("galetest: prepare bolt %q: %w", component, err)
@@ -163,31 +165,24 @@ func (h *boltHarness) collect() bridge.HarnessRecord {
 		h.rt.recycleBatch(b)
 	}
 	out.dataDirty = out.dataDirty[:0]
-	for _, exec := range out.ctlDirty {
-		b := out.ctl[exec-out.execBase]
-		if b == nil {
-			continue
-		}
-		out.ctl[exec-out.execBase] = nil
-		for _, m := range b.msgs {
-			t := h.roots[m.root]
-			switch {
-			case t == nil:
-			case m.kind == msgAck:
-				rec.Done = append(rec.Done, bridge.HarnessDone{Tuple: t})
-			case m.kind == msgFail:
-				var err error
-				if fe, ok := m.reason.(*FailedError); ok {
-					err = fe.Err
-				}
-				rec.Done = append(rec.Done, bridge.HarnessDone{Tuple: t, Failed: true, Err: err})
-			case m.kind == msgReset:
-				rec.Resets = append(rec.Resets, t)
+	for _, m := range h.tree {
+		t := h.roots[m.root]
+		switch {
+		case t == nil:
+		case m.kind == msgAck:
+			rec.Done = append(rec.Done, bridge.HarnessDone{Tuple: t})
+		case m.kind == msgFail:
+			var err error
+			if fe, ok := m.reason.(*FailedError); ok {
+				err = fe.Err
 			}
+			rec.Done = append(rec.Done, bridge.HarnessDone{Tuple: t, Failed: true, Err: err})
+		case m.kind == msgReset:
+			rec.Resets = append(rec.Resets, t)
 		}
-		h.rt.recycleAckBatch(b)
 	}
-	out.ctlDirty = out.ctlDirty[:0]
+	clear(h.tree)
+	h.tree = h.tree[:0]
 	rec.Errors, h.errs = h.errs, nil
 	return rec
 }

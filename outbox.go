@@ -21,32 +21,27 @@ type batch struct {
 	_ [24]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
+// Tree messages go from bolts to the spout executor whose task emitted
+// the tree: the root names it (tree.go).
 const (
-	msgInit     uint8 = iota + 1 // spout → acker: root emitted, xor of its edges
-	msgAck                       // bolt → acker: xor val into root
-	msgFail                      // bolt → acker: fail root
-	msgReset                     // bolt → acker → spout: reset root's timeout
-	msgComplete                  // acker → spout: tree complete
-	msgFailed                    // acker → spout: tree failed
+	msgAck   uint8 = iota + 1 // XOR val into root's tree
+	msgFail                   // fail root's tree
+	msgReset                  // reset root's timeout (ResetTimeout)
 )
 
-// ackMsg is one acker protocol message.
+// ackMsg is one tree message.
 type ackMsg struct {
 	kind   uint8
-	task   int32  // the spout task (init, complete, failed, reset) or failing bolt task
-	slot   uint32 // with the spout task: the tree's pending entry there
 	root   uint64
 	val    uint64
-	reason error
+	reason error // msgFail: a *FailedError
 }
 
-// ackBatch is a group of acker messages for one destination executor.
+// ackBatch is a group of tree messages for one spout executor.
 type ackBatch struct {
-	msgs   []ackMsg
-	origin *inbound // the connection it came on, from another worker
-	dest   int32    // with origin: the executor it was for
+	msgs []ackMsg
 
-	_ [24]byte // to whole cache lines: see TestHotStructsFillCacheLines
+	_ [40]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
 // outbox buffers an executor's outgoing batches. It belongs to the
@@ -61,18 +56,19 @@ type outbox struct {
 	data      []*batch // by destination task id − taskBase
 	taskBase  int
 	dataDirty []int       // task ids
-	ctl       []*ackBatch // by destination executor index − execBase (ackers, spouts)
+	ctl       []*ackBatch // by destination executor index − execBase (spouts)
 	execBase  int
 	ctlDirty  []int // executor indexes
 
 	// blockOnFull: send a full batch at once, blocking until there is room
-	// (bolts and ackers). Spouts never block inside user code: their full
+	// (bolts). Spouts never block inside user code: their full
 	// batches wait for the flush at the end of the round.
 	blockOnFull bool
 	// ctlIn, if set, is received from while a send waits for room, and
 	// what arrives is parked for the owner to handle later: a spout keeps
-	// draining its ack channel so the acker, which sends to it, never
-	// blocks on it (no deadlock), without calling user code mid-flush.
+	// draining its tree messages so the bolts, which send to it, never
+	// block on it for long (no deadlock), without calling user code
+	// mid-flush.
 	ctlIn  <-chan *ackBatch
 	parked []*ackBatch
 	// ticks, if set, is received from while a send waits too, and onTick
@@ -90,36 +86,39 @@ type outbox struct {
 	timeWaits bool
 	waitNanos int64
 
+	// treeSink, if set, takes every tree message instead (galetest's
+	// bolt harness, whose topology has no spout).
+	treeSink func(ackMsg)
+
 	// fbDest marks, by executor index, the destinations this executor
 	// reaches on a feedback edge (feedback.go); nil if none.
 	fbDest []bool
 
-	_ [16]byte // to whole cache lines: see TestHotStructsFillCacheLines
+	_ [8]byte // to whole cache lines: see TestHotStructsFillCacheLines
 }
 
-// newOutbox returns the outbox of an executor of c, or of an acker if c is
-// nil. A component's executors send tuples only to the tasks of the bolts
-// subscribing to it, and acker messages only to ackers; an acker sends to
-// spouts. Each table spans just those, so the outboxes of a topology
-// with many tasks take memory in proportion to the tasks, not to their
-// square.
+// newOutbox returns the outbox of an executor of c. A component's
+// executors send tuples only to the tasks of the bolts subscribing to it,
+// and tree messages (acks, fails, resets) only to the executors of the
+// spouts upstream of it, which keep the trees (tree.go). Each table spans
+// just those, so the outboxes of a topology with many tasks take memory in
+// proportion to the tasks, not to their square.
 func newOutbox(rt *runtime, blockOnFull bool, c *compInfo) *outbox {
-	taskLo, taskHi := 0, len(rt.taskExec)
-	execLo, execHi := 0, len(rt.execs)
-	if c != nil {
-		taskLo, taskHi = len(rt.taskExec), 0
-		for _, subs := range c.subs {
-			for _, s := range subs {
-				taskLo = min(taskLo, s.consumer.firstTask)
-				taskHi = max(taskHi, s.consumer.firstTask+s.consumer.numTasks)
-			}
+	taskLo, taskHi := len(rt.taskExec), 0
+	for _, subs := range c.subs {
+		for _, s := range subs {
+			taskLo = min(taskLo, s.consumer.firstTask)
+			taskHi = max(taskHi, s.consumer.firstTask+s.consumer.numTasks)
 		}
-		execLo, execHi = len(rt.execs), 0
-		for _, a := range rt.ackers {
-			execLo, execHi = min(execLo, a), max(execHi, a+1)
-		}
-		taskHi, execHi = max(taskLo, taskHi), max(execLo, execHi)
 	}
+	execLo, execHi := len(rt.execs), 0
+	if rt.acking && !c.isSpout {
+		for _, sp := range rt.spoutsUpstream(c) {
+			lo, hi := rt.taskExec[sp.firstTask], rt.taskExec[sp.firstTask+sp.numTasks-1]
+			execLo, execHi = min(execLo, lo), max(execHi, hi+1)
+		}
+	}
+	taskHi, execHi = max(taskLo, taskHi), max(execLo, execHi)
 	return &outbox{
 		rt:          rt,
 		quit:        rt.quit,
@@ -131,7 +130,7 @@ func newOutbox(rt *runtime, blockOnFull bool, c *compInfo) *outbox {
 		ctlDirty:    lineSlice[int](execHi - execLo)[:0],
 		execBase:    execLo,
 		blockOnFull: blockOnFull,
-		timeWaits:   c != nil && rt.stats,
+		timeWaits:   rt.stats,
 	}
 }
 
@@ -186,6 +185,19 @@ func (o *outbox) addMsg(exec int, m ackMsg) {
 	if o.blockOnFull && len(b.msgs) >= o.batchSize {
 		*slot = nil
 		o.sendCtl(exec, b)
+	}
+}
+
+// treeMsg sends m to the spout executor that keeps its tree (tree.go).
+// A root that names no spout upstream is dropped: only a broken peer's
+// tuple carries one, and the wire decoder refuses those first.
+func (o *outbox) treeMsg(m ackMsg) {
+	if o.treeSink != nil {
+		o.treeSink(m)
+		return
+	}
+	if exec, ok := o.rt.treeExec(m.root); ok && exec >= o.execBase && exec-o.execBase < len(o.ctl) {
+		o.addMsg(exec, m)
 	}
 }
 

@@ -1,11 +1,12 @@
 package gale
 
-// pendingMap holds a spout task's trees in flight. A tree's entry is in a
-// slot of a table, and the slot travels with the tree's init to the acker
-// and back with its outcome, so that the spout finds the entry by index,
-// not by a lookup; the root is checked there, so that a late or stray
-// message for a slot since reused finds nothing. Freed slots are reused
-// newest first, which keeps the entries in use close together.
+// pendingMap holds a spout task's trees in flight, and is their XOR ledger
+// (Storm keeps it in acker bolts; see tree.go). A tree's entry is in a
+// slot of a table, and the root id names the slot, so that the spout finds
+// the entry of an ack by index, not by a lookup; the whole root is checked
+// there, so that a late or stray message for a slot since reused finds
+// nothing. Freed slots are reused newest first, which keeps the entries in
+// use close together.
 //
 // Entries time out in generations rotated every timeout/(pendingBuckets-1):
 // an entry not put or touched during the last pendingBuckets rotations has
@@ -31,14 +32,30 @@ type pendingEntry struct {
 	msgID   any
 	emitted int64  // clock nanos at emit
 	root    uint64 // 0: a free slot
-	gen     uint32 // the generation it was put or last touched in
+	// xor is the XOR of the edge ids sent and acked so far (Storm's ack
+	// val): the spout's first edges at emit, then each ack's value. The
+	// tree is complete when it returns to 0.
+	xor uint64
+	gen uint32 // the generation it was put or last touched in
 }
 
 func newPendingMap() *pendingMap { return &pendingMap{} }
 
 func (p *pendingMap) len() int { return p.n }
 
-// put adds root's entry and returns its slot.
+// next returns the slot the next put takes, or false if the table has
+// maxTreesPerTask trees.
+func (p *pendingMap) next() (uint32, bool) {
+	if k := len(p.free); k > 0 {
+		return p.free[k-1], true
+	}
+	if len(p.slots) >= maxTreesPerTask {
+		return 0, false
+	}
+	return uint32(len(p.slots)), true
+}
+
+// put adds root's entry and returns its slot, the one next returned.
 func (p *pendingMap) put(root uint64, e pendingEntry) uint32 {
 	e.root, e.gen = root, p.gen
 	p.n++
@@ -72,6 +89,19 @@ func (p *pendingMap) remove(s uint32, root uint64) (pendingEntry, bool) {
 	p.free = append(p.free, s)
 	p.n--
 	return out, true
+}
+
+// ack XORs val into root's tree in slot s. It returns the tree's entry,
+// removed, and true when that completes the tree.
+func (p *pendingMap) ack(s uint32, root, val uint64) (pendingEntry, bool) {
+	e := p.at(s, root)
+	if e == nil {
+		return pendingEntry{}, false
+	}
+	if e.xor ^= val; e.xor != 0 {
+		return pendingEntry{}, false
+	}
+	return p.remove(s, root)
 }
 
 // touch moves root's entry in slot s to the newest generation

@@ -244,7 +244,7 @@ func TestReassignRefusesOtherChanges(t *testing.T) {
 		{"another worker index", worker.Assignment{Worker: 1, Workers: addrs, Secret: testSecret}, "the new assignment is worker 1's, this is worker 0"},
 		{"another worker count", worker.Assignment{Worker: 0, Workers: append(slices.Clone(addrs), "127.0.0.1:3"), Secret: testSecret}, "lists 3 workers, this worker runs with 2"},
 		{"this worker moved", worker.Assignment{Worker: 0, Workers: []string{"127.0.0.1:4", addrs[1]}, Secret: testSecret}, "moves this worker itself"},
-		{"executors moved", worker.Assignment{Worker: 0, Workers: other, Secret: testSecret, Executors: []int{1, 0, 1, 0, 1, 0, 1, 0}},
+		{"executors moved", worker.Assignment{Worker: 0, Workers: other, Secret: testSecret, Executors: []int{1, 0, 1, 0, 1, 0}},
 			"moves executor 0 (bolt \"count\", tasks 1–2) from worker 0 to worker 1"},
 		{"executor counts", worker.Assignment{Worker: 0, Workers: other, Secret: testSecret, Parallelism: map[string]int{"count": 4}}, "changes the executor counts"},
 		{"another secret", worker.Assignment{Worker: 0, Workers: other, Secret: "x"}, "another topology secret"},

@@ -23,7 +23,7 @@ const autotuneStart = 1000
 // whole value when the key is unset, in its automatic part.
 func (x *spoutExec) newTuner(tasks int) {
 	conf := x.comp.conf
-	if !conf.Bool(TopologyMaxSpoutPendingAutotune) || x.rt.numAckers == 0 {
+	if !conf.Bool(TopologyMaxSpoutPendingAutotune) || !x.rt.acking {
 		return
 	}
 	start := x.maxPending

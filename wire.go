@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/gale-stream/gale/internal/codec"
@@ -105,6 +104,9 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 		if root == 0 || root&doneBit != 0 {
 			return bad("anchor %d has an invalid root %#x", i, root)
 		}
+		if _, ok := d.rt.treeExec(root); !ok {
+			return bad("anchor %d's root %#x names task %d, which is not a spout task", i, root, rootTask(root))
+		}
 		d.anchors = append(d.anchors, anchorPair{root, edge})
 	}
 	vals, k, err := d.rt.topo.types.DecodeValuesInterned(b[off:], d.vals[:0], &d.strs)
@@ -139,20 +141,17 @@ func (d *wireDecoder) decode(b []byte) (task int32, t *Tuple, n int, err error) 
 	return int32(dst), t, off, nil
 }
 
-// Acker messages bound for another worker travel in a data frame of their
+// Tree messages bound for another worker travel in a data frame of their
 // own kind, per message:
 //
-//	uvarint  destination executor (an acker or a spout executor: both
-//	         ends number executors the same way)
-//	byte     kind (msgInit … msgFailed)
-//	uvarint  task: the spout task, or for msgFail the failing bolt's task
-//	uvarint  slot: with the spout task, the tree's pending entry there (0
-//	         in a bolt's ack, fail or reset)
-//	8 bytes  root, little endian
+//	uvarint  destination executor (a spout executor: both ends number
+//	         executors the same way)
+//	byte     kind (msgAck, msgFail, msgReset)
+//	8 bytes  root, little endian (it names the spout task: tree.go)
 //	8 bytes  val, little endian
-//	for msgFail and msgFailed, the reason: uvarint length + failing
-//	component, uvarint task, uvarint length + the error's message,
-//	byte failure class, uvarint delay in milliseconds (ClassDelayable)
+//	for msgFail, the reason: uvarint length + failing component, uvarint
+//	task, uvarint length + the error's message, byte failure class,
+//	uvarint delay in milliseconds (ClassDelayable)
 //
 // A bolt's error crosses as its message and class: the spout gets a
 // *FailedError whose Err is a *RemoteError, wrapped in a *ClassError when
@@ -168,17 +167,15 @@ func (e *RemoteError) Error() string { return e.Message }
 // maxWireDelayMS bounds a delayable failure's delay on the wire (a year).
 const maxWireDelayMS = 365 * 24 * 3600 * 1000
 
-// maxWireString bounds a component id or error message in an acker message.
+// maxWireString bounds a component id or error message in a tree message.
 const maxWireString = 64 << 10
 
 func (rt *runtime) appendWireAck(dst []byte, exec int, m *ackMsg) []byte {
 	dst = binary.AppendUvarint(dst, uint64(exec))
 	dst = append(dst, m.kind)
-	dst = binary.AppendUvarint(dst, uint64(m.task))
-	dst = binary.AppendUvarint(dst, uint64(m.slot))
 	dst = binary.LittleEndian.AppendUint64(dst, m.root)
 	dst = binary.LittleEndian.AppendUint64(dst, m.val)
-	if m.kind == msgFail || m.kind == msgFailed {
+	if m.kind == msgFail {
 		var fe *FailedError
 		if !errors.As(m.reason, &fe) {
 			fe = &FailedError{Err: m.reason}
@@ -200,12 +197,12 @@ func (rt *runtime) appendWireAck(dst []byte, exec int, m *ackMsg) []byte {
 	return dst
 }
 
-// decodeAck reads one acker message from b, returning its destination
+// decodeAck reads one tree message from b, returning its destination
 // executor, the message and the bytes consumed.
 func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error) {
 	off := 0
 	bad := func(format string, args ...any) (int, ackMsg, int, error) {
-		return 0, ackMsg{}, 0, fmt.Errorf("%w at byte %d: acker message: %s", errWire, off, fmt.Sprintf(format, args...))
+		return 0, ackMsg{}, 0, fmt.Errorf("%w at byte %d: tree message: %s", errWire, off, fmt.Sprintf(format, args...))
 	}
 	uv := func() (uint64, bool) { return uvarintAt(b, &off) }
 	str := func() (string, bool) {
@@ -226,21 +223,9 @@ func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error)
 	}
 	m.kind = b[off]
 	off++
-	if m.kind < msgInit || m.kind > msgFailed {
+	if m.kind < msgAck || m.kind > msgReset {
 		return bad("unknown kind %d", m.kind)
 	}
-	task, ok := uv()
-	// A bolt's ack or reset names no task (0); every other message does.
-	noTask := m.kind == msgAck || m.kind == msgReset
-	if !ok || task == 0 && !noTask || task >= uint64(len(d.rt.taskExec)) {
-		return bad("task %d: the topology has tasks 1 to %d", task, len(d.rt.taskExec)-1)
-	}
-	m.task = int32(task)
-	slot, ok := uv()
-	if !ok || slot > math.MaxUint32 {
-		return bad("bad slot")
-	}
-	m.slot = uint32(slot)
 	if len(b)-off < 16 {
 		return bad("truncated in the root and value")
 	}
@@ -250,7 +235,7 @@ func (d *wireDecoder) decodeAck(b []byte) (exec int, m ackMsg, n int, err error)
 	if m.root == 0 || m.root&doneBit != 0 {
 		return bad("invalid root %#x", m.root)
 	}
-	if m.kind == msgFail || m.kind == msgFailed {
+	if m.kind == msgFail {
 		comp, ok1 := str()
 		ftask, ok2 := uv()
 		msg, ok3 := str()
@@ -289,7 +274,7 @@ func uvarintAt(b []byte, off *int) (uint64, bool) {
 }
 
 // A data frame's payload starts with what it carries: a batch of tuples
-// for one task, or a batch of acker messages for one executor; then a
+// for one task, or a batch of tree messages for one spout executor; then a
 // uvarint count and the items as above.
 const (
 	wireTuples byte = 1
@@ -351,13 +336,13 @@ func (d *wireDecoder) decodeBatch(p []byte, b *batch) (int32, error) {
 	return task, nil
 }
 
-// decodeAckBatch reads an acker message batch (after the kind byte) into b
+// decodeAckBatch reads a tree message batch (after the kind byte) into b
 // and returns its executor: every message must be for the same one.
 func (d *wireDecoder) decodeAckBatch(p []byte, b *ackBatch) (int, error) {
 	off := 0
 	n, ok := uvarintAt(p, &off)
 	if !ok || n == 0 || n > uint64(len(p)-off) {
-		return 0, fmt.Errorf("%w: a batch of %d acker messages in %d bytes", errWire, n, len(p))
+		return 0, fmt.Errorf("%w: a batch of %d tree messages in %d bytes", errWire, n, len(p))
 	}
 	exec := -1
 	for i := range int(n) {
@@ -373,7 +358,7 @@ func (d *wireDecoder) decodeAckBatch(p []byte, b *ackBatch) (int, error) {
 		b.msgs = append(b.msgs, m)
 	}
 	if off != len(p) {
-		return 0, fmt.Errorf("%w: %d bytes after a batch of %d acker messages", errWire, len(p)-off, n)
+		return 0, fmt.Errorf("%w: %d bytes after a batch of %d tree messages", errWire, len(p)-off, n)
 	}
 	return exec, nil
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gale-stream/gale/internal/worker"
 )
 
 type wirePoint struct{ X, Y int }
@@ -79,12 +77,12 @@ func TestWireTupleRoundTrip(t *testing.T) {
 		t    *Tuple
 	}
 	in := []sent{
-		{int32(split), wireTuple(rt, "s", DefaultStream, 1, []any{"the cow jumped"}, anchorPair{0x1234, 0x99})},
+		{int32(split), wireTuple(rt, "s", DefaultStream, 1, []any{"the cow jumped"}, anchorPair{sRoot(rt, 0x34), 0x99})},
 		{int32(split + 2), wireTuple(rt, "s", DefaultStream, 0, []any{"unanchored"})},
 		{int32(rt.comps["count"].firstTask + 1), wireTuple(rt, "split", DefaultStream, 1, []any{"cow", int64(3)},
-			anchorPair{0x1234, 0x5}, anchorPair{0x777, 0x6}, anchorPair{0x888, 0x7})},
+			anchorPair{sRoot(rt, 0x34), 0x5}, anchorPair{sRoot(rt, 0x77), 0x6}, anchorPair{sRoot(rt, 0x88), 0x7})},
 		{int32(rt.comps["count"].firstTask), wireTuple(rt, "split", "wide", 0, []any{wirePoint{3, 4}, when, []any{nil, true, 2.5}},
-			anchorPair{0x4321, 0x1}, anchorPair{0x5555, 0x2})},
+			anchorPair{sRoot(rt, 0x43), 0x1}, anchorPair{sRoot(rt, 0x55), 0x2})},
 	}
 	var buf []byte
 	for _, s := range in {
@@ -127,7 +125,7 @@ func TestWireTupleRoundTrip(t *testing.T) {
 
 func TestWireDecodeRejects(t *testing.T) {
 	rt := wireRuntime(t)
-	good, err := rt.appendWireTuple(nil, 2, wireTuple(rt, "s", DefaultStream, 1, []any{"x"}, anchorPair{0x1234, 0x99}))
+	good, err := rt.appendWireTuple(nil, 2, wireTuple(rt, "s", DefaultStream, 1, []any{"x"}, anchorPair{sRoot(rt, 0x34), 0x99}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +148,7 @@ func TestWireDecodeRejects(t *testing.T) {
 	otherStream.src.wireID = streams
 	notItsTask := wireTuple(rt, "s", DefaultStream, 0, []any{"x"})
 	notItsTask.src.task = int32(rt.comps["split"].firstTask)
-	doneRoot := wireTuple(rt, "s", DefaultStream, 0, []any{"x"}, anchorPair{0x1234, 1})
+	doneRoot := wireTuple(rt, "s", DefaultStream, 0, []any{"x"}, anchorPair{sRoot(rt, 0x34), 1})
 	doneRoot.root |= doneBit
 	// On the spout's stream, which declares one field, two values.
 	arity := binary.AppendUvarint(nil, 2)
@@ -188,7 +186,7 @@ func TestWireDecodeRejects(t *testing.T) {
 func FuzzWireDecode(f *testing.F) {
 	rt := wireRuntime(f)
 	for _, tu := range []*Tuple{
-		wireTuple(rt, "s", DefaultStream, 1, []any{"the cow"}, anchorPair{0x1234, 0x99}),
+		wireTuple(rt, "s", DefaultStream, 1, []any{"the cow"}, anchorPair{sRoot(rt, 0x34), 0x99}),
 		wireTuple(rt, "split", "wide", 0, []any{wirePoint{1, 2}, "b", 3}, anchorPair{1, 2}, anchorPair{3, 4}),
 	} {
 		b, err := rt.appendWireTuple(nil, 2, tu)
@@ -229,18 +227,17 @@ func TestWireAckRoundTrip(t *testing.T) {
 	rt := wireRuntime(t)
 	spoutTask := int32(rt.comps["s"].firstTask + 1)
 	boltTask := int32(rt.comps["split"].firstTask + 2)
-	acker, spoutExec := rt.ackers[0], rt.taskExec[spoutTask]
+	spoutExec := rt.taskExec[spoutTask]
+	root := makeRoot(spoutTask, 77, 0x1fffff)
 	in := []struct {
 		exec int
 		m    ackMsg
 	}{
-		{acker, ackMsg{kind: msgInit, task: spoutTask, slot: 77, root: 0x1234, val: 0xabcd}},
-		{acker, ackMsg{kind: msgAck, task: boltTask, root: 0x1234, val: 0x99}},
-		{acker, ackMsg{kind: msgFail, task: boltTask, root: 0x1234,
+		{spoutExec, ackMsg{kind: msgAck, root: root, val: 0x99}},
+		{spoutExec, ackMsg{kind: msgFail, root: root,
 			reason: &FailedError{Component: "split", Task: int(boltTask), Err: errors.New("no such word")}}},
-		{acker, ackMsg{kind: msgReset, task: spoutTask, root: 0x1234}},
-		{spoutExec, ackMsg{kind: msgComplete, task: spoutTask, slot: 1<<32 - 1, root: 0x1234}},
-		{spoutExec, ackMsg{kind: msgFailed, task: spoutTask, slot: 3, root: 0x1234, reason: &FailedError{Component: "split", Task: int(boltTask)}}},
+		{spoutExec, ackMsg{kind: msgReset, root: root}},
+		{spoutExec, ackMsg{kind: msgAck, root: makeRoot(spoutTask, maxTreesPerTask-1, 1), val: 1<<64 - 1}},
 	}
 	var buf []byte
 	for _, x := range in {
@@ -254,7 +251,7 @@ func TestWireAckRoundTrip(t *testing.T) {
 		}
 		buf = buf[n:]
 		want := x.m
-		if exec != x.exec || m.kind != want.kind || m.task != want.task || m.slot != want.slot || m.root != want.root || m.val != want.val {
+		if exec != x.exec || m.kind != want.kind || m.root != want.root || m.val != want.val {
 			t.Errorf("message %d: exec %d %+v, want exec %d %+v", i, exec, m, x.exec, want)
 		}
 		if want.reason == nil {
@@ -276,7 +273,7 @@ func TestWireAckRoundTrip(t *testing.T) {
 		t.Errorf("%d bytes left over", len(buf))
 	}
 	// Every truncation is an error, never a panic.
-	whole := rt.appendWireAck(nil, acker, &in[2].m)
+	whole := rt.appendWireAck(nil, spoutExec, &in[1].m)
 	for n := range len(whole) {
 		if _, _, _, err := newWireDecoder(rt).decodeAck(whole[:n]); !errors.Is(err, errWire) {
 			t.Errorf("decode of the first %d of %d bytes: %v, want errWire", n, len(whole), err)
@@ -286,8 +283,9 @@ func TestWireAckRoundTrip(t *testing.T) {
 
 func FuzzWireAckDecode(f *testing.F) {
 	rt := wireRuntime(f)
-	f.Add(rt.appendWireAck(nil, rt.ackers[0], &ackMsg{kind: msgAck, task: 2, root: 5, val: 6}))
-	f.Add(rt.appendWireAck(nil, rt.ackers[0], &ackMsg{kind: msgFail, task: 3, root: 5,
+	sp := int32(rt.comps["s"].firstTask)
+	f.Add(rt.appendWireAck(nil, rt.taskExec[sp], &ackMsg{kind: msgAck, root: makeRoot(sp, 5, 9), val: 6}))
+	f.Add(rt.appendWireAck(nil, rt.taskExec[sp], &ackMsg{kind: msgFail, root: makeRoot(sp, 5, 9),
 		reason: &FailedError{Component: "split", Task: 3, Err: errors.New("boom")}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		exec, m, n, err := newWireDecoder(rt).decodeAck(b)
@@ -299,59 +297,14 @@ func FuzzWireAckDecode(f *testing.F) {
 		}
 		re := rt.appendWireAck(nil, exec, &m)
 		exec2, m2, _, err := newWireDecoder(rt).decodeAck(re)
-		if err != nil || exec2 != exec || m2.kind != m.kind || m2.root != m.root || m2.val != m.val || m2.task != m.task ||
+		if err != nil || exec2 != exec || m2.kind != m.kind || m2.root != m.root || m2.val != m.val ||
 			fmt.Sprint(m2.reason) != fmt.Sprint(m.reason) {
 			t.Fatalf("re-decode: %v, %+v vs %+v", err, m2, m)
 		}
 	})
 }
 
-// TestRootsPickLocalAckers: in a worker of several, a spout's trees go to
-// an acker in its own worker (the root decides the acker), so that their
-// init and completion never cross; the roots stay valid and varied.
-func TestRootsPickLocalAckers(t *testing.T) {
-	tb := NewTopologyBuilder()
-	tb.SetSpout("s", func() Spout { return &benchSpout{} }, 2)
-	tb.SetBolt("b", func() Bolt { return &benchBolt{} }, 2).ShuffleGrouping("s")
-	topo, err := tb.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ackers := range []int{2, 3, 5} {
-		for w := range 2 {
-			asg := &worker.Assignment{Worker: w, Workers: []string{"127.0.0.1:1", "127.0.0.1:2"}}
-			rt, err := newRuntimeWith("roots", topo, Config{TopologyAckerExecutors: ackers}, RunOptions{}, asg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var spout *emitter
-			for _, x := range rt.spoutExecs {
-				spout = x.tasks[0].em
-			}
-			if spout == nil {
-				continue // no spout in this worker
-			}
-			seen := map[int]bool{}
-			for range 2000 {
-				root := spout.newRoot()
-				if root == 0 || root&doneBit != 0 {
-					t.Fatalf("invalid root %#x", root)
-				}
-				x := rt.ackerExec(root)
-				if !rt.local(x) {
-					t.Fatalf("%d ackers, worker %d: root %#x goes to acker executor %d in worker %d", ackers, w, root, x, rt.execWorker[x])
-				}
-				seen[x] = true
-			}
-			local := 0
-			for _, x := range rt.ackers {
-				if rt.local(x) {
-					local++
-				}
-			}
-			if len(seen) != local {
-				t.Errorf("%d ackers, worker %d: roots reached %d of the %d local ackers", ackers, w, len(seen), local)
-			}
-		}
-	}
+// sRoot is the root of a tree of wireRuntime's spout s, in slot n.
+func sRoot(rt *runtime, n uint32) uint64 {
+	return makeRoot(int32(rt.comps["s"].firstTask), n, uint64(n)*0x9e3779b9)
 }

@@ -33,10 +33,10 @@ import (
 // when the executor has taken the batch, on its own connection to the
 // sender, where the grants share writes with its data frames. Tokens
 // are refilled to creditBatches whenever a connection is (re)established.
-// Remote batches land in a queue of their own (execSlot.rin, rctl) sized
-// for every peer's credits, so a connection's reader never waits on a
-// slow executor. Acker messages to spouts need no credit: a spout drains
-// its completions even while it waits to send.
+// Remote batches land in a queue of their own (execSlot.rin) sized for
+// every peer's credits, so a connection's reader never waits on a slow
+// executor. Tree messages to spouts need no credit: a spout drains them
+// even while it waits to send.
 
 // creditBatches is how many batches a sending worker may have on their way
 // to one remote executor.
@@ -64,10 +64,8 @@ type workerShare struct {
 // nil it listens on asg.Workers[asg.Worker].
 //
 // asg.Executors says which worker runs each executor; without it they are
-// placed by the even scheduler: round-robin in task order, ackers
-// likewise. With topology.acker.executors unset the topology has one
-// acker per worker. A worker that runs no acker still acks: its spouts'
-// trees go to ackers elsewhere.
+// placed by the even scheduler: round-robin in task order. Each spout
+// task keeps its own trees (tree.go): their acks come to its worker.
 func startWorker(name string, conf Config, topo *Topology, asg worker.Assignment, opts RunOptions, ln net.Listener) (*workerShare, error) {
 	if err := asg.Validate(); err != nil {
 		return nil, err
@@ -295,11 +293,8 @@ func (rt *runtime) setupPeers() {
 		// grants that would free this executor, when it waits for credit
 		// to send to that peer, arrive on the same connection.
 		perPeer := 2 * k
-		switch {
-		case slot.in != nil:
+		if slot.in != nil {
 			slot.rin = make(chan *batch, perPeer*remotePeers)
-		case !slot.isSpout:
-			slot.rctl = make(chan *ackBatch, perPeer*remotePeers)
 		}
 	}
 }
@@ -623,40 +618,25 @@ func (in *inbound) deliver(payload []byte) error {
 			return err
 		}
 		rt.inflight.Add(int64(len(b.msgs)))
-		slot := rt.execs[exec]
-		if slot.rctl != nil {
-			b.origin, b.dest = in, int32(exec)
-			deliverTo(rt, slot.rctl, b)
-			return nil
-		}
-		deliverTo(rt, slot.ctl, b) // a spout: no credit, it always drains
+		deliverTo(rt, rt.execs[exec].ctl, b) // a spout: no credit, it always drains
 		return nil
 	default:
 		return fmt.Errorf("%w: unknown data frame kind %d", errWire, payload[0])
 	}
 }
 
-// checkAcks checks that acker messages from a peer are for an executor
-// here that takes them: completions for a spout executor's own tasks, or
-// tree messages for an acker whose inits name a spout task.
+// checkAcks checks that tree messages from a peer are for a spout
+// executor here, and for trees of its own tasks.
 func (rt *runtime) checkAcks(exec int, b *ackBatch) error {
 	if !rt.local(exec) {
-		return fmt.Errorf("%w: acker messages for executor %d, which this worker does not run", errWire, exec)
+		return fmt.Errorf("%w: tree messages for executor %d, which this worker does not run", errWire, exec)
 	}
-	slot := rt.execs[exec]
+	if !rt.execs[exec].isSpout {
+		return fmt.Errorf("%w: tree messages for executor %d, which is not a spout's", errWire, exec)
+	}
 	for i := range b.msgs {
-		m := &b.msgs[i]
-		switch {
-		case slot.isSpout:
-			if m.kind != msgComplete && m.kind != msgFailed && m.kind != msgReset || rt.taskExec[m.task] != exec {
-				return fmt.Errorf("%w: acker message of kind %d for task %d sent to spout executor %d", errWire, m.kind, m.task, exec)
-			}
-		case slot.rctl != nil:
-			if m.kind == msgComplete || m.kind == msgFailed || m.kind == msgInit && !rt.execs[rt.taskExec[m.task]].isSpout {
-				return fmt.Errorf("%w: acker message of kind %d for task %d sent to acker executor %d", errWire, m.kind, m.task, exec)
-			}
-		default:
-			return fmt.Errorf("%w: acker messages for executor %d, which is a bolt", errWire, exec)
+		if x, ok := rt.treeExec(b.msgs[i].root); !ok || x != exec {
+			return fmt.Errorf("%w: a tree message for task %d sent to spout executor %d", errWire, rootTask(b.msgs[i].root), exec)
 		}
 	}
 	return nil

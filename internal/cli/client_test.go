@@ -264,9 +264,6 @@ func TestSubmitSendsDefinition(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("components: got %+v, want %+v", got, want)
 	}
-	if d.Ackers != 2 {
-		t.Errorf("ackers: got %d, want 2 (one per worker)", d.Ackers)
-	}
 	var conf map[string]any
 	if err := json.Unmarshal(h.ConfigJson, &conf); err != nil {
 		t.Fatalf("config_json: %v", err)

@@ -236,7 +236,6 @@ func definitionOf(pt plan.Topology, factory string, params map[string]string, wo
 	d := &nimbuspb.TopologyDefinition{
 		Factory: factory,
 		Params:  params,
-		Ackers:  int32(pt.Ackers),
 		Workers: int32(workers),
 	}
 	for _, c := range pt.Components {

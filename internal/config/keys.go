@@ -321,7 +321,7 @@ var configKeySpecs = sortedConfigKeySpecs([]configKeySpec{
 	{TopologyMaxSpoutPendingAutotuneIntervalSecs, configInt, nil, ScopeComponent,
 		"seconds between the max spout pending auto-tuner's steps (unset = topology.message.timeout.secs)", intAtLeast(1)},
 	{TopologyAckerExecutors, configInt, nil, ScopeTopology,
-		"acker executors (unset = one per worker, 0 = no tracking)", intAtLeast(0)},
+		"0 turns acking off; any other value, or unset, turns it on (each spout task keeps its own trees: no acker executors)", intAtLeast(0)},
 	{TopologyTickTupleFreqSecs, configInt, nil, ScopeComponent,
 		"seconds between tick tuples to each bolt (unset = none)", intAtLeast(1)},
 	{TopologyExecutorReceiveBufferSize, configInt, 1024, ScopeTopology,

@@ -202,7 +202,7 @@ const (
 // same table (TestStormKeysDocumented). An accepted key is one of Gale's
 // keys (configKeySpecs); a refused key is not.
 var stormKeys = []stormKey{
-	{TopologyAckerExecutors, stormAccepted, ""},
+	{TopologyAckerExecutors, stormDiffers, "0 turns acking off, as in Storm; any other value (or none) turns it on, but Gale runs no acker executors: each spout task keeps the XOR ledger of its own trees, so acking scales with the spouts and no __acker component shows"},
 	{TopologyDebug, stormAccepted, "each emit is logged at INFO by the emitting task's logger"},
 	{TopologyExecutorReceiveBufferSize, stormDiffers, "default 1024, not 32768: Gale's queues move batches of up to topology.producer.batch.size tuples, so a smaller queue keeps the throughput with less memory and queueing delay"},
 	{TopologyMaxReplicationWaitTimeSec, stormAccepted, ""},

@@ -17,7 +17,7 @@ func testTopology(id, name string) Topology {
 		ID: id, Name: name,
 		Definition: plan.Topology{Components: []plan.Component{
 			{ID: "words", Spout: true, Tasks: 2, Parallelism: 2, Streams: []string{"default"}},
-		}, Ackers: 1},
+		}},
 		Workers:     2,
 		Factory:     "wordcount",
 		Params:      map[string]string{"rate": "10"},

@@ -211,8 +211,7 @@ func (a *api) Rebalance(ctx context.Context, req *nimbuspb.RebalanceRequest) (*n
 		if _, err := t.Definition.WithParallelism(r.Parallelism); err != nil {
 			return false, status.Errorf(codes.InvalidArgument, "nimbus: rebalance %q: -e %v", t.Name, err)
 		}
-		// What it becomes: its ackers may follow the workers. It is
-		// bounded before it is planned.
+		// What it becomes, bounded before it is planned.
 		after := *t
 		after.Rebalance = &r
 		done, err := finishRebalance(n.cfg.Cluster, after)

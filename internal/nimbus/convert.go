@@ -15,7 +15,7 @@ import (
 
 // PlanTopology is the plan's input of a submitted definition.
 func PlanTopology(d *nimbuspb.TopologyDefinition) plan.Topology {
-	t := plan.Topology{Ackers: int(d.GetAckers())}
+	var t plan.Topology
 	for _, c := range d.GetComponents() {
 		pc := plan.Component{
 			ID:                 c.GetId(),
@@ -38,7 +38,7 @@ func PlanTopology(d *nimbuspb.TopologyDefinition) plan.Topology {
 // process's factory name, its parameters and topology.workers: what a
 // client puts in SubmitHeader.Definition.
 func Definition(t plan.Topology, factory string, params map[string]string, workers int) *nimbuspb.TopologyDefinition {
-	d := &nimbuspb.TopologyDefinition{Factory: factory, Params: params, Ackers: int32(t.Ackers), Workers: int32(workers)}
+	d := &nimbuspb.TopologyDefinition{Factory: factory, Params: params, Workers: int32(workers)}
 	for _, c := range t.Components {
 		pc := &nimbuspb.Component{
 			Id:                 c.ID,

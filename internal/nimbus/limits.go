@@ -25,7 +25,7 @@ func limitsOf(e *config.Effective) limits {
 
 // check refuses a definition with more tasks or executors than the
 // bounds, counting them as the plan would (a component's tasks capped by
-// its max task parallelism, its executors by its tasks, and the ackers)
+// its max task parallelism, its executors by its tasks)
 // without building the plan: a definition of 20,000,000 tasks costs
 // nothing to refuse. The counts are int64 sums of int32 numbers from the
 // wire, of fewer components than a gRPC message holds bytes: they cannot
@@ -40,16 +40,15 @@ func (l limits) check(d plan.Topology) error {
 		tasks += t
 		executors += min(int64(max(c.Parallelism, 0)), t)
 	}
-	ackers := int64(max(d.Ackers, 0))
 	switch {
 	case l.tasks > 0 && tasks > int64(l.tasks):
 		return fmt.Errorf("it has %d tasks, over the bound of %d tasks per topology (%s): "+
 			"declare fewer tasks (SetNumTasks, topology.max.task.parallelism), or raise %s in the cluster's gale.yaml",
 			tasks, l.tasks, config.NimbusTasksPerTopology, config.NimbusTasksPerTopology)
-	case l.executors > 0 && executors+ackers > int64(l.executors):
-		return fmt.Errorf("it has %d executors (%d ackers among them), over the bound of %d executors per topology (%s): "+
-			"lower the parallelism hints or topology.acker.executors, or raise %s in the cluster's gale.yaml",
-			executors+ackers, ackers, l.executors, config.NimbusExecutorsPerTopology, config.NimbusExecutorsPerTopology)
+	case l.executors > 0 && executors > int64(l.executors):
+		return fmt.Errorf("it has %d executors, over the bound of %d executors per topology (%s): "+
+			"lower the parallelism hints, or raise %s in the cluster's gale.yaml",
+			executors, l.executors, config.NimbusExecutorsPerTopology, config.NimbusExecutorsPerTopology)
 	}
 	return nil
 }

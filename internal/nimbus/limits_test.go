@@ -24,15 +24,13 @@ func TestLimitsCountAsThePlanWould(t *testing.T) {
 		d     plan.Topology
 		wants []string // "" for accepted
 	}{
-		{"at the bounds", plan.Topology{Components: []plan.Component{comp("a", 96, 6, 0), comp("b", 4, 2, 0)}, Ackers: 2}, nil},
+		{"at the bounds", plan.Topology{Components: []plan.Component{comp("a", 96, 6, 0), comp("b", 4, 4, 0)}}, nil},
 		{"one task over", plan.Topology{Components: []plan.Component{comp("a", 96, 1, 0), comp("b", 5, 1, 0)}},
 			[]string{"101 tasks", "bound of 100 tasks", config.NimbusTasksPerTopology}},
 		{"max task parallelism caps the tasks", plan.Topology{Components: []plan.Component{comp("a", 1_000_000, 1, 100)}}, nil},
 		{"executors are capped by the tasks", plan.Topology{Components: []plan.Component{comp("a", 5, 1_000_000, 0), comp("b", 5, 1_000_000, 0)}}, nil},
-		{"the ackers count", plan.Topology{Components: []plan.Component{comp("a", 5, 5, 0), comp("b", 5, 5, 0)}, Ackers: 1},
-			[]string{"11 executors", "1 ackers", config.NimbusExecutorsPerTopology}},
-		{"ackers from the wire", plan.Topology{Components: []plan.Component{comp("a", 1, 1, 0)}, Ackers: math.MaxInt32},
-			[]string{config.NimbusExecutorsPerTopology}},
+		{"one executor over", plan.Topology{Components: []plan.Component{comp("a", 5, 5, 0), comp("b", 6, 6, 0)}},
+			[]string{"11 executors", "bound of 10 executors", config.NimbusExecutorsPerTopology}},
 		{"sums of the largest numbers", plan.Topology{Components: []plan.Component{
 			comp("a", math.MaxInt32, math.MaxInt32, 0), comp("b", math.MaxInt32, math.MaxInt32, 0), comp("c", math.MaxInt32, math.MaxInt32, 0)}},
 			[]string{"6442450941 tasks", config.NimbusTasksPerTopology}},
@@ -85,9 +83,7 @@ func TestSubmitOverTheBoundsIsRefusedAtOnce(t *testing.T) {
 		}), []string{"20000008 tasks", config.NimbusTasksPerTopology}},
 		{"20,000 executors", with(func(h *nimbuspb.SubmitHeader) {
 			h.Definition.Components[1].Tasks, h.Definition.Components[1].Parallelism = 20_000, 20_000
-		}), []string{"20006 executors", "10000 executors per topology", config.NimbusExecutorsPerTopology}},
-		{"2^31-1 ackers", with(func(h *nimbuspb.SubmitHeader) { h.Definition.Ackers = math.MaxInt32 }),
-			[]string{"ackers", config.NimbusExecutorsPerTopology}},
+		}), []string{"20004 executors", "10000 executors per topology", config.NimbusExecutorsPerTopology}},
 		{"a record of 1 MiB", with(func(h *nimbuspb.SubmitHeader) { h.Definition.Params["blob"] = strings.Repeat("x", 1<<20) }),
 			[]string{"bytes as a record", "512 KiB"}},
 	}
@@ -108,12 +104,14 @@ func TestSubmitOverTheBoundsIsRefusedAtOnce(t *testing.T) {
 		t.Errorf("refused submissions moved etcd's raft index from %d to %d", rev, got)
 	}
 
-	// A rebalance is bounded too: with topology.acker.executors unset the
-	// ackers follow the workers.
-	id := nd.mustSubmit(newSubmission("wc", 1, 2)).GetId()
+	// A rebalance is bounded too: count's 20,000 tasks run in 2 executors
+	// under the bounds, and -e count=20000 would be 20,006.
+	sub := newSubmission("wc", 1, 2)
+	sub.header.Definition.Components[2].Tasks = 20_000
+	id := nd.mustSubmit(sub).GetId()
 	before, _ := cl.store.Topology(testutil.Context(t), id)
-	_, err := nd.api.Rebalance(testutil.Context(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 0, NumWorkers: 2_000_000_000})
-	wantCode(t, err, codes.InvalidArgument, `"wc"`, "2000000000 ackers", config.NimbusExecutorsPerTopology)
+	_, err := nd.api.Rebalance(testutil.Context(t), &nimbuspb.RebalanceRequest{Name: "wc", WaitSecs: 0, Executors: map[string]int32{"count": 20_000}})
+	wantCode(t, err, codes.InvalidArgument, `"wc"`, "20006 executors", "10000 executors per topology", config.NimbusExecutorsPerTopology)
 	if after, _ := cl.store.Topology(testutil.Context(t), id); after.Rev != before.Rev {
 		t.Errorf("a refused rebalance rewrote the record: %+v", after)
 	}

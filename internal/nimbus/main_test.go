@@ -176,7 +176,6 @@ func topology() plan.Topology {
 			{ID: "split", Tasks: 4, Parallelism: 4, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "sentences", Stream: "default"}}},
 			{ID: "count", Tasks: 4, Parallelism: 2, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "split", Stream: "default"}}},
 		},
-		Ackers: 2,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ func TestSubmitRecordsTopologyAndAssignment(t *testing.T) {
 		topo.Params["lang"] != "en" || topo.Artifact.SHA256 != sub.header.Artifact.Sha256 || len(topo.Secret) != 64 {
 		t.Errorf("the topology's record: got %+v", topo)
 	}
-	if len(topo.Definition.Components) != 3 || topo.Definition.Ackers != 2 {
+	if !reflect.DeepEqual(topo.Definition, topology()) {
 		t.Errorf("the record's definition: got %+v, want the submitted one", topo.Definition)
 	}
 	a, ok := cl.assignment(resp.GetId())
@@ -392,12 +393,10 @@ func TestActivateDeactivateRebalance(t *testing.T) {
 		t.Fatalf("Rebalance: %v", err)
 	}
 	tp, _ := cl.store.Topology(ctx, id)
-	if tp.Status != coord.StatusActive || tp.Workers != 3 || tp.Parallelism["count"] != 4 || tp.Rebalance != nil || tp.Definition.Ackers != 3 {
+	if tp.Status != coord.StatusActive || tp.Workers != 3 || tp.Parallelism["count"] != 4 || tp.Rebalance != nil {
 		t.Errorf("after Rebalance: %+v", tp)
 	}
-	// topology.acker.executors is unset: one acker per worker, as at submit.
 	d, _ := topology().WithParallelism(map[string]int{"count": 4})
-	d.Ackers = 3
 	p, _ := plan.New(d)
 	a, _ = cl.assignment(id)
 	if !a.Active || len(a.Workers) != 3 || len(a.Executors) != len(p.Executors) || a.Parallelism["count"] != 4 || a.Version <= 3 {

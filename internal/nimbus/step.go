@@ -237,19 +237,14 @@ func Step(s State, now time.Time, cfg StepConfig) Decision {
 }
 
 // finishRebalance applies t's rebalance, due now: the new workers and
-// executors, the status it resumes in. With topology.acker.executors
-// unset (one acker per worker) the ackers follow the workers.
+// executors, the status it resumes in.
 func finishRebalance(cluster gale.Config, t coord.Topology) (coord.Topology, error) {
 	r := t.Rebalance
 	if r == nil {
 		r = &coord.Rebalance{Workers: t.Workers, Parallelism: t.Parallelism, Resume: coord.StatusActive}
 	}
-	eff, err := config.Resolve(cluster, t.Config)
-	if err != nil {
+	if _, err := config.Resolve(cluster, t.Config); err != nil {
 		return t, fmt.Errorf("topology %q: %w", t.Name, err)
-	}
-	if _, set := eff.Int(gale.TopologyAckerExecutors); !set {
-		t.Definition.Ackers = r.Workers
 	}
 	t.Workers = r.Workers
 	t.Parallelism = r.Parallelism

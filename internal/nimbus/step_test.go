@@ -3,6 +3,7 @@ package nimbus
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +25,7 @@ var stepCfg = StepConfig{Limits: limits{tasks: 1000, executors: 100}}
 // record is a topology record as read from etcd: ACTIVE, with the word
 // count's definition, at revision rev.
 func record(id string, workers int, at time.Duration, rev int64) coord.Topology {
-	d := topology()
-	d.Ackers = workers
-	return coord.Topology{ID: id, Name: "name-" + id, Definition: d, Workers: workers, Factory: "wordcount",
+	return coord.Topology{ID: id, Name: "name-" + id, Definition: topology(), Workers: workers, Factory: "wordcount",
 		Artifact: coord.Artifact{SHA256: "sha-" + id}, Status: coord.StatusActive, Secret: "s-" + id,
 		SubmittedAt: t0.Add(at), Rev: rev}
 }
@@ -247,8 +246,8 @@ func TestStepKillsAndRebalancesWhenDue(t *testing.T) {
 		}
 		tp := w.Topology
 		if tp.Status != coord.StatusInactive || tp.Workers != 3 || tp.Parallelism["count"] != 4 || tp.Rebalance != nil ||
-			!tp.Deadline.IsZero() || tp.Definition.Ackers != 3 {
-			t.Errorf("rebalanced record %+v: want INACTIVE, 3 workers, count=4, 3 ackers (one per worker), no deadline", tp)
+			!tp.Deadline.IsZero() || !reflect.DeepEqual(tp.Definition, topology()) {
+			t.Errorf("rebalanced record %+v: want INACTIVE, 3 workers, count=4, the submitted definition, no deadline", tp)
 		}
 		if a := w.Assignment; a.Active || len(a.Workers) != 3 || a.Parallelism["count"] != 4 {
 			t.Errorf("rebalanced assignment %s, want 3 inactive workers", describe(*a))
@@ -258,16 +257,27 @@ func TestStepKillsAndRebalancesWhenDue(t *testing.T) {
 			t.Errorf("after the rebalance a step writes %+v, want nothing", d.Writes)
 		}
 	})
-	t.Run("topology.acker.executors set keeps the ackers", func(t *testing.T) {
-		s, _ := base(t)
-		s.Topologies[1].Config = map[string]any{gale.TopologyAckerExecutors: 1}
-		s.Topologies[1].Status, s.Topologies[1].Deadline = coord.StatusRebalancing, t0
-		s.Topologies[1].Rebalance = &coord.Rebalance{Workers: 3, Resume: coord.StatusActive}
-		d := Step(s, t0, stepCfg)
-		if len(d.Writes) != 1 || d.Writes[0].Topology == nil || d.Writes[0].Topology.Definition.Ackers != 1 {
-			t.Fatalf("writes %+v, want b rebalanced with its 1 acker", d.Writes)
-		}
-	})
+	// Acking on or off (topology.acker.executors) changes nothing of a
+	// rebalance: there are no acker executors to follow the workers.
+	for _, ackers := range []int{0, 1} {
+		t.Run("topology.acker.executors="+strconv.Itoa(ackers)+" rebalances the same", func(t *testing.T) {
+			s, _ := base(t)
+			s.Topologies[1].Config = map[string]any{gale.TopologyAckerExecutors: ackers}
+			s.Topologies[1].Status, s.Topologies[1].Deadline = coord.StatusRebalancing, t0
+			s.Topologies[1].Rebalance = &coord.Rebalance{Workers: 3, Resume: coord.StatusActive}
+			d := Step(s, t0, stepCfg)
+			if len(d.Writes) != 1 || d.Writes[0].Topology == nil || d.Writes[0].Assignment == nil {
+				t.Fatalf("writes %+v, want b rebalanced", d.Writes)
+			}
+			if tp := d.Writes[0].Topology; tp.Status != coord.StatusActive || tp.Workers != 3 || !reflect.DeepEqual(tp.Definition, topology()) {
+				t.Errorf("rebalanced record %+v: want ACTIVE, 3 workers, the submitted definition", tp)
+			}
+			p, _ := plan.New(topology())
+			if a := d.Writes[0].Assignment; !a.Active || len(a.Workers) != 3 || len(a.Executors) != len(p.Executors) {
+				t.Errorf("rebalanced assignment %s, want 3 active workers and %d executors", describe(*a), len(p.Executors))
+			}
+		})
+	}
 }
 
 func TestStepFollowsTheSupervisors(t *testing.T) {

@@ -190,8 +190,6 @@ type TopologyDefinition struct {
 	Factory    string            `protobuf:"bytes,1,opt,name=factory,proto3" json:"factory,omitempty"`
 	Params     map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Components []*Component      `protobuf:"bytes,3,rep,name=components,proto3" json:"components,omitempty"`
-	// ackers is the number of acker executors (topology.acker.executors).
-	Ackers int32 `protobuf:"varint,4,opt,name=ackers,proto3" json:"ackers,omitempty"`
 	// workers is topology.workers.
 	Workers       int32 `protobuf:"varint,5,opt,name=workers,proto3" json:"workers,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -247,13 +245,6 @@ func (x *TopologyDefinition) GetComponents() []*Component {
 		return x.Components
 	}
 	return nil
-}
-
-func (x *TopologyDefinition) GetAckers() int32 {
-	if x != nil {
-		return x.Ackers
-	}
-	return 0
 }
 
 func (x *TopologyDefinition) GetWorkers() int32 {
@@ -3198,18 +3189,17 @@ const file_gale_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"definition\x12\x1f\n" +
 	"\vconfig_json\x18\x03 \x01(\fR\n" +
 	"configJson\x124\n" +
-	"\bartifact\x18\x04 \x01(\v2\x18.gale.nimbus.v1.ArtifactR\bartifact\"\x9e\x02\n" +
+	"\bartifact\x18\x04 \x01(\v2\x18.gale.nimbus.v1.ArtifactR\bartifact\"\x94\x02\n" +
 	"\x12TopologyDefinition\x12\x18\n" +
 	"\afactory\x18\x01 \x01(\tR\afactory\x12F\n" +
 	"\x06params\x18\x02 \x03(\v2..gale.nimbus.v1.TopologyDefinition.ParamsEntryR\x06params\x129\n" +
 	"\n" +
 	"components\x18\x03 \x03(\v2\x19.gale.nimbus.v1.ComponentR\n" +
-	"components\x12\x16\n" +
-	"\x06ackers\x18\x04 \x01(\x05R\x06ackers\x12\x18\n" +
+	"components\x12\x18\n" +
 	"\aworkers\x18\x05 \x01(\x05R\aworkers\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe4\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x04\x10\x05R\x06ackers\"\xe4\x01\n" +
 	"\tComponent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05spout\x18\x02 \x01(\bR\x05spout\x12\x14\n" +

@@ -7,7 +7,7 @@ import (
 )
 
 func TestWithParallelism(t *testing.T) {
-	base := Topology{Ackers: 1, Components: []Component{
+	base := Topology{Components: []Component{
 		{ID: "s", Spout: true, Tasks: 2, Parallelism: 2, Streams: []string{"default"}},
 		{ID: "b", Tasks: 8, Parallelism: 2, MaxTaskParallelism: 6, Inputs: []Input{{Component: "s", Stream: "default"}}},
 	}}

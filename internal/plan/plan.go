@@ -23,12 +23,10 @@ import (
 var ErrInvalid = errors.New("plan: invalid topology")
 
 // Topology is what the plan is computed from: the components with their
-// effective numbers (config applied) and the number of ackers.
+// effective numbers (config applied). Acking needs no executors of its
+// own: each spout task keeps its trees.
 type Topology struct {
 	Components []Component `json:"components"`
-	// Ackers is the number of acker executors (topology.acker.executors,
-	// or its default); 0 turns acking off.
-	Ackers int `json:"ackers"`
 }
 
 // Component is one spout or bolt.
@@ -68,7 +66,6 @@ type Kind uint8
 const (
 	Spout Kind = iota + 1
 	Bolt
-	Acker
 )
 
 func (k Kind) String() string {
@@ -77,15 +74,13 @@ func (k Kind) String() string {
 		return "spout"
 	case Bolt:
 		return "bolt"
-	case Acker:
-		return "acker"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // MarshalText writes the kind by name, so that a plan's JSON reads.
 func (k Kind) MarshalText() ([]byte, error) {
-	if k < Spout || k > Acker {
+	if k < Spout || k > Bolt {
 		return nil, fmt.Errorf("plan: unknown executor kind %d", k)
 	}
 	return []byte(k.String()), nil
@@ -93,13 +88,13 @@ func (k Kind) MarshalText() ([]byte, error) {
 
 // UnmarshalText reads a kind written by MarshalText.
 func (k *Kind) UnmarshalText(b []byte) error {
-	for _, c := range []Kind{Spout, Bolt, Acker} {
+	for _, c := range []Kind{Spout, Bolt} {
 		if string(b) == c.String() {
 			*k = c
 			return nil
 		}
 	}
-	return fmt.Errorf("plan: unknown executor kind %q (want spout, bolt or acker)", b)
+	return fmt.Errorf("plan: unknown executor kind %q (want spout or bolt)", b)
 }
 
 // Plan is a topology's numbering.
@@ -107,8 +102,7 @@ func (k *Kind) UnmarshalText(b []byte) error {
 // Task ids run from 1 to Tasks, component by component in id order (as
 // Storm numbers them). Executors are numbered the same way: each
 // component's tasks are split into min(parallelism, tasks) contiguous
-// ranges, one executor each, and the ackers come after every component's
-// executors. Streams are numbered from 0, component by component in id
+// ranges, one executor each. Streams are numbered from 0, component by component in id
 // order, each component's in declaration order.
 type Plan struct {
 	Components []ComponentPlan `json:"components"` // in id order
@@ -129,8 +123,7 @@ type ComponentPlan struct {
 	Executors     int `json:"executors"`
 }
 
-// Executor is one executor: a component's contiguous range of tasks, or
-// an acker (Component empty, no tasks).
+// Executor is one executor: a component's contiguous range of tasks.
 type Executor struct {
 	Kind      Kind   `json:"kind"`
 	Component string `json:"component,omitempty"`
@@ -140,8 +133,6 @@ type Executor struct {
 
 func (e Executor) String() string {
 	switch {
-	case e.Kind == Acker:
-		return "acker"
 	case e.Tasks == 1:
 		return fmt.Sprintf("%s %q, task %d", e.Kind, e.Component, e.FirstTask)
 	}
@@ -185,18 +176,12 @@ func New(t Topology) (Plan, error) {
 		p.Tasks += tasks
 		p.Components = append(p.Components, cp)
 	}
-	for range t.Ackers {
-		p.Executors = append(p.Executors, Executor{Kind: Acker})
-	}
 	return p, nil
 }
 
 func validate(t Topology) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-	}
-	if t.Ackers < 0 {
-		return bad("%d ackers: want ≥ 0", t.Ackers)
 	}
 	streams := make(map[string]map[string]bool, len(t.Components))
 	for _, c := range t.Components {
@@ -256,17 +241,6 @@ func (p Plan) TaskExecutors() []int {
 		}
 	}
 	return te
-}
-
-// Ackers returns the executor indexes of the ackers, in order.
-func (p Plan) Ackers() []int {
-	var as []int
-	for i, e := range p.Executors {
-		if e.Kind == Acker {
-			as = append(as, i)
-		}
-	}
-	return as
 }
 
 // Fingerprint summarises the plan: two plans with the same fingerprint

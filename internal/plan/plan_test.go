@@ -23,11 +23,11 @@ func TestMain(m *testing.M) {
 
 // TestNumbering pins the numbering of one topology, worked out by hand:
 // components in id order whatever order they come in, task ids from 1,
-// a capped component's tasks cut to its cap, contiguous executor ranges,
-// the ackers last, streams in component order then declaration order.
+// a capped component's tasks cut to its cap, contiguous executor ranges
+// and nothing after them, streams in component order then declaration
+// order.
 func TestNumbering(t *testing.T) {
 	top := Topology{
-		Ackers: 2,
 		Components: []Component{
 			{ID: "b", Tasks: 5, Parallelism: 2, Streams: []string{"default", "side"}, Inputs: []Input{{Component: "a", Stream: "default"}}},
 			{ID: "a", Spout: true, Tasks: 3, Parallelism: 3, Streams: []string{"default"}},
@@ -48,7 +48,6 @@ func TestNumbering(t *testing.T) {
 			{Spout, "a", 1, 1}, {Spout, "a", 2, 1}, {Spout, "a", 3, 1},
 			{Bolt, "b", 4, 2}, {Bolt, "b", 6, 3},
 			{Bolt, "c", 9, 1}, {Bolt, "c", 10, 1},
-			{Kind: Acker}, {Kind: Acker},
 		},
 		Streams: []Stream{{"a", "default"}, {"b", "default"}, {"b", "side"}},
 		Tasks:   10,
@@ -58,9 +57,6 @@ func TestNumbering(t *testing.T) {
 	}
 	if got, want := p.TaskExecutors(), []int{-1, 0, 1, 2, 3, 3, 4, 4, 4, 5, 6}; !slices.Equal(got, want) {
 		t.Errorf("TaskExecutors: got %v, want %v", got, want)
-	}
-	if got, want := p.Ackers(), []int{7, 8}; !slices.Equal(got, want) {
-		t.Errorf("Ackers: got %v, want %v", got, want)
 	}
 	if c, ok := p.Component("b"); !ok || c.FirstTask != 4 {
 		t.Errorf(`Component("b"): got %+v, %v`, c, ok)
@@ -82,7 +78,6 @@ func TestNewRejects(t *testing.T) {
 		top  Topology
 		want string
 	}{
-		{"negative ackers", Topology{Ackers: -1}, "-1 ackers"},
 		{"empty id", Topology{Components: []Component{spout("")}}, "empty id"},
 		{"duplicate id", Topology{Components: []Component{spout("s"), bolt("s")}}, `two components have the id "s"`},
 		{"no tasks", Topology{Components: []Component{{ID: "s", Tasks: 0, Parallelism: 1}}}, `"s": 0 tasks`},
@@ -111,7 +106,6 @@ func TestNewRejects(t *testing.T) {
 func randomTopology(r *rand.Rand) Topology {
 	n := 1 + r.IntN(8)
 	var top Topology
-	top.Ackers = r.IntN(5)
 	for i := range n {
 		c := Component{ID: fmt.Sprintf("c%02d", r.IntN(100)) + strconv.Itoa(i), Spout: i == 0 || r.IntN(3) == 0,
 			Tasks: 1 + r.IntN(12), Parallelism: 1 + r.IntN(12)}
@@ -141,8 +135,8 @@ func randomTopology(r *rand.Rand) Topology {
 // reference is the numbering as the runtime's layout computed it before
 // the plan existed, kept as the oracle the plan must match: task ids per
 // component in id order, min(parallelism, tasks) executors over
-// contiguous ranges, the ackers after, streams numbered in the sorted
-// component order.
+// contiguous ranges, streams numbered in the sorted component order.
+// Each executor is [first task, tasks, 1 for a spout's].
 func reference(top Topology) (taskExec []int, execs [][3]int, streams []Stream) {
 	comps := slices.Clone(top.Components)
 	slices.SortFunc(comps, func(a, b Component) int { return cmp.Compare(a.ID, b.ID) })
@@ -161,14 +155,15 @@ func reference(top Topology) (taskExec []int, execs [][3]int, streams []Stream) 
 			lo := e * numTasks / n
 			hi := (e + 1) * numTasks / n
 			idx := len(execs)
-			execs = append(execs, [3]int{first + lo, hi - lo, 0})
+			spout := 0
+			if c.Spout {
+				spout = 1
+			}
+			execs = append(execs, [3]int{first + lo, hi - lo, spout})
 			for range hi - lo {
 				taskExec = append(taskExec, idx)
 			}
 		}
-	}
-	for range top.Ackers {
-		execs = append(execs, [3]int{0, 0, 1})
 	}
 	return taskExec, execs, streams
 }
@@ -196,7 +191,7 @@ func TestRandomTopologies(t *testing.T) {
 		}
 		for x, e := range p.Executors {
 			ref := execs[x]
-			if e.FirstTask != ref[0] || e.Tasks != ref[1] || (e.Kind == Acker) != (ref[2] == 1) {
+			if e.FirstTask != ref[0] || e.Tasks != ref[1] || (e.Kind == Spout) != (ref[2] == 1) {
 				t.Fatalf("topology %d: executor %d is %+v, reference %v", i, x, e, ref)
 			}
 		}
@@ -247,8 +242,19 @@ func checkInvariants(t *testing.T, top Topology, p Plan) {
 			t.Fatalf("task %d is in %d executors, want 1", task, seen[task])
 		}
 	}
-	if got := len(p.Ackers()); got != top.Ackers {
-		t.Fatalf("%d ackers, want %d", got, top.Ackers)
+	// The components' executor ranges, in order, are all the executors.
+	next := 0
+	for _, cp := range p.Components {
+		if cp.FirstExecutor != next {
+			t.Fatalf("%q's executors start at %d, want %d", cp.ID, cp.FirstExecutor, next)
+		}
+		next += cp.Executors
+	}
+	if next != len(p.Executors) {
+		t.Fatalf("the components have %d executors, the plan %d", next, len(p.Executors))
+	}
+	if len(p.Components) != len(top.Components) {
+		t.Fatalf("%d components planned, the topology has %d", len(p.Components), len(top.Components))
 	}
 }
 

@@ -58,20 +58,9 @@ type Result struct {
 
 // WorkerCount is the number of workers Schedule gives a plan when
 // topology.workers is workers: workers, but no more than there are
-// workers with something to run, and at least 1. Even places component
-// executors and ackers round-robin separately, so workers past the larger
-// of the two counts would run nothing; for the usual plans (no more
-// ackers than topology.workers) the cap is the number of executors.
+// executors (workers past them would run nothing), and at least 1.
 func WorkerCount(p plan.Plan, workers int) int {
-	var comps, ackers int
-	for _, e := range p.Executors {
-		if e.Kind == plan.Acker {
-			ackers++
-		} else {
-			comps++
-		}
-	}
-	return max(1, min(workers, max(comps, ackers)))
+	return max(1, min(workers, len(p.Executors)))
 }
 
 // Schedule places the requested topologies' workers on the worker slots

@@ -22,9 +22,9 @@ func sup(id string, ports int) Supervisor {
 	return s
 }
 
-// flat is the plan of one spout with execs executors and ackers ackers.
-func flat(t testing.TB, execs, ackers int) plan.Plan {
-	p, err := plan.New(plan.Topology{Ackers: ackers, Components: []plan.Component{
+// flat is the plan of one spout with execs executors.
+func flat(t testing.TB, execs int) plan.Plan {
+	p, err := plan.New(plan.Topology{Components: []plan.Component{
 		{ID: "s", Spout: true, Tasks: execs, Parallelism: execs},
 	}})
 	if err != nil {
@@ -52,20 +52,19 @@ func scheduled(t *testing.T, res map[string]Result, id string) Result {
 
 func TestWorkerCount(t *testing.T) {
 	tests := []struct {
-		name                   string
-		execs, ackers, workers int
-		want                   int
+		name           string
+		execs, workers int
+		want           int
 	}{
-		{"as asked", 8, 2, 4, 4},
-		{"no more than executors", 3, 0, 5, 3},
-		{"ackers count", 2, 4, 5, 4},
-		{"no worker with nothing to run", 3, 3, 5, 3},
-		{"at least one", 2, 0, 0, 1},
-		{"negative asks one", 2, 0, -3, 1},
+		{"as asked", 8, 4, 4},
+		{"no worker with nothing to run", 3, 5, 3},
+		{"one executor each", 3, 3, 3},
+		{"at least one", 2, 0, 1},
+		{"negative asks one", 2, -3, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := flat(t, tc.execs, tc.ackers)
+			p := flat(t, tc.execs)
 			if got := WorkerCount(p, tc.workers); got != tc.want {
 				t.Errorf("got %d, want %d", got, tc.want)
 			}
@@ -100,7 +99,7 @@ func TestScheduleSpread(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := flat(t, 8, 0)
+			p := flat(t, 8)
 			res := Schedule(tc.live, []Request{{Topology: "t", Plan: p, Workers: tc.workers}}, nil)
 			r := scheduled(t, res, "t")
 			if !slices.Equal(r.Workers, tc.want) {
@@ -120,8 +119,8 @@ func TestScheduleSpread(t *testing.T) {
 func TestScheduleLostSupervisor(t *testing.T) {
 	live := []Supervisor{sup("a", 4), sup("b", 4), sup("c", 4)}
 	reqs := []Request{
-		{Topology: "x", Plan: flat(t, 6, 0), Workers: 3},
-		{Topology: "y", Plan: flat(t, 6, 0), Workers: 4},
+		{Topology: "x", Plan: flat(t, 6), Workers: 3},
+		{Topology: "y", Plan: flat(t, 6), Workers: 4},
 	}
 	first := Schedule(live, reqs, nil)
 	cur := map[string]Current{"x": asCurrent(scheduled(t, first, "x")), "y": asCurrent(scheduled(t, first, "y"))}
@@ -154,13 +153,13 @@ func TestScheduleLostSupervisor(t *testing.T) {
 func TestScheduleRebalance(t *testing.T) {
 	live := []Supervisor{sup("a", 2), sup("b", 2), sup("c", 2)}
 	cur := map[string]Current{
-		"x": {Workers: []Placement{at("a", 6701), at("b", 6701), at("c", 6701), at("a", 6700)}, Executors: evenExecutors(flat(t, 8, 0), 4)},
+		"x": {Workers: []Placement{at("a", 6701), at("b", 6701), at("c", 6701), at("a", 6700)}, Executors: evenExecutors(flat(t, 8), 4)},
 		"y": {Workers: []Placement{at("b", 6700)}, Executors: []int{0, 0}},
 	}
 	reqs := []Request{
-		{Topology: "x", Plan: flat(t, 8, 0), Workers: 2},
-		{Topology: "y", Plan: flat(t, 2, 0), Workers: 1},
-		{Topology: "z", Plan: flat(t, 2, 0), Workers: 2},
+		{Topology: "x", Plan: flat(t, 8), Workers: 2},
+		{Topology: "y", Plan: flat(t, 2), Workers: 1},
+		{Topology: "z", Plan: flat(t, 2), Workers: 2},
 	}
 	res := Schedule(live, reqs, cur)
 	// x keeps two of its own slots on different supervisors: a:6700 (a
@@ -181,7 +180,7 @@ func TestScheduleRebalance(t *testing.T) {
 // TestSchedulePending: a topology that does not fit takes no slot and
 // says why, with the numbers.
 func TestSchedulePending(t *testing.T) {
-	p := flat(t, 12, 0)
+	p := flat(t, 12)
 	full := Current{Workers: []Placement{at("a", 6700), at("a", 6701), at("a", 6702), at("a", 6703),
 		at("b", 6700), at("b", 6701), at("b", 6702), at("b", 6703), at("c", 6700), at("c", 6701)}, Executors: evenExecutors(p, 10)}
 	tests := []struct {
@@ -244,7 +243,7 @@ func TestSchedulePending(t *testing.T) {
 // keep their slots; a topology after it does not take them, but gets a
 // free slot elsewhere.
 func TestSchedulePendingKeepsItsSlots(t *testing.T) {
-	p := flat(t, 4, 0)
+	p := flat(t, 4)
 	cur := map[string]Current{"x": {Workers: []Placement{at("a", 6700), at("gone", 6700), at("a", 6701), at("gone", 6701)}, Executors: evenExecutors(p, 4)}}
 	live := []Supervisor{sup("a", 2), sup("b", 1)}
 	reqs := []Request{{Topology: "x", Plan: p, Workers: 4}, {Topology: "y", Plan: p, Workers: 2}}
@@ -273,11 +272,11 @@ func TestSchedulePendingKeepsItsSlots(t *testing.T) {
 // move, the others stay; and it is served first whatever the order.
 func TestScheduleIsolation(t *testing.T) {
 	live := []Supervisor{sup("a", 4), sup("b", 4), sup("c", 4), sup("d", 4)}
-	shared := flat(t, 8, 0)
+	shared := flat(t, 8)
 	cur := map[string]Current{"s": {Workers: []Placement{at("a", 6700), at("b", 6700), at("c", 6700), at("a", 6701), at("b", 6701)}, Executors: evenExecutors(shared, 5)}}
 	reqs := []Request{
 		{Topology: "s", Plan: shared, Workers: 5},
-		{Topology: "i", Plan: flat(t, 8, 0), Workers: 4, Machines: 2},
+		{Topology: "i", Plan: flat(t, 8), Workers: 4, Machines: 2},
 	}
 	res := Schedule(live, reqs, cur)
 	// d (no worker) then c (one worker of s to move).
@@ -311,7 +310,7 @@ func TestScheduleIsolation(t *testing.T) {
 // machine and finds no other keeps the one it runs on: no new worker of
 // another topology goes there.
 func TestScheduleIsolationPendingHolds(t *testing.T) {
-	p := flat(t, 4, 0)
+	p := flat(t, 4)
 	cur := map[string]Current{
 		"i": {Workers: []Placement{at("a", 6700), at("gone", 6700)}, Executors: evenExecutors(p, 2)},
 		"j": {Workers: []Placement{at("b", 6700)}, Executors: evenExecutors(p, 1)},
@@ -360,7 +359,7 @@ func TestScheduleBadInput(t *testing.T) {
 		t.Errorf("CheckSupervisors on good supervisors: %v", err)
 	}
 
-	p := flat(t, 4, 0)
+	p := flat(t, 4)
 	res := Schedule(live, []Request{{Topology: "x", Plan: p, Workers: 3}}, nil)
 	if want := "needs 3 worker slots, 2 free on 1 supervisor (1 supervisor, 2 slots, 0 used by other topologies)"; res["x"].Pending != want {
 		t.Errorf("got %q, want %q", res["x"].Pending, want)
@@ -424,7 +423,7 @@ func (w *world) addSupervisor() {
 }
 
 func (w *world) request(t testing.TB, id string) Request {
-	req := Request{Topology: id, Plan: flat(t, 1+w.r.IntN(10), w.r.IntN(3)), Workers: 1 + w.r.IntN(6)}
+	req := Request{Topology: id, Plan: flat(t, 1+w.r.IntN(10)), Workers: 1 + w.r.IntN(6)}
 	if w.r.IntN(4) == 0 {
 		req.Machines = 1 + w.r.IntN(2)
 	}
@@ -717,7 +716,7 @@ func BenchmarkSchedule(b *testing.B) {
 	for i := range 1000 {
 		live = append(live, sup(fmt.Sprintf("s%04d", i), 5))
 	}
-	reqs := []Request{{Topology: "big", Plan: flat(b, 2000, 1000), Workers: 1000}}
+	reqs := []Request{{Topology: "big", Plan: flat(b, 2000), Workers: 1000}}
 	first := Schedule(live, reqs, nil)["big"]
 	cur := map[string]Current{"big": asCurrent(first)}
 	b.Run("fresh", func(b *testing.B) {

@@ -51,8 +51,7 @@ type Assignment struct {
 
 // Even places executors round-robin: the components' executors in
 // executor order (task order), executor i on slot i mod n, as Storm's
-// even scheduler does, then acker a on slot a mod n, so that with as many
-// ackers as slots each worker runs one.
+// even scheduler does.
 func Even(p plan.Plan, slots []Slot) (Assignment, error) {
 	if len(slots) == 0 {
 		return Assignment{}, fmt.Errorf("%w: the plan's %d executors need at least one worker slot", ErrNoSlots, len(p.Executors))
@@ -66,15 +65,8 @@ func Even(p plan.Plan, slots []Slot) (Assignment, error) {
 // evenExecutors is Even's executor → worker map for n ≥ 1 workers.
 func evenExecutors(p plan.Plan, n int) []int {
 	execs := make([]int, len(p.Executors))
-	var comp, acker int
-	for i, e := range p.Executors {
-		if e.Kind == plan.Acker {
-			execs[i] = acker % n
-			acker++
-			continue
-		}
-		execs[i] = comp % n
-		comp++
+	for i := range p.Executors {
+		execs[i] = i % n
 	}
 	return execs
 }

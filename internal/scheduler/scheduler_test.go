@@ -37,35 +37,32 @@ func slots(n int) []Slot {
 	return ss
 }
 
-// wordCount is the plan of a spout (2), split (3) and count (2) with
-// ackers; executors in id order: count 0–1, sentences 2–3, split 4–6,
-// then the ackers.
-func wordCount(t *testing.T, ackers int) plan.Plan {
-	return mustPlan(t, plan.Topology{Ackers: ackers, Components: []plan.Component{
+// wordCount is the plan of a spout (2), split (3) and count (2);
+// executors in id order: count 0–1, sentences 2–3, split 4–6.
+func wordCount(t *testing.T) plan.Plan {
+	return mustPlan(t, plan.Topology{Components: []plan.Component{
 		{ID: "sentences", Spout: true, Tasks: 2, Parallelism: 2, Streams: []string{"default"}},
 		{ID: "split", Tasks: 3, Parallelism: 3, Streams: []string{"default"}, Inputs: []plan.Input{{Component: "sentences", Stream: "default"}}},
 		{ID: "count", Tasks: 2, Parallelism: 2, Inputs: []plan.Input{{Component: "split", Stream: "default"}}},
 	}})
 }
 
-// TestEven pins the even placement: component executors i mod n, then
-// acker a mod n.
+// TestEven pins the even placement: executor i on worker i mod n.
 func TestEven(t *testing.T) {
 	tests := []struct {
-		name   string
-		ackers int
-		slots  int
-		want   []int
+		name  string
+		slots int
+		want  []int
 	}{
-		{"one worker", 1, 1, []int{0, 0, 0, 0, 0, 0, 0, 0}},
-		{"two workers, an acker each", 2, 2, []int{0, 1, 0, 1, 0, 1, 0, 0, 1}},
-		{"three workers, two ackers", 2, 3, []int{0, 1, 2, 0, 1, 2, 0, 0, 1}},
-		{"two workers, no ackers", 0, 2, []int{0, 1, 0, 1, 0, 1, 0}},
-		{"more workers than executors", 3, 9, []int{0, 1, 2, 3, 4, 5, 6, 0, 1, 2}},
+		{"one worker", 1, []int{0, 0, 0, 0, 0, 0, 0}},
+		{"two workers", 2, []int{0, 1, 0, 1, 0, 1, 0}},
+		{"three workers", 3, []int{0, 1, 2, 0, 1, 2, 0}},
+		{"one executor each", 7, []int{0, 1, 2, 3, 4, 5, 6}},
+		{"more workers than executors", 9, []int{0, 1, 2, 3, 4, 5, 6}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := wordCount(t, tc.ackers)
+			p := wordCount(t)
 			a, err := Even(p, slots(tc.slots))
 			if err != nil {
 				t.Fatal(err)
@@ -81,9 +78,9 @@ func TestEven(t *testing.T) {
 }
 
 func TestEvenRejectsSlots(t *testing.T) {
-	p := wordCount(t, 1)
-	if _, err := Even(p, nil); !errors.Is(err, ErrNoSlots) || !strings.Contains(err.Error(), "8 executors") {
-		t.Errorf("no slots: got %v, want ErrNoSlots naming the 8 executors", err)
+	p := wordCount(t)
+	if _, err := Even(p, nil); !errors.Is(err, ErrNoSlots) || !strings.Contains(err.Error(), "7 executors") {
+		t.Errorf("no slots: got %v, want ErrNoSlots naming the 7 executors", err)
 	}
 	if _, err := Even(p, []Slot{{ID: "a"}, {ID: "b"}, {ID: "a"}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `slots 0 and 2 have the same id "a"`) {
 		t.Errorf("duplicate slot: got %v", err)
@@ -94,8 +91,8 @@ func TestEvenRejectsSlots(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	p := wordCount(t, 2)
-	ok := []int{1, 0, 1, 0, 1, 0, 1, 1, 0}
+	p := wordCount(t)
+	ok := []int{1, 0, 1, 0, 1, 0, 1}
 	tests := []struct {
 		name  string
 		slots []Slot
@@ -103,13 +100,13 @@ func TestValidate(t *testing.T) {
 		want  string // "" for valid
 	}{
 		{"reversed", slots(2), ok, ""},
-		{"all on one worker", slots(2), []int{1, 1, 1, 1, 1, 1, 1, 1, 1}, ""},
+		{"all on one worker", slots(2), []int{1, 1, 1, 1, 1, 1, 1}, ""},
 		{"no slots", nil, ok, "no worker slots"},
-		{"too few executors", slots(2), ok[:8], "places 8 executors, the plan has 9"},
-		{"too many executors", slots(2), append(slices.Clone(ok), 0), "places 10 executors, the plan has 9"},
+		{"too few executors", slots(2), ok[:6], "places 6 executors, the plan has 7"},
+		{"too many executors", slots(2), append(slices.Clone(ok), 0), "places 8 executors, the plan has 7"},
 		{"nil map", slots(2), nil, "places 0 executors"},
-		{"worker out of range", slots(2), []int{1, 0, 1, 0, 2, 0, 1, 1, 0}, `executor 4 (bolt "split", task 5) is placed on worker 2, which is not one of the 2 workers (0–1)`},
-		{"negative worker", slots(2), []int{1, 0, 1, 0, 1, 0, 1, -1, 0}, "executor 7 (acker) is placed on worker -1"},
+		{"worker out of range", slots(2), []int{1, 0, 1, 0, 2, 0, 1}, `executor 4 (bolt "split", task 5) is placed on worker 2, which is not one of the 2 workers (0–1)`},
+		{"negative worker", slots(2), []int{1, 0, -1, 0, 1, 0, 1}, `executor 2 (spout "sentences", task 3) is placed on worker -1`},
 		{"duplicate slots", []Slot{{ID: "x"}, {ID: "x"}}, ok, `same id "x"`},
 	}
 	for _, tc := range tests {
@@ -176,7 +173,6 @@ func TestFingerprintSees(t *testing.T) {
 // randomPlan is the plan of a random valid topology.
 func randomPlan(t *testing.T, r *rand.Rand) plan.Plan {
 	var top plan.Topology
-	top.Ackers = r.IntN(6)
 	for i := range 1 + r.IntN(6) {
 		top.Components = append(top.Components, plan.Component{ID: fmt.Sprintf("c%d", i), Spout: i == 0,
 			Tasks: 1 + r.IntN(10), Parallelism: 1 + r.IntN(10)})
@@ -185,9 +181,9 @@ func randomPlan(t *testing.T, r *rand.Rand) plan.Plan {
 }
 
 // TestEvenRandom: on random plans and slot counts, the even scheduler
-// places every executor exactly once on an existing slot, spreads the
-// component executors and the ackers so that no worker has two more of
-// either than another, is deterministic, and its result validates.
+// places every executor exactly once on an existing slot, executor i on
+// slot i mod n, so that no worker has two more executors than another,
+// is deterministic, and its result validates.
 func TestEvenRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	for i := range 500 {
@@ -200,15 +196,14 @@ func TestEvenRandom(t *testing.T) {
 		if err := a.Validate(p); err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		comps, ackers := make([]int, n), make([]int, n)
+		perWorker := make([]int, n)
 		placed := make([]int, len(p.Executors))
 		for w := range n {
 			for _, x := range a.On(w) {
 				placed[x]++
-				if p.Executors[x].Kind == plan.Acker {
-					ackers[w]++
-				} else {
-					comps[w]++
+				perWorker[w]++
+				if x%n != w {
+					t.Fatalf("case %d: executor %d on worker %d of %d, want %d", i, x, w, n, x%n)
 				}
 			}
 		}
@@ -217,8 +212,8 @@ func TestEvenRandom(t *testing.T) {
 				t.Fatalf("case %d: executor %d placed %d times", i, x, c)
 			}
 		}
-		if slices.Max(comps)-slices.Min(comps) > 1 || slices.Max(ackers)-slices.Min(ackers) > 1 {
-			t.Fatalf("case %d: unbalanced: component executors per worker %v, ackers %v", i, comps, ackers)
+		if slices.Max(perWorker)-slices.Min(perWorker) > 1 {
+			t.Fatalf("case %d: unbalanced: executors per worker %v", i, perWorker)
 		}
 		b, _ := Even(p, slots(n))
 		if !slices.Equal(a.Executors, b.Executors) || a.Fingerprint() != b.Fingerprint() {

@@ -14,7 +14,7 @@ import (
 
 // ProtocolVersion is the version of the worker-to-worker protocol this
 // build speaks. A peer with another version is refused at the hello.
-const ProtocolVersion = 5
+const ProtocolVersion = 6
 
 // helloMagic opens every hello payload, so that a connection from
 // something that is not a Gale worker is told apart from a Gale worker of

@@ -294,8 +294,8 @@ func nonNil(s []string) []string {
 // ":fields" (a fields grouping's) and the input's ":executed", ":acked"
 // and ":failed" to each input, and each component's ":emitted",
 // ":acked", ":failed", ":executed" and ":outputs" (per stream: ":stream",
-// ":sani-stream", ":emitted", ":transferred"). The ackers show with
-// sys=true, as "__acker", with no inputs.
+// ":sani-stream", ":emitted", ":transferred"). Gale has no acker bolt
+// (each spout task keeps its own trees), so sys=true adds none.
 func (h *Handler) visualization(w http.ResponseWriter, r *http.Request) {
 	secs, ok := requestedWindow(w, r)
 	if !ok {
@@ -374,11 +374,6 @@ func visualizationData(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		}
 		m[":inputs"] = inputs
 		out[c.GetId()] = m
-	}
-	if ackers := info.GetDefinition().GetAckers(); sys && ackers > 0 {
-		out["__acker"] = map[string]any{":type": "bolt", ":capacity": 0.0, ":latency": 0.0, ":transferred": 0,
-			":stats": []any{}, ":inputs": []any{}, ":outputs": []any{}, ":link": "",
-			":emitted": 0, ":acked": 0, ":failed": 0, ":executed": 0}
 	}
 	return out
 }

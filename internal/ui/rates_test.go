@@ -201,7 +201,7 @@ func TestMessageTimeoutIsTheEffectiveOne(t *testing.T) {
 // config and returns its id.
 func submitConf(ev *env, name string, conf gale.Config) string {
 	t := ev.t
-	topo := plan.Topology{Components: []plan.Component{{ID: "s", Spout: true, Tasks: 1, Parallelism: 1, Streams: []string{"default"}}}, Ackers: 1}
+	topo := plan.Topology{Components: []plan.Component{{ID: "s", Spout: true, Tasks: 1, Parallelism: 1, Streams: []string{"default"}}}}
 	data := []byte("not really a binary, but nimbus only stores it")
 	sum := sha256.Sum256(data)
 	confJSON, _ := json.Marshal(conf)

@@ -349,13 +349,6 @@ func topologyPage(info *nimbuspb.TopologyInfo, sys bool) map[string]any {
 		m["processLatency"] = meanMillis(cs.GetProcessSamples(), cs.GetProcessSampledNanos())
 		bolts = append(bolts, m)
 	}
-	if ackers := info.GetDefinition().GetAckers(); sys && ackers > 0 {
-		bolts = append(bolts, map[string]any{
-			"boltId": "__acker", "encodedBoltId": "__acker", "executors": ackers, "tasks": ackers,
-			"emitted": 0, "transferred": 0, "acked": 0, "failed": 0, "executed": 0,
-			"capacity": "0.000", "executeLatency": "0.000", "processLatency": "0.000", "lastError": "",
-		})
-	}
 	page["spouts"], page["bolts"] = spouts, bolts
 	page["workers"] = workers(info)
 	// The topology's own config layer: the keys it set, {} for none.

@@ -16,15 +16,15 @@ func TestLaunchGivenAssignment(t *testing.T) {
 	const sentences = 5000
 	prog := newProgress()
 	raw, _ := json.Marshal(e2eParams{Sentences: sentences, Rate: 20000})
-	// Executors in id order: count 0–1, sentences 2, split 3–4, ackers
-	// 5–6 (the even map is 0 1 0 1 0 0 1).
+	// Executors in id order: count 0–1, sentences 2, split 3–4 (the even
+	// map is 0 1 0 1 0).
 	c, err := Launch(LaunchConfig{
 		Env:       []string{workerEnv + "=1"},
 		Spec:      Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn"},
 		N:         2,
 		Dir:       t.TempDir(),
 		OnMessage: prog.take,
-		Executors: []int{0, 1, 1, 0, 1, 0, 0},
+		Executors: []int{0, 1, 1, 0, 1},
 	})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -63,7 +63,7 @@ func TestLaunchBadAssignment(t *testing.T) {
 		Spec:      Spec{Topology: "e2e", Factory: "e2e-wordcount", Params: raw, HeartbeatMS: 50, LogLevel: "warn"},
 		N:         2,
 		Dir:       t.TempDir(),
-		Executors: []int{0, 1, 1, 0, 3, 0, 0},
+		Executors: []int{0, 1, 1, 0, 3},
 	})
 	if err == nil {
 		c.Stop(10 * time.Second)

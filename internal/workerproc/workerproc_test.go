@@ -228,8 +228,8 @@ func TestKillWorkerEveryMessageAcked(t *testing.T) {
 	const sentences = 30000
 	prog := newProgress()
 	// Executors in id order: count (worker 0, worker 1), sentences
-	// (worker 0), split (worker 1, worker 0); ackers: one each. Worker 1
-	// runs a counter, a splitter and an acker, and no spout.
+	// (worker 0), split (worker 1, worker 0). Worker 1 runs a counter and
+	// a splitter, and no spout: every ack it sends crosses.
 	c := launch(t, e2eParams{Sentences: sentences, Rate: 10000}, 2, true, prog)
 	stopped := false
 	defer func() {

@@ -32,7 +32,6 @@ func definition(workers int) *nimbuspb.TopologyDefinition {
 			comp("split", false, bolts, "sentences"),
 			comp("count", false, count, "split"),
 		},
-		Ackers:  int32(workers),
 		Workers: int32(workers),
 	}
 }
