@@ -22,9 +22,9 @@ type StreamID struct {
 func (s StreamID) String() string { return s.Component + ":" + s.Stream }
 
 // ComponentIDs returns the ids of the topology's spouts and bolts, sorted.
-// Unlike Storm's getComponentIds it lists no system component: Gale's
-// acker is not a component with tasks (it has executors only), and the
-// ticks' "__system" component has no task either.
+// Unlike Storm's getComponentIds it lists no system component: Gale has
+// no acker bolt (each spout task keeps its own trees), and the ticks'
+// "__system" component has no task.
 func (tc *TopologyContext) ComponentIDs() []string {
 	out := make([]string, 0, len(tc.rt.plan.Components))
 	for _, c := range tc.rt.plan.Components { // in id order

@@ -275,7 +275,7 @@ func (x *boltExec) run() {
 // busyYieldEvery is how many units of work an executor does between
 // yields when it never has to wait. Executors are goroutines sharing
 // GOMAXPROCS threads; Go preempts a goroutine only after 10 ms, so without
-// this a busy bolt could keep an acker or a spout off the CPU that long.
+// this a busy bolt could keep another bolt or a spout off the CPU that long.
 const busyYieldEvery = 8
 
 // spinYields is how many times an executor with an empty queue yields

@@ -106,7 +106,7 @@ type runtime struct {
 	// inflight has a cache line of its own: every executor adds to it on
 	// every send, and the fields around it are read on every emit.
 	_        [cacheLine]byte
-	inflight atomic.Int64 // tuples and acker messages sent and not yet processed
+	inflight atomic.Int64 // tuples and tree messages sent and not yet processed
 	_        [cacheLine - 8]byte
 	errCount atomic.Int64
 	errMu    sync.Mutex

@@ -117,8 +117,8 @@ type Workers struct {
 type WorkerStatus struct {
 	// Pending is the number of trees this worker's spouts have in flight.
 	Pending int
-	// Inflight is the number of tuples and acker messages queued in this
-	// worker and not yet processed.
+	// Inflight is the number of tuples and tree messages (acks, fails)
+	// queued in this worker and not yet processed.
 	Inflight int64
 	// WireBytesSent counts bytes written to peers, frame headers included;
 	// WireTuplesSent the tuples sent to them; WireBytesReceived the bytes

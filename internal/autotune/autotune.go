@@ -51,7 +51,7 @@
 // decreases again instead of going back up into the flood. Without time
 // outs a steeper fall is no flood: below the best value progress falls
 // faster than the value wherever trees spend part of their time in
-// flight outside the work (on the wire, in the acker), so the best value
+// flight outside the work (on the wire, in queues of acks), so the best value
 // v·(work+transit)/work is where progress stops growing, and below it a
 // cut of a quarter costs more than a quarter. Taking that for a flood
 // cut the value again and again, to the floor, on a topology of a few

@@ -32,8 +32,7 @@ var (
 	// (until then the senders wait, as on a full queue). A bad asg is an
 	// error wrapping worker.ErrInvalidAssignment.
 	//
-	// Executors are placed round-robin in task order, ackers likewise;
-	// with topology.acker.executors unset each worker runs one acker.
+	// Executors are placed round-robin in task order.
 	StartWorker func(name string, conf map[string]any, topo any, asg worker.Assignment, opts worker.Options, h Hooks) (worker.Handle, error)
 
 	// SetHooks sets h on opts, a *gale.RunOptions, for gale.StartLocal or
@@ -120,7 +119,7 @@ type Observer struct {
 // use.
 type Local interface {
 	// WaitQuiet waits until the topology has nothing left to do by
-	// itself: no tuple or acker message in flight and every spout either
+	// itself: no tuple or tree message in flight and every spout either
 	// idle (its last rounds of NextTuple emitted nothing) or at max
 	// pending. It returns the number of trees still pending (they wait
 	// for an ack that will not come, or for their timeout), or ctx's

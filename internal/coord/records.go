@@ -49,8 +49,7 @@ type Artifact struct {
 type Topology struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// Definition holds the components, tasks, parallelism, streams and
-	// ackers.
+	// Definition holds the components, tasks, parallelism and streams.
 	Definition plan.Topology `json:"definition"`
 	// Workers is topology.workers.
 	Workers int `json:"workers"`

@@ -154,7 +154,7 @@ type ComponentError struct {
 type Status struct {
 	// Pending is the number of trees this worker's spouts have in flight.
 	Pending int `json:"pending"`
-	// Inflight is the number of tuples and acker messages queued in this
+	// Inflight is the number of tuples and tree messages queued in this
 	// worker and not yet processed.
 	Inflight int64 `json:"inflight"`
 	// WireBytesSent counts bytes written to peers, frame headers included;

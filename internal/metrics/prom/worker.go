@@ -37,7 +37,7 @@ func NewWorker(topology, topologyID string, w worker.Handle) prometheus.Collecto
 	c.sent = d.New("gale_transport_sent_bytes_total", "Bytes of frames this worker wrote to its peers, headers included.", topo...)
 	c.peers = d.New("gale_transport_peers_connected", "Peers this worker has a connection to.", topo...)
 	c.pending = d.New("gale_worker_pending_trees", "Tuple trees this worker's spouts have in flight.", topo...)
-	c.inflight = d.New("gale_worker_inflight_tuples", "Tuples and acker messages queued in this worker and not yet processed.", topo...)
+	c.inflight = d.New("gale_worker_inflight_tuples", "Tuples and tree messages (acks, fails) queued in this worker and not yet processed.", topo...)
 	c.errors = d.New("gale_worker_errors_total", "Errors this worker's components reported or caused.", topo...)
 	c.comps = NewComponents(d, "gale_worker_", ComponentHelp{
 		Emitted:            "Tuples the component's tasks in this worker emitted.",
